@@ -1,0 +1,308 @@
+/**
+ * The one interface every backend implements. A backend is a plain object built by a factory
+ * (`createCudaBackend`, `createHipBackend`, `createHostBackend`) and chosen by {@link openBackend}.
+ *
+ * The backend layer is deliberately thin and unchecked: it trusts its caller. The memory/ and stream/ layers
+ * validate every size, offset, pointer and state before they call it, because a native call with a bad pointer
+ * can crash the process. Addresses and handles are plain numbers (below 2^53); koffi objects never leave backend/.
+ */
+
+/** Names of the backends. */
+export type BackendName = 'cuda' | 'hip' | 'host';
+export const BACKEND_NAMES: readonly BackendName[] = ['cuda', 'hip', 'host'];
+
+/** A device or host address. Always an integer below Number.MAX_SAFE_INTEGER. */
+export type Address = number;
+/** An opaque native handle (stream, event, module, function, memory pool). 0 is the null/default stream. */
+export type Handle = number;
+
+/** What a backend can do. What is false here is refused by the memory layer with an `UNSUPPORTED` error. */
+export interface BackendCapabilities {
+  /** Managed (unified) memory: mallocManaged, prefetch, advise. */
+  managedMemory: boolean;
+  /** Pinned host memory mapped into the device's address space (zero-copy). */
+  mappedMemory: boolean;
+  /** Pinning existing pageable memory (hostRegister). */
+  hostRegister: boolean;
+  /** Write-combined pinned memory. */
+  writeCombined: boolean;
+  /** The runtime's stream-ordered allocator (cudaMallocAsync / hipMallocAsync). */
+  streamOrderedAllocator: boolean;
+  /** The virtual memory API (cuMemCreate / hipMemCreate + map). */
+  virtualMemory: boolean;
+  /** Peer access between devices. */
+  peerAccess: boolean;
+  /** Run-time compilation of kernels (nvrtc / hiprtc); the host backend runs kernels as JavaScript. */
+  kernels: boolean;
+  /** Host functions that block their stream until they have run (cudaLaunchHostFunc / hipLaunchHostFunc). */
+  blockingHostCallbacks: boolean;
+  /** AMD: fine-grained device memory (hipExtMallocWithFlags + hipDeviceMallocFinegrained). */
+  fineGrainedDeviceMemory: boolean;
+  /** AMD: uncached device memory (hipDeviceMallocUncached). */
+  uncachedDeviceMemory: boolean;
+  /** AMD: coherent and non-coherent pinned host memory (hipHostMallocCoherent / NonCoherent). */
+  coherentHostMemory: boolean;
+  /** AMD: pinned host memory placed on the NUMA node of the current device (hipHostMallocNumaUser). */
+  numaHostMemory: boolean;
+}
+
+/** One loaded (or tried) native library. */
+export interface LibraryRecord {
+  /** What it is for: runtime, driver, compiler, management. */
+  role: 'runtime' | 'driver' | 'compiler' | 'management';
+  /** Library name searched for, e.g. libcudart.so.13. */
+  name: string;
+  /** Resolved file path, when known. */
+  path?: string | undefined;
+  /** The environment variable that overrides this library's path. */
+  envVar: string;
+  loaded: boolean;
+  /** Why it could not be loaded, when it could not. */
+  error?: string | undefined;
+}
+
+/** Facts about one device. A value that cannot be read is absent, never zero. */
+export interface DeviceInfo {
+  index: number;
+  name?: string | undefined;
+  /** Architecture: sm_90, gfx942, x86_64 (host). */
+  arch?: string | undefined;
+  /** AMD: the full architecture name with its features, e.g. gfx942:sramecc+:xnack-. */
+  archName?: string | undefined;
+  totalBytes?: number | undefined;
+  freeBytes?: number | undefined;
+  /** Streaming multiprocessors (NVIDIA) or compute units (AMD) or CPU cores (host). */
+  multiprocessors?: number | undefined;
+  l2Bytes?: number | undefined;
+  asyncEngines?: number | undefined;
+  managedMemory?: boolean | undefined;
+  concurrentManagedAccess?: boolean | undefined;
+  pageableMemoryAccess?: boolean | undefined;
+  /** AMD: XNACK (retry on page fault) as the architecture name says, and what HSA_XNACK asks for. */
+  xnack?: { arch?: boolean | undefined; env?: string | undefined; enabled?: boolean | undefined } | undefined;
+  integrated?: boolean | undefined;
+  canMapHostMemory?: boolean | undefined;
+  pciBusId?: string | undefined;
+  link?: PcieLink | undefined;
+  numaNode?: number | undefined;
+  /** Memory bus width in bits and peak memory clock, where the runtime tells. */
+  memoryBusWidthBits?: number | undefined;
+  memoryClockKHz?: number | undefined;
+  computeCapability?: string | undefined;
+  streamPriorityRange?: { least: number; greatest: number } | undefined;
+}
+
+/** PCIe link state read from sysfs: generation (from the transfer rate), width in lanes, current and maximum. */
+export interface PcieLink {
+  generation?: number | undefined;
+  width?: number | undefined;
+  maxGeneration?: number | undefined;
+  maxWidth?: number | undefined;
+  /** Transfer rate per lane in GT/s, as sysfs gives it. */
+  speedGTs?: number | undefined;
+  maxSpeedGTs?: number | undefined;
+}
+
+/** Copy direction, in the runtime's numbering (CUDA and HIP agree: 0..4). */
+export const enum CopyKind {
+  HostToHost = 0,
+  HostToDevice = 1,
+  DeviceToHost = 2,
+  DeviceToDevice = 3,
+  Default = 4,
+}
+
+/** Flags for pinned host memory. The AMD-only ones need the matching capability. */
+export interface PinnedFlags {
+  portable?: boolean | undefined;
+  mapped?: boolean | undefined;
+  writeCombined?: boolean | undefined;
+  /** AMD: coherent (fine-grained) or non-coherent (coarse-grained) host memory. */
+  coherent?: boolean | undefined;
+  /** AMD: place the pages on the NUMA node of the current device (hipHostMallocNumaUser). */
+  numaUser?: boolean | undefined;
+}
+
+/** Flags for device memory. AMD only; CUDA reports them unsupported in its capabilities. */
+export interface DeviceMallocFlags {
+  fineGrained?: boolean | undefined;
+  uncached?: boolean | undefined;
+}
+
+/** Where managed memory should go. */
+export type MemLocation = { type: 'device'; device: number } | { type: 'host' };
+
+/** Managed-memory advice. */
+export type MemAdvice =
+  | 'read-mostly'
+  | 'unset-read-mostly'
+  | 'preferred-location'
+  | 'unset-preferred-location'
+  | 'accessed-by'
+  | 'unset-accessed-by';
+
+/** A kernel argument as the backend marshals it. */
+export type KernelArg =
+  | { type: 'ptr'; value: Address }
+  | { type: 'u32' | 'i32' | 'f32' | 'f64'; value: number }
+  | { type: 'u64' | 'i64'; value: number | bigint };
+
+/** A kernel launch configuration. */
+export interface LaunchConfig {
+  grid: [number, number, number];
+  block: [number, number, number];
+  sharedBytes: number;
+  stream: Handle;
+}
+
+/**
+ * Source of a set of kernels. `source` is CUDA C++ that hiprtc also compiles; `host` holds the same kernels as
+ * JavaScript for the host backend.
+ */
+export interface KernelSource {
+  name: string;
+  source: string;
+  /** Each kernel's parameter types, in order. */
+  kernels: Readonly<Record<string, readonly KernelArgType[]>>;
+  host: Readonly<Record<string, HostKernel>>;
+}
+
+/** Types a kernel parameter can have. */
+export type KernelArgType = KernelArg['type'];
+
+/** Memory the host backend hands to a JS kernel: the bytes at an address, up to the end of its allocation. */
+export interface HostMemoryResolver {
+  /** A DataView/bytes of `bytes` bytes at `address`. Throws if the range is not inside one allocation. */
+  bytes(address: Address, bytes: number): Uint8Array;
+}
+
+/** A kernel implemented in JavaScript for the host backend. Arguments are the raw values of `KernelArg`s. */
+export type HostKernel = (
+  mem: HostMemoryResolver,
+  config: { grid: [number, number, number]; block: [number, number, number] },
+  args: ReadonlyArray<number | bigint>,
+) => void;
+
+/** A compiled module's binary and how it was obtained. */
+export interface CompiledModule {
+  image: Uint8Array;
+  /** True when the binary came from the on-disk cache. */
+  cached: boolean;
+  compileMs?: number | undefined;
+  log?: string | undefined;
+}
+
+/** Stream creation options. */
+export interface StreamOptions {
+  priority?: number | undefined;
+  nonBlocking?: boolean | undefined;
+}
+
+/** Event creation options. */
+export interface EventOptions {
+  timing?: boolean | undefined;
+}
+
+/** Options of the runtime's stream-ordered pool. */
+export interface MemPoolOptions {
+  releaseThresholdBytes?: number | undefined;
+}
+
+/** Granularity and handles of the virtual memory API. */
+export interface VirtualMemoryApi {
+  granularity(device: number): number;
+  reserve(bytes: number, alignment: number): Address;
+  free(address: Address, bytes: number): void;
+  create(device: number, bytes: number): Handle;
+  release(handle: Handle): void;
+  map(address: Address, bytes: number, handle: Handle): void;
+  setAccess(address: Address, bytes: number, device: number): void;
+  unmap(address: Address, bytes: number): void;
+}
+
+/**
+ * The backend interface. Methods are synchronous unless they return a Promise. A failed native call throws a
+ * GpuError carrying the runtime's status; after a sticky device error every method throws `DEVICE_UNUSABLE`.
+ */
+export interface Backend {
+  readonly name: BackendName;
+  readonly capabilities: Readonly<BackendCapabilities>;
+  /** Runtime version as the vendor writes it ("13.0", "6.2.41133"), when known. */
+  readonly runtimeVersion: string | undefined;
+  readonly driverVersion: string | undefined;
+  readonly libraries: readonly LibraryRecord[];
+  /** Set when a sticky error made the backend unusable. */
+  readonly unusableReason: string | undefined;
+
+  deviceCount(): number;
+  /** Why deviceCount() answered 0 (the runtime's status name and text), when it did. */
+  noDeviceReason(): string | undefined;
+  deviceInfo(device: number): DeviceInfo;
+  memGetInfo(device: number): { freeBytes: number; totalBytes: number };
+  synchronizeDevice(device: number): void;
+
+  malloc(device: number, bytes: number, flags?: DeviceMallocFlags): Address;
+  free(device: number, address: Address): void;
+  hostAlloc(device: number, bytes: number, flags: PinnedFlags): Address;
+  hostFree(address: Address): void;
+  hostDevicePointer(address: Address): Address;
+  mallocManaged(device: number, bytes: number, attachHost: boolean): Address;
+  /** Pins existing host memory. */
+  hostRegister(address: Address, bytes: number, mapped: boolean): void;
+  hostUnregister(address: Address): void;
+  /** The address of a JS ArrayBuffer's bytes (pageable memory). The caller keeps the buffer alive. */
+  adoptHostBuffer(buffer: ArrayBuffer): Address;
+  /** Forgets a buffer adopted with adoptHostBuffer. */
+  releaseHostBuffer(address: Address): void;
+  /** The bytes of host-visible memory at an address (no copy). Valid only while the memory is allocated. */
+  hostView(address: Address, bytes: number): Uint8Array;
+
+  prefetch(address: Address, bytes: number, to: MemLocation, stream: Handle): void;
+  advise(address: Address, bytes: number, advice: MemAdvice, location: MemLocation): void;
+
+  memcpy(dst: Address, src: Address, bytes: number, kind: CopyKind): void;
+  memcpyAsync(dst: Address, src: Address, bytes: number, kind: CopyKind, stream: Handle): void;
+  memcpyPeerAsync(dst: Address, dstDevice: number, src: Address, srcDevice: number, bytes: number, stream: Handle): void;
+  memsetAsync(address: Address, value: number, bytes: number, stream: Handle): void;
+
+  mallocAsync(device: number, bytes: number, stream: Handle): Address;
+  freeAsync(address: Address, stream: Handle): void;
+  configureMemPool(device: number, options: MemPoolOptions): void;
+  trimMemPool(device: number, keepBytes: number): void;
+
+  createStream(device: number, options: StreamOptions): Handle;
+  destroyStream(device: number, stream: Handle): void;
+  synchronizeStream(stream: Handle): void;
+  synchronizeStreamAsync(stream: Handle): Promise<void>;
+  queryStream(stream: Handle): boolean;
+  streamWaitEvent(stream: Handle, event: Handle): void;
+  /** Runs `fn` on the JS thread; the stream waits until it has returned. */
+  launchHostFunc(stream: Handle, fn: () => void): void;
+
+  createEvent(device: number, options: EventOptions): Handle;
+  destroyEvent(event: Handle): void;
+  recordEvent(event: Handle, stream: Handle): void;
+  synchronizeEvent(event: Handle): void;
+  synchronizeEventAsync(event: Handle): Promise<void>;
+  queryEvent(event: Handle): boolean;
+  elapsedMs(start: Handle, end: Handle): number;
+
+  canAccessPeer(device: number, peer: number): boolean;
+  enablePeerAccess(device: number, peer: number): void;
+  disablePeerAccess(device: number, peer: number): void;
+
+  /** Compiles (or takes from the cache) a kernel source for a device. */
+  compile(device: number, source: KernelSource): CompiledModule;
+  loadModule(device: number, source: KernelSource, compiled: CompiledModule): Handle;
+  unloadModule(module: Handle): void;
+  getFunction(module: Handle, name: string): Handle;
+  /** Packs kernel arguments once so that repeated launches allocate nothing. */
+  packArgs(args: readonly KernelArg[]): unknown;
+  launch(fn: Handle, config: LaunchConfig, packed: unknown): void;
+
+  /** The virtual memory API, where `capabilities.virtualMemory`. */
+  readonly vmm: VirtualMemoryApi | undefined;
+
+  /** Releases what the backend holds (modules, registered callbacks). Idempotent. */
+  dispose(): void;
+}

@@ -1,0 +1,201 @@
+/**
+ * The CUDA backend: libcudart for memory, streams and events; libcuda for modules, launches and virtual memory;
+ * libnvrtc for kernels. AMD's allocation options are reported unsupported through `capabilities`.
+ */
+import type { Address, Backend, DeviceInfo, DeviceMallocFlags, Handle, MemLocation, PinnedFlags } from '../backend.js';
+import { dropUndefined } from '../device-info.js';
+import { NativeBackend } from '../native/native-backend.js';
+import type { RtcCompiler } from '../native/rtc.js';
+import { RUNTIME_FLAGS, type StatusTable } from '../native/runtime-api.js';
+import { pciFacts } from '../sysfs.js';
+import { memLocation } from '../native/ffi.js';
+import { loadCuda, type CudaBindings } from './ffi.js';
+
+/** CUDA status codes (driver_types.h; the driver API's CUresult agrees for these). */
+export const CUDA_STATUS: StatusTable = {
+  success: 0,
+  notReady: 600,
+  outOfMemory: [2],
+  noDevice: [100, 35, 3],
+  peerAccessAlreadyEnabled: 704,
+  peerAccessNotEnabled: 705,
+  hostMemoryAlreadyRegistered: 712,
+  // illegal address, launch timeout, assert, hardware stack error, illegal instruction, misaligned address,
+  // invalid address space, invalid pc, launch failure, ECC uncorrectable
+  sticky: [700, 702, 710, 714, 715, 716, 717, 718, 719, 214],
+};
+
+/** cudaDeviceAttr values (driver_types.h of CUDA 13; unchanged since CUDA 11). */
+const ATTR = {
+  multiProcessorCount: 16,
+  integrated: 18,
+  canMapHostMemory: 19,
+  memoryClockRate: 36,
+  globalMemoryBusWidth: 37,
+  l2CacheSize: 38,
+  asyncEngineCount: 40,
+  ccMajor: 75,
+  ccMinor: 76,
+  managedMemory: 83,
+  pageableMemoryAccess: 88,
+  concurrentManagedAccess: 89,
+} as const;
+
+const LOCATION_DEVICE = 1;
+const LOCATION_HOST = 2;
+
+function formatCudaVersion(v: number): string | undefined {
+  return v > 0 ? `${Math.floor(v / 1000)}.${Math.floor((v % 1000) / 10)}` : undefined;
+}
+
+class CudaBackend extends NativeBackend {
+  private readonly b: CudaBindings;
+
+  constructor(b: CudaBindings) {
+    const driverVersion = [0];
+    b.rt.DriverGetVersion!(driverVersion);
+    let rtc: RtcCompiler | undefined;
+    if (b.nvrtc?.CompileProgram) {
+      const maj = [0];
+      const min = [0];
+      b.nvrtc.Version?.(maj, min);
+      rtc = { backend: 'cuda', version: `nvrtc ${maj[0]}.${min[0]}`, fns: b.nvrtc, codeSize: 'GetCUBINSize', code: 'GetCUBIN', ext: 'cubin' };
+    }
+    const statusName = (status: number): string => {
+      const out: (string | null)[] = [null];
+      try {
+        if ((b.driver!.GetErrorName!(status, out) as number) === 0 && out[0]) return out[0];
+      } catch {
+        // fall through
+      }
+      return `CUresult ${status}`;
+    };
+    const vmm = !!b.driver?.MemCreate && b.vmmLayoutOk;
+    super({
+      name: 'cuda',
+      fns: b.rt,
+      status: CUDA_STATUS,
+      runtimeVersion: formatCudaVersion(b.runtimeVersion),
+      driverVersion: formatCudaVersion(driverVersion[0]!),
+      libraries: b.libraries,
+      capabilities: {
+        managedMemory: !!b.rt.MallocManaged && !!b.rt.MemPrefetchAsync,
+        mappedMemory: true,
+        hostRegister: true,
+        writeCombined: true,
+        streamOrderedAllocator: !!b.rt.MallocAsync,
+        virtualMemory: vmm,
+        peerAccess: true,
+        kernels: !!b.driver?.ModuleLoadData && !!rtc,
+        blockingHostCallbacks: !!b.rt.LaunchHostFunc,
+        fineGrainedDeviceMemory: false,
+        uncachedDeviceMemory: false,
+        coherentHostMemory: false,
+        numaHostMemory: false,
+      },
+      modules: b.driver?.ModuleLoadData ? { fns: b.driver, launch: 'LaunchKernel', statusName } : undefined,
+      rtc,
+      vmm: vmm ? { fns: b.driver!, statusName } : undefined,
+    });
+    this.b = b;
+    b.driver?.Init?.(0);
+  }
+
+  deviceInfo(device: number): DeviceInfo {
+    this.guard();
+    const a = (attr: number): number | undefined => this.attribute(attr, device);
+    const flag = (attr: number): boolean | undefined => {
+      const v = a(attr);
+      return v === undefined ? undefined : v !== 0;
+    };
+    const info: DeviceInfo = { index: device };
+    if (this.b.driver?.DeviceGet && this.b.driver.DeviceGetName) {
+      const dev = [0];
+      const buf = Buffer.alloc(256);
+      if ((this.b.driver.DeviceGet(dev, device) as number) === 0 && (this.b.driver.DeviceGetName(buf, buf.length, dev[0]) as number) === 0) {
+        info.name = buf.toString('utf8', 0, Math.max(0, buf.indexOf(0)));
+      }
+    }
+    const major = a(ATTR.ccMajor);
+    const minor = a(ATTR.ccMinor);
+    if (major !== undefined && minor !== undefined) {
+      info.computeCapability = `${major}.${minor}`;
+      info.arch = `sm_${major}${minor}`;
+    }
+    try {
+      const m = this.memGetInfo(device);
+      info.totalBytes = m.totalBytes;
+      info.freeBytes = m.freeBytes;
+    } catch {
+      // unknown stays absent
+    }
+    info.multiprocessors = a(ATTR.multiProcessorCount);
+    info.l2Bytes = a(ATTR.l2CacheSize);
+    info.asyncEngines = a(ATTR.asyncEngineCount);
+    info.managedMemory = flag(ATTR.managedMemory);
+    info.concurrentManagedAccess = flag(ATTR.concurrentManagedAccess);
+    info.pageableMemoryAccess = flag(ATTR.pageableMemoryAccess);
+    info.integrated = flag(ATTR.integrated);
+    info.canMapHostMemory = flag(ATTR.canMapHostMemory);
+    info.memoryBusWidthBits = a(ATTR.globalMemoryBusWidth);
+    info.memoryClockKHz = a(ATTR.memoryClockRate);
+    info.streamPriorityRange = this.priorityRange(device);
+    const bus = this.pciBusId(device);
+    if (bus) {
+      info.pciBusId = bus;
+      Object.assign(info, pciFacts(bus));
+    }
+    return dropUndefined(info);
+  }
+
+  protected deviceMallocStatus(out: number[], bytes: number, _flags: DeviceMallocFlags): number {
+    return this.b.rt.Malloc!(out, bytes) as number;
+  }
+
+  protected hostAllocStatus(out: number[], bytes: number, flags: PinnedFlags): number {
+    const f =
+      (flags.portable ? RUNTIME_FLAGS.hostAllocPortable : 0) |
+      (flags.mapped ? RUNTIME_FLAGS.hostAllocMapped : 0) |
+      (flags.writeCombined ? RUNTIME_FLAGS.hostAllocWriteCombined : 0);
+    return this.b.rt.HostAlloc!(out, bytes, f) as number;
+  }
+
+  protected hostFreeStatus(address: Address): number {
+    return this.b.rt.FreeHost!(address) as number;
+  }
+
+  protected prefetchStatus(address: Address, bytes: number, to: MemLocation, stream: Handle): number {
+    if (this.b.locationStruct) {
+      const loc = to.type === 'device' ? memLocation(LOCATION_DEVICE, to.device) : memLocation(LOCATION_HOST, 0);
+      return this.b.rt.MemPrefetchAsync!(address, bytes, loc, 0, stream) as number;
+    }
+    return this.b.rt.MemPrefetchAsync!(address, bytes, to.type === 'device' ? to.device : RUNTIME_FLAGS.cpuDeviceId, stream) as number;
+  }
+
+  protected adviseStatus(address: Address, bytes: number, advice: number, location: MemLocation): number {
+    if (this.b.locationStruct) {
+      const loc = location.type === 'device' ? memLocation(LOCATION_DEVICE, location.device) : memLocation(LOCATION_HOST, 0);
+      return this.b.rt.MemAdvise!(address, bytes, advice, loc) as number;
+    }
+    return this.b.rt.MemAdvise!(address, bytes, advice, location.type === 'device' ? location.device : RUNTIME_FLAGS.cpuDeviceId) as number;
+  }
+
+  protected compileTarget(device: number): { arch: string; options: string[] } {
+    const arch = this.deviceInfo(device).arch ?? 'sm_52';
+    return { arch, options: [`--gpu-architecture=${arch}`, '--std=c++17'] };
+  }
+
+  /** The driver API needs the primary context current on this thread: cudaFree(0) makes it so. */
+  protected override prepareContext(device: number): void {
+    super.prepareContext(device);
+    this.check(this.b.rt.Free!(0) as number, 'cudaFree(0)');
+  }
+}
+
+/**
+ * Creates the CUDA backend.
+ * @throws BackendUnavailableError when libcudart cannot be loaded (the message names the file and GPUMEM_LIBCUDART).
+ */
+export function createCudaBackend(): Backend {
+  return new CudaBackend(loadCuda());
+}

@@ -1,0 +1,88 @@
+/**
+ * CUDA bindings: libcudart (13, then 12) for the runtime, libcuda for modules, launches and the virtual memory
+ * API, libnvrtc for run-time compilation. The structs they take are declared in ../native/ffi.ts.
+ */
+import type { LibraryRecord } from '../backend.js';
+import { cudaLibraryDirs } from '../library-search.js';
+import { declare, loadLibrary, tryLoadLibrary, VMM_LAYOUT_OK, type NativeFn } from '../native/ffi.js';
+import { RTC_PROTOTYPES, RUNTIME_PROTOTYPES } from '../native/runtime-api.js';
+
+/** Runtime prototypes whose signature changed in CUDA 13 (a location struct instead of a device id). */
+const CUDA13_PROTOTYPES = [
+  'int cudaMemPrefetchAsync(uintptr_t p, size_t n, GpumemMemLocation loc, unsigned int flags, uintptr_t s)',
+  'int cudaMemAdvise(uintptr_t p, size_t n, int advice, GpumemMemLocation loc)',
+];
+const CUDA12_PROTOTYPES = [
+  'int cudaMemPrefetchAsync(uintptr_t p, size_t n, int device, uintptr_t s)',
+  'int cudaMemAdvise(uintptr_t p, size_t n, int advice, int device)',
+];
+const CUDA_ONLY_PROTOTYPES = ['int cudaHostAlloc(_Out_ uintptr_t *p, size_t n, unsigned int flags)', 'int cudaFreeHost(uintptr_t p)'];
+
+const DRIVER_PROTOTYPES = [
+  'int cuInit(unsigned int flags)',
+  'int cuDriverGetVersion(_Out_ int *v)',
+  'int cuDeviceGet(_Out_ int *dev, int ordinal)',
+  'int cuDeviceGetName(void *name, int len, int dev)',
+  'int cuGetErrorName(int status, _Out_ const char **name)',
+  'int cuModuleLoadData(_Out_ uintptr_t *module, const void *image)',
+  'int cuModuleUnload(uintptr_t module)',
+  'int cuModuleGetFunction(_Out_ uintptr_t *fn, uintptr_t module, const char *name)',
+  'int cuLaunchKernel(uintptr_t f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, uintptr_t stream, void **params, void **extra)',
+  'int cuMemGetAllocationGranularity(_Out_ size_t *granularity, const GpumemMemAllocationProp *prop, int option)',
+  'int cuMemCreate(_Out_ uintptr_t *handle, size_t size, const GpumemMemAllocationProp *prop, unsigned long long flags)',
+  'int cuMemRelease(uintptr_t handle)',
+  'int cuMemAddressReserve(_Out_ uintptr_t *ptr, size_t size, size_t alignment, uintptr_t addr, unsigned long long flags)',
+  'int cuMemAddressFree(uintptr_t ptr, size_t size)',
+  'int cuMemMap(uintptr_t ptr, size_t size, size_t offset, uintptr_t handle, unsigned long long flags)',
+  'int cuMemUnmap(uintptr_t ptr, size_t size)',
+  'int cuMemSetAccess(uintptr_t ptr, size_t size, const GpumemMemAccessDesc *desc, size_t count)',
+];
+
+/** Everything the CUDA backend binds. */
+export interface CudaBindings {
+  rt: Record<string, NativeFn>;
+  driver: Record<string, NativeFn> | undefined;
+  nvrtc: Record<string, NativeFn> | undefined;
+  runtimeVersion: number;
+  /** True when prefetch and advise take a location struct (CUDA 13 and later). */
+  locationStruct: boolean;
+  /** True when the VMM structs laid out as the header says. */
+  vmmLayoutOk: boolean;
+  libraries: LibraryRecord[];
+}
+
+/**
+ * Loads libcudart and, where present, libcuda and libnvrtc.
+ * @throws BackendUnavailableError when libcudart cannot be loaded.
+ */
+export function loadCuda(): CudaBindings {
+  const cudart = loadLibrary(
+    { envVar: 'GPUMEM_LIBCUDART', names: ['libcudart.so.13', 'libcudart.so.12', 'libcudart.so'], dirs: cudaLibraryDirs('cudart') },
+    'runtime',
+    'cuda',
+  );
+  const rt = declare(cudart.lib, RUNTIME_PROTOTYPES, 'cuda');
+  const v = [0];
+  rt.RuntimeGetVersion!(v);
+  const runtimeVersion = v[0]!;
+  const locationStruct = runtimeVersion >= 13000;
+  Object.assign(rt, declare(cudart.lib, [...CUDA_ONLY_PROTOTYPES, ...(locationStruct ? CUDA13_PROTOTYPES : CUDA12_PROTOTYPES)], 'cuda'));
+
+  const driverLib = tryLoadLibrary({ envVar: 'GPUMEM_LIBCUDA', names: ['libcuda.so.1', 'libcuda.so'], dirs: cudaLibraryDirs('driver') }, 'driver', 'cuda');
+  const driver = driverLib.loaded ? declare(driverLib.loaded.lib, DRIVER_PROTOTYPES, 'cu') : undefined;
+  const major = Math.floor(runtimeVersion / 1000);
+  const nvrtcNames = [`libnvrtc.so.${major}`, 'libnvrtc.so.13', 'libnvrtc.so.12', 'libnvrtc.so'].filter((n, i, a) => a.indexOf(n) === i);
+  const nvrtcLib = tryLoadLibrary({ envVar: 'GPUMEM_LIBNVRTC', names: nvrtcNames, dirs: cudaLibraryDirs('nvrtc') }, 'compiler', 'cuda');
+  const nvrtc = nvrtcLib.loaded
+    ? declare(nvrtcLib.loaded.lib, [...RTC_PROTOTYPES, 'int {P}GetCUBINSize(uintptr_t prog, _Out_ size_t *size)', 'int {P}GetCUBIN(uintptr_t prog, void *buf)'], 'nvrtc')
+    : undefined;
+  return {
+    rt,
+    driver,
+    nvrtc,
+    runtimeVersion,
+    locationStruct,
+    vmmLayoutOk: VMM_LAYOUT_OK,
+    libraries: [cudart.record, driverLib.record, nvrtcLib.record],
+  };
+}

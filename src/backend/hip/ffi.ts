@@ -1,0 +1,83 @@
+/**
+ * HIP bindings: libamdhip64 (7, 6, then 5) for the runtime, modules, launches and virtual memory; libhiprtc for
+ * kernels (ROCm 5 ships hiprtc inside libamdhip64). Signatures follow hip_runtime_api.h; HIP keeps the device-id
+ * form of hipMemPrefetchAsync and hipMemAdvise in every version.
+ */
+import type { LibraryRecord } from '../backend.js';
+import { rocmLibraryDirs } from '../library-search.js';
+import { declare, loadLibrary, tryLoadLibrary, VMM_LAYOUT_OK, type NativeFn } from '../native/ffi.js';
+import { RTC_PROTOTYPES, RUNTIME_PROTOTYPES } from '../native/runtime-api.js';
+
+const HIP_ONLY_PROTOTYPES = [
+  'int hipExtHostAlloc(_Out_ uintptr_t *p, size_t n, unsigned int flags)',
+  'int hipHostMalloc(_Out_ uintptr_t *p, size_t n, unsigned int flags)',
+  'int hipHostFree(uintptr_t p)',
+  'int hipExtMallocWithFlags(_Out_ uintptr_t *p, size_t n, unsigned int flags)',
+  'int hipMemPrefetchAsync(uintptr_t p, size_t n, int device, uintptr_t s)',
+  'int hipMemAdvise(uintptr_t p, size_t n, int advice, int device)',
+  'int hipDeviceGetName(void *name, int len, int device)',
+  // ROCm >= 6 exports the current layout as hipGetDevicePropertiesR0600; plain hipGetDeviceProperties is the
+  // legacy (R0000) layout in every version.
+  'int hipGetDevicePropertiesR0600(void *props, int device)',
+  'int hipGetDeviceProperties(void *props, int device)',
+  'int hipModuleLoadData(_Out_ uintptr_t *module, const void *image)',
+  'int hipModuleUnload(uintptr_t module)',
+  'int hipModuleGetFunction(_Out_ uintptr_t *fn, uintptr_t module, const char *name)',
+  'int hipModuleLaunchKernel(uintptr_t f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, uintptr_t stream, void **params, void **extra)',
+  'int hipMemGetAllocationGranularity(_Out_ size_t *granularity, const GpumemMemAllocationProp *prop, int option)',
+  'int hipMemCreate(_Out_ uintptr_t *handle, size_t size, const GpumemMemAllocationProp *prop, unsigned long long flags)',
+  'int hipMemRelease(uintptr_t handle)',
+  'int hipMemAddressReserve(_Out_ uintptr_t *ptr, size_t size, size_t alignment, uintptr_t addr, unsigned long long flags)',
+  'int hipMemAddressFree(uintptr_t ptr, size_t size)',
+  'int hipMemMap(uintptr_t ptr, size_t size, size_t offset, uintptr_t handle, unsigned long long flags)',
+  'int hipMemUnmap(uintptr_t ptr, size_t size)',
+  'int hipMemSetAccess(uintptr_t ptr, size_t size, const GpumemMemAccessDesc *desc, size_t count)',
+];
+
+const HIPRTC_CODE_PROTOTYPES = ['int {P}GetCodeSize(uintptr_t prog, _Out_ size_t *size)', 'int {P}GetCode(uintptr_t prog, void *buf)'];
+
+/** Everything the HIP backend binds. */
+export interface HipBindings {
+  rt: Record<string, NativeFn>;
+  rtc: Record<string, NativeFn> | undefined;
+  /** hipRuntimeGetVersion's answer (HIP_VERSION: major * 10^7 + minor * 10^5 + patch). */
+  runtimeVersion: number;
+  vmmLayoutOk: boolean;
+  libraries: LibraryRecord[];
+}
+
+/**
+ * Loads libamdhip64 and libhiprtc.
+ * @throws BackendUnavailableError when libamdhip64 cannot be loaded.
+ */
+export function loadHip(): HipBindings {
+  const amdhip = loadLibrary(
+    {
+      envVar: 'GPUMEM_LIBAMDHIP64',
+      names: ['libamdhip64.so.7', 'libamdhip64.so.6', 'libamdhip64.so.5', 'libamdhip64.so'],
+      dirs: rocmLibraryDirs(),
+    },
+    'runtime',
+    'hip',
+  );
+  const rt = declare(amdhip.lib, [...RUNTIME_PROTOTYPES, ...HIP_ONLY_PROTOTYPES], 'hip');
+  const v = [0];
+  rt.RuntimeGetVersion?.(v);
+  const rtcLib = tryLoadLibrary(
+    { envVar: 'GPUMEM_LIBHIPRTC', names: ['libhiprtc.so.7', 'libhiprtc.so.6', 'libhiprtc.so'], dirs: rocmLibraryDirs() },
+    'compiler',
+    'hip',
+  );
+  const rtcPrototypes = [...RTC_PROTOTYPES, ...HIPRTC_CODE_PROTOTYPES];
+  let rtc = rtcLib.loaded ? declare(rtcLib.loaded.lib, rtcPrototypes, 'hiprtc') : undefined;
+  const libraries = [amdhip.record, rtcLib.record];
+  if (!rtc?.CompileProgram) {
+    // ROCm 5 exports hiprtc from libamdhip64 itself.
+    const inRuntime = declare(amdhip.lib, rtcPrototypes, 'hiprtc');
+    if (inRuntime.CompileProgram) {
+      rtc = inRuntime;
+      libraries[1] = { role: 'compiler', name: `${amdhip.record.name} (hiprtc)`, path: amdhip.record.path, envVar: 'GPUMEM_LIBHIPRTC', loaded: true };
+    }
+  }
+  return { rt, rtc, runtimeVersion: v[0]!, vmmLayoutOk: VMM_LAYOUT_OK, libraries };
+}

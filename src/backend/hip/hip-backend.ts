@@ -1,0 +1,212 @@
+/**
+ * The HIP backend for AMD GPUs: libamdhip64 and hiprtc, with AMD's own allocation options: fine-grained and
+ * uncached device memory (hipExtMallocWithFlags), coherent / non-coherent / NUMA-placed pinned host memory
+ * (hipHostMalloc flags). HIP's enums and status codes are HIP's own, from hip_runtime_api.h.
+ */
+import type { Address, Backend, DeviceInfo, DeviceMallocFlags, Handle, MemLocation, PinnedFlags } from '../backend.js';
+import { dropUndefined, xnackState } from '../device-info.js';
+import { cString } from '../native/ffi.js';
+import { NativeBackend } from '../native/native-backend.js';
+import type { RtcCompiler } from '../native/rtc.js';
+import { RUNTIME_FLAGS, type StatusTable } from '../native/runtime-api.js';
+import { pciFacts } from '../sysfs.js';
+import { loadHip, type HipBindings } from './ffi.js';
+
+/** hipError_t values (hip_runtime_api.h, identical in ROCm 5.2 and 6.x for these). */
+export const HIP_STATUS: StatusTable = {
+  success: 0,
+  notReady: 600,
+  outOfMemory: [2],
+  noDevice: [100, 35],
+  peerAccessAlreadyEnabled: 704,
+  peerAccessNotEnabled: 705,
+  hostMemoryAlreadyRegistered: 712,
+  // illegal address, launch timeout, assert, launch failure, ECC not correctable
+  sticky: [700, 702, 710, 719, 214],
+};
+
+/** hipDeviceAttribute_t values (read from the ROCm 5.2 and 6.3 headers, which agree). */
+const ATTR = {
+  asyncEngineCount: 2,
+  canMapHostMemory: 3,
+  concurrentManagedAccess: 9,
+  integrated: 16,
+  l2CacheSize: 19,
+  ccMajor: 23,
+  managedMemory: 24,
+  memoryBusWidth: 59,
+  memoryClockRate: 60,
+  ccMinor: 61,
+  multiprocessorCount: 63,
+  pageableMemoryAccess: 65,
+} as const;
+
+/** hipExtMallocWithFlags flags. */
+const DEVICE_MALLOC_FINEGRAINED = 0x1;
+const DEVICE_MALLOC_UNCACHED = 0x3;
+/** hipHostMalloc / hipExtHostAlloc flags beyond the CUDA-compatible ones. */
+const HOST_MALLOC_NUMA_USER = 0x20000000;
+const HOST_MALLOC_COHERENT = 0x40000000;
+const HOST_MALLOC_NON_COHERENT = 0x80000000;
+
+/**
+ * Where gcnArchName (char[256]) sits in hipDeviceProp_t, and the struct's size, per ABI:
+ * offsetof/sizeof read from ROCm 5.2's header (legacy layout) and from ROCm 6.3's (hipDeviceProp_tR0600).
+ */
+const PROPS_R0600 = { symbol: 'GetDevicePropertiesR0600', size: 1472, gcnArchName: 1160 };
+const PROPS_R0000 = { symbol: 'GetDeviceProperties', size: 792, gcnArchName: 396 };
+
+/** "50221153" → "5.2.21153" (HIP_VERSION = major * 10^7 + minor * 10^5 + patch). */
+export function formatHipVersion(v: number): string | undefined {
+  if (!(v > 0)) return undefined;
+  return `${Math.floor(v / 10_000_000)}.${Math.floor((v % 10_000_000) / 100_000)}.${v % 100_000}`;
+}
+
+class HipBackend extends NativeBackend {
+  private readonly b: HipBindings;
+  private readonly archNames = new Map<number, string | undefined>();
+
+  constructor(b: HipBindings) {
+    const driverVersion = [0];
+    b.rt.DriverGetVersion?.(driverVersion);
+    const major = Math.floor(b.runtimeVersion / 10_000_000);
+    const minor = Math.floor((b.runtimeVersion % 10_000_000) / 100_000);
+    let rtc: RtcCompiler | undefined;
+    if (b.rtc?.CompileProgram) {
+      const maj = [0];
+      const min = [0];
+      b.rtc.Version?.(maj, min);
+      rtc = { backend: 'hip', version: `hiprtc ${maj[0]}.${min[0]} (${b.runtimeVersion})`, fns: b.rtc, codeSize: 'GetCodeSize', code: 'GetCode', ext: 'hsaco' };
+    }
+    // hipMemAllocationProp took its CUDA-compatible layout in ROCm 6; older layouts are not bound.
+    const vmm = !!b.rt.MemCreate && b.vmmLayoutOk && major >= 6;
+    super({
+      name: 'hip',
+      fns: b.rt,
+      status: HIP_STATUS,
+      runtimeVersion: formatHipVersion(b.runtimeVersion),
+      driverVersion: driverVersion[0]! > 0 ? String(driverVersion[0]) : undefined,
+      libraries: b.libraries,
+      capabilities: {
+        managedMemory: !!b.rt.MallocManaged && !!b.rt.MemPrefetchAsync,
+        mappedMemory: true,
+        hostRegister: true,
+        writeCombined: true,
+        streamOrderedAllocator: !!b.rt.MallocAsync,
+        virtualMemory: vmm,
+        peerAccess: true,
+        kernels: !!b.rt.ModuleLoadData && !!rtc,
+        blockingHostCallbacks: !!b.rt.LaunchHostFunc,
+        fineGrainedDeviceMemory: !!b.rt.ExtMallocWithFlags,
+        // hipDeviceMallocUncached first appears in ROCm 5.3's headers.
+        uncachedDeviceMemory: !!b.rt.ExtMallocWithFlags && major * 100 + minor >= 503,
+        coherentHostMemory: true,
+        numaHostMemory: true,
+      },
+      modules: b.rt.ModuleLoadData ? { fns: b.rt, launch: 'ModuleLaunchKernel' } : undefined,
+      rtc,
+      vmm: vmm ? { fns: b.rt } : undefined,
+    });
+    this.b = b;
+  }
+
+  /** gcnArchName with its features, e.g. "gfx942:sramecc+:xnack-". */
+  private archName(device: number): string | undefined {
+    if (this.archNames.has(device)) return this.archNames.get(device);
+    const layout = this.b.rt[PROPS_R0600.symbol] ? PROPS_R0600 : PROPS_R0000;
+    const fn = this.b.rt[layout.symbol];
+    let name: string | undefined;
+    if (fn) {
+      const props = Buffer.alloc(4096);
+      if ((fn(props, device) as number) === 0) name = cString(props.subarray(layout.gcnArchName, layout.gcnArchName + 256)) || undefined;
+    }
+    this.archNames.set(device, name);
+    return name;
+  }
+
+  deviceInfo(device: number): DeviceInfo {
+    this.guard();
+    const a = (attr: number): number | undefined => this.attribute(attr, device);
+    const flag = (attr: number): boolean | undefined => {
+      const v = a(attr);
+      return v === undefined ? undefined : v !== 0;
+    };
+    const info: DeviceInfo = { index: device };
+    const buf = Buffer.alloc(256);
+    if (this.b.rt.DeviceGetName && (this.b.rt.DeviceGetName(buf, buf.length, device) as number) === 0) info.name = cString(buf) || undefined;
+    info.archName = this.archName(device);
+    info.arch = info.archName?.split(':')[0];
+    info.xnack = xnackState(info.archName);
+    const major = a(ATTR.ccMajor);
+    const minor = a(ATTR.ccMinor);
+    if (major !== undefined && minor !== undefined) info.computeCapability = `${major}.${minor}`;
+    try {
+      const m = this.memGetInfo(device);
+      info.totalBytes = m.totalBytes;
+      info.freeBytes = m.freeBytes;
+    } catch {
+      // absent when unknown
+    }
+    info.multiprocessors = a(ATTR.multiprocessorCount);
+    info.l2Bytes = a(ATTR.l2CacheSize);
+    info.asyncEngines = a(ATTR.asyncEngineCount);
+    info.managedMemory = flag(ATTR.managedMemory);
+    info.concurrentManagedAccess = flag(ATTR.concurrentManagedAccess);
+    info.pageableMemoryAccess = flag(ATTR.pageableMemoryAccess);
+    info.integrated = flag(ATTR.integrated);
+    info.canMapHostMemory = flag(ATTR.canMapHostMemory);
+    info.memoryBusWidthBits = a(ATTR.memoryBusWidth);
+    info.memoryClockKHz = a(ATTR.memoryClockRate);
+    info.streamPriorityRange = this.priorityRange(device);
+    const bus = this.pciBusId(device);
+    if (bus) {
+      info.pciBusId = bus;
+      Object.assign(info, pciFacts(bus));
+    }
+    return dropUndefined(info);
+  }
+
+  protected deviceMallocStatus(out: number[], bytes: number, flags: DeviceMallocFlags): number {
+    if (flags.uncached) return this.b.rt.ExtMallocWithFlags!(out, bytes, DEVICE_MALLOC_UNCACHED) as number;
+    if (flags.fineGrained) return this.b.rt.ExtMallocWithFlags!(out, bytes, DEVICE_MALLOC_FINEGRAINED) as number;
+    return this.b.rt.Malloc!(out, bytes) as number;
+  }
+
+  protected hostAllocStatus(out: number[], bytes: number, flags: PinnedFlags): number {
+    let f =
+      (flags.portable ? RUNTIME_FLAGS.hostAllocPortable : 0) |
+      (flags.mapped ? RUNTIME_FLAGS.hostAllocMapped : 0) |
+      (flags.writeCombined ? RUNTIME_FLAGS.hostAllocWriteCombined : 0);
+    if (flags.numaUser) f |= HOST_MALLOC_NUMA_USER;
+    if (flags.coherent === true) f |= HOST_MALLOC_COHERENT;
+    if (flags.coherent === false) f |= HOST_MALLOC_NON_COHERENT;
+    const alloc = this.b.rt.ExtHostAlloc ?? this.b.rt.HostMalloc!;
+    return alloc(out, bytes, f >>> 0) as number;
+  }
+
+  protected hostFreeStatus(address: Address): number {
+    return this.b.rt.HostFree!(address) as number;
+  }
+
+  protected prefetchStatus(address: Address, bytes: number, to: MemLocation, stream: Handle): number {
+    return this.b.rt.MemPrefetchAsync!(address, bytes, to.type === 'device' ? to.device : RUNTIME_FLAGS.cpuDeviceId, stream) as number;
+  }
+
+  protected adviseStatus(address: Address, bytes: number, advice: number, location: MemLocation): number {
+    return this.b.rt.MemAdvise!(address, bytes, advice, location.type === 'device' ? location.device : RUNTIME_FLAGS.cpuDeviceId) as number;
+  }
+
+  protected compileTarget(device: number): { arch: string; options: string[] } {
+    // hiprtc takes the target ID with its features (gfx90a:xnack+), so code matches the device's XNACK mode.
+    const arch = this.archName(device) ?? 'gfx900';
+    return { arch, options: [`--offload-arch=${arch}`, '-O3', '-std=c++17'] };
+  }
+}
+
+/**
+ * Creates the HIP backend.
+ * @throws BackendUnavailableError when libamdhip64 cannot be loaded (the message names the files and GPUMEM_LIBAMDHIP64).
+ */
+export function createHipBackend(): Backend {
+  return new HipBackend(loadHip());
+}

@@ -1,0 +1,72 @@
+/**
+ * The host backend's address space: every allocation is a JS ArrayBuffer given a synthetic address. Addresses are
+ * handed out upwards and never reused, with a guard gap between allocations, so a stale or off-by-one address
+ * finds no memory instead of someone else's.
+ */
+import type { Address } from '../backend.js';
+
+export interface HostRegion {
+  address: Address;
+  bytes: number;
+  buffer: ArrayBuffer;
+  /** Which device's capacity it counts against, or undefined for host memory. */
+  device: number | undefined;
+  kind: 'device' | 'pinned' | 'managed' | 'pageable';
+  registered: boolean;
+}
+
+const BASE = 0x10_0000_0000; // 64 GiB: well above 0, well below 2^53
+const GUARD = 4096;
+const ALIGN = 256;
+
+export class HostAddressSpace {
+  private next = BASE;
+  private readonly bases: number[] = [];
+  private readonly regions: HostRegion[] = [];
+
+  /** Places `buffer` at a fresh address. */
+  add(buffer: ArrayBuffer, bytes: number, kind: HostRegion['kind'], device: number | undefined): HostRegion {
+    const address = this.next;
+    this.next = Math.ceil((address + Math.max(bytes, 1) + GUARD) / ALIGN) * ALIGN;
+    const region: HostRegion = { address, bytes, buffer, device, kind, registered: false };
+    this.bases.push(address);
+    this.regions.push(region);
+    return region;
+  }
+
+  /** The region whose first byte is `address`. */
+  at(address: Address): HostRegion | undefined {
+    const i = this.index(address);
+    return i >= 0 && this.bases[i] === address ? this.regions[i] : undefined;
+  }
+
+  /** The region containing [address, address + bytes), if one does. */
+  containing(address: Address, bytes: number): HostRegion | undefined {
+    const i = this.index(address);
+    if (i < 0) return undefined;
+    const r = this.regions[i]!;
+    return address + bytes <= r.address + r.bytes ? r : undefined;
+  }
+
+  remove(address: Address): HostRegion | undefined {
+    const i = this.index(address);
+    if (i < 0 || this.bases[i] !== address) return undefined;
+    this.bases.splice(i, 1);
+    return this.regions.splice(i, 1)[0];
+  }
+
+  /** Index of the last region starting at or below `address`, or -1. */
+  private index(address: Address): number {
+    let lo = 0;
+    let hi = this.bases.length - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.bases[mid]! <= address) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return found;
+  }
+}

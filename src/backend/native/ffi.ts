@@ -1,0 +1,192 @@
+/**
+ * The koffi helpers shared by the CUDA and HIP bindings: loading a library from its candidates, declaring functions
+ * from signature templates, host views, callbacks and kernel-argument packing. Only files named ffi.ts under
+ * backend/ import koffi.
+ */
+import koffi, { type LibraryHandle } from 'koffi';
+import { BackendUnavailableError } from '../../errors.js';
+import type { KernelArg, LibraryRecord } from '../backend.js';
+import { libraryCandidates, mappedPathOf, realPath, type LibrarySpec } from '../library-search.js';
+
+/**
+ * Structs of the virtual memory API and of CUDA 13's prefetch/advise. CUDA (cuda.h, driver_types.h of 13.0) and HIP
+ * (hip_runtime_api.h of 6.x) lay them out identically; the offsets below were read from those headers with offsetof
+ * and are checked against koffi's layout when this module loads.
+ */
+const MemLocation = koffi.struct('GpumemMemLocation', { type: 'int', id: 'int' });
+const AllocFlags = koffi.struct('GpumemMemAllocFlags', { compressionType: 'uint8', gpuDirectRDMACapable: 'uint8', usage: 'uint16', reserved: koffi.array('uint8', 4) });
+const AllocationProp = koffi.struct('GpumemMemAllocationProp', {
+  type: 'int',
+  requestedHandleTypes: 'int',
+  location: MemLocation,
+  win32HandleMetaData: 'void *',
+  allocFlags: AllocFlags,
+});
+const AccessDesc = koffi.struct('GpumemMemAccessDesc', { location: MemLocation, flags: 'int' });
+
+/** True when koffi lays the structs out as the headers do (8, 32 and 12 bytes, fields at the headers' offsets). */
+export const VMM_LAYOUT_OK =
+  koffi.sizeof(MemLocation) === 8 &&
+  koffi.sizeof(AllocationProp) === 32 &&
+  koffi.offsetof(AllocationProp, 'location') === 8 &&
+  koffi.offsetof(AllocationProp, 'win32HandleMetaData') === 16 &&
+  koffi.offsetof(AllocationProp, 'allocFlags') === 24 &&
+  koffi.sizeof(AccessDesc) === 12 &&
+  koffi.offsetof(AccessDesc, 'flags') === 8;
+
+/** A cudaMemLocation / CUmemLocation / hipMemLocation value (type 1 = device, 2 = host). */
+export function memLocation(type: number, id: number): { type: number; id: number } {
+  return { type, id };
+}
+
+/** An allocation property for pinned (non-migratable) device memory on `device`. */
+export function allocationProp(device: number): Record<string, unknown> {
+  return {
+    type: 1, // CU_MEM_ALLOCATION_TYPE_PINNED / hipMemAllocationTypePinned
+    requestedHandleTypes: 0,
+    location: { type: 1, id: device }, // ..._LOCATION_TYPE_DEVICE
+    win32HandleMetaData: null,
+    allocFlags: { compressionType: 0, gpuDirectRDMACapable: 0, usage: 0, reserved: [0, 0, 0, 0] },
+  };
+}
+
+/** An access descriptor giving `device` read-write access (PROT_READWRITE = 3). */
+export function accessDesc(device: number): Record<string, unknown> {
+  return { location: { type: 1, id: device }, flags: 3 };
+}
+
+/** A loaded library and its record for `gpumem info`. */
+export interface LoadedLibrary {
+  lib: LibraryHandle;
+  record: LibraryRecord;
+}
+
+/**
+ * Loads the first candidate of `spec` that dlopen accepts.
+ * @throws BackendUnavailableError naming the files tried and the variable that overrides the path.
+ */
+export function loadLibrary(spec: LibrarySpec, role: LibraryRecord['role'], backend: string): LoadedLibrary {
+  const tried: string[] = [];
+  for (const c of libraryCandidates(spec)) {
+    try {
+      const lib = koffi.load(c.path);
+      const path = c.viaLoader ? mappedPathOf(c.name) : realPath(c.path);
+      return { lib, record: { role, name: c.name, path, envVar: spec.envVar, loaded: true } };
+    } catch (e) {
+      tried.push(`${c.path}: ${(e as Error).message.split('\n')[0]}`);
+    }
+  }
+  const names = spec.names.join(', ');
+  throw new BackendUnavailableError(
+    `${backend}: could not load ${names} (set ${spec.envVar} to the library's path). Tried:\n  ${tried.join('\n  ')}`,
+    { library: spec.names[0]!, envVar: spec.envVar },
+    { backend },
+  );
+}
+
+/** Like {@link loadLibrary} but answers undefined and a record of the failure instead of throwing. */
+export function tryLoadLibrary(spec: LibrarySpec, role: LibraryRecord['role'], backend: string): { loaded?: LoadedLibrary; record: LibraryRecord } {
+  try {
+    const loaded = loadLibrary(spec, role, backend);
+    return { loaded, record: loaded.record };
+  } catch (e) {
+    return { record: { role, name: spec.names[0]!, envVar: spec.envVar, loaded: false, error: (e as Error).message } };
+  }
+}
+
+/** A declared native function. */
+export type NativeFn = ReturnType<LibraryHandle['func']>;
+
+/**
+ * Declares functions from C prototypes. `{P}` in a prototype is replaced by `prefix` (cuda, hip), so one list of
+ * prototypes serves both runtimes. A function the library lacks is left out of the result rather than failing
+ * the whole load; callers check for it.
+ */
+export function declare(lib: LibraryHandle, prototypes: readonly string[], prefix = ''): Record<string, NativeFn> {
+  const out: Record<string, NativeFn> = {};
+  for (const proto of prototypes) {
+    const text = proto.replaceAll('{P}', prefix);
+    const name = /\b([A-Za-z_][A-Za-z0-9_]*)\s*\(/.exec(text)?.[1];
+    if (!name) throw new Error(`bad prototype: ${proto}`);
+    const key = name.startsWith(prefix) && prefix ? name.slice(prefix.length) : name;
+    try {
+      out[key] = lib.func(text);
+    } catch {
+      // symbol missing in this version: the backend reports the capability as absent
+    }
+  }
+  return out;
+}
+
+/** The bytes of native memory at an address, without copying. Valid only while the memory is allocated. */
+export function viewOf(address: number, bytes: number): ArrayBuffer {
+  return koffi.view(BigInt(address), bytes);
+}
+
+/** The address of a JS ArrayBuffer's backing store. */
+export function addressOf(buffer: ArrayBuffer): number {
+  return Number(koffi.address(buffer));
+}
+
+/** A C string read from a NUL-terminated buffer. */
+export function cString(buf: Buffer): string {
+  const end = buf.indexOf(0);
+  return buf.toString('utf8', 0, end < 0 ? buf.length : end);
+}
+
+const hostFnType = koffi.pointer(koffi.proto('void GpumemHostFn(void *user)'));
+
+/** A native function pointer that calls `fn` on the JS thread; release it with {@link unregisterCallback}. */
+export function registerHostCallback(fn: () => void): bigint {
+  return koffi.register(fn, hostFnType) as unknown as bigint;
+}
+
+/** Releases a pointer made by {@link registerHostCallback}. */
+export function unregisterCallback(ptr: bigint): void {
+  koffi.unregister(ptr);
+}
+
+/** Kernel arguments as an array of buffers, each holding one argument's bytes (cuLaunchKernel's kernelParams). */
+export function packKernelArgs(args: readonly KernelArg[]): Buffer[] {
+  return args.map((a) => {
+    switch (a.type) {
+      case 'ptr': {
+        const b = Buffer.alloc(8);
+        b.writeBigUInt64LE(BigInt(a.value));
+        return b;
+      }
+      case 'u64': {
+        const b = Buffer.alloc(8);
+        b.writeBigUInt64LE(BigInt(a.value));
+        return b;
+      }
+      case 'i64': {
+        const b = Buffer.alloc(8);
+        b.writeBigInt64LE(BigInt(a.value));
+        return b;
+      }
+      case 'u32': {
+        const b = Buffer.alloc(4);
+        b.writeUInt32LE(a.value >>> 0);
+        return b;
+      }
+      case 'i32': {
+        const b = Buffer.alloc(4);
+        b.writeInt32LE(a.value | 0);
+        return b;
+      }
+      case 'f32': {
+        const b = Buffer.alloc(4);
+        b.writeFloatLE(a.value);
+        return b;
+      }
+      case 'f64': {
+        const b = Buffer.alloc(8);
+        b.writeDoubleLE(a.value);
+        return b;
+      }
+    }
+  });
+}
+
+export { koffi };

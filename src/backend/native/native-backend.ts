@@ -1,0 +1,652 @@
+/**
+ * What the CUDA and HIP backends have in common: both runtimes share one API shape (cudaMalloc / hipMalloc,
+ * cudaStreamCreate / hipStreamCreate, ...), so one class drives either through the functions its vendor's ffi.ts
+ * declared. The vendor subclasses add what differs: device facts, allocation flags, prefetch and advice
+ * signatures, the compiler and module loader.
+ */
+import { BackendUnavailableError, ErrorCode, GpuError, OutOfMemoryError } from '../../errors.js';
+import type {
+  Address,
+  Backend,
+  BackendCapabilities,
+  BackendName,
+  CompiledModule,
+  CopyKind,
+  DeviceInfo,
+  DeviceMallocFlags,
+  EventOptions,
+  Handle,
+  KernelArg,
+  KernelSource,
+  LaunchConfig,
+  LibraryRecord,
+  MemAdvice,
+  MemLocation,
+  MemPoolOptions,
+  PinnedFlags,
+  StreamOptions,
+  VirtualMemoryApi,
+} from '../backend.js';
+import { accessDesc, addressOf, allocationProp, cString, packKernelArgs, registerHostCallback, unregisterCallback, viewOf, type NativeFn } from './ffi.js';
+import { compileSource, type RtcCompiler } from './rtc.js';
+import { RUNTIME_FLAGS, type StatusTable } from './runtime-api.js';
+
+/** Parts of a native backend that the vendor supplies at construction. */
+export interface NativeParts {
+  name: Exclude<BackendName, 'host'>;
+  /** Runtime functions by their name without prefix: Malloc, StreamCreateWithPriority, ... */
+  fns: Record<string, NativeFn>;
+  status: StatusTable;
+  capabilities: BackendCapabilities;
+  runtimeVersion: string | undefined;
+  driverVersion: string | undefined;
+  libraries: LibraryRecord[];
+  /**
+   * Module loading and launches: functions keyed ModuleLoadData, ModuleUnload, ModuleGetFunction and `launch`
+   * (cuLaunchKernel / hipModuleLaunchKernel). `statusName` names their status codes when they are not the runtime's.
+   */
+  modules?: { fns: Record<string, NativeFn>; launch: string; statusName?: (status: number) => string } | undefined;
+  /** The run-time compiler, when one was found. */
+  rtc?: RtcCompiler | undefined;
+  /**
+   * Virtual memory functions keyed MemGetAllocationGranularity, MemCreate, MemRelease, MemAddressReserve,
+   * MemAddressFree, MemMap, MemUnmap, MemSetAccess; set only where the structs' layout is known for this version.
+   */
+  vmm?: { fns: Record<string, NativeFn>; statusName?: (status: number) => string } | undefined;
+}
+
+const ADVICE: Record<MemAdvice, number> = {
+  'read-mostly': RUNTIME_FLAGS.adviseSetReadMostly,
+  'unset-read-mostly': RUNTIME_FLAGS.adviseUnsetReadMostly,
+  'preferred-location': RUNTIME_FLAGS.adviseSetPreferredLocation,
+  'unset-preferred-location': RUNTIME_FLAGS.adviseUnsetPreferredLocation,
+  'accessed-by': RUNTIME_FLAGS.adviseSetAccessedBy,
+  'unset-accessed-by': RUNTIME_FLAGS.adviseUnsetAccessedBy,
+};
+
+/** Base class of the CUDA and HIP backends. */
+export abstract class NativeBackend implements Backend {
+  readonly name: Exclude<BackendName, 'host'>;
+  readonly capabilities: Readonly<BackendCapabilities>;
+  readonly runtimeVersion: string | undefined;
+  readonly driverVersion: string | undefined;
+  readonly libraries: readonly LibraryRecord[];
+  readonly vmm: VirtualMemoryApi | undefined;
+
+  protected readonly fn: Record<string, NativeFn>;
+  protected readonly status: StatusTable;
+  private unusable: string | undefined;
+  private noDevice: string | undefined;
+  private current = -1;
+  private pendingBlockingCallbacks = 0;
+  private readonly outP: number[] = [0];
+  private readonly outA: number[] = [0];
+  private readonly outB: number[] = [0];
+  private readonly outF: number[] = [0];
+  private readonly pools = new Map<number, number>();
+  private readonly callbacks = new Set<bigint>();
+  private disposed = false;
+  private readonly modules: NativeParts['modules'];
+  private readonly rtc: RtcCompiler | undefined;
+  private readonly archs = new Map<number, string>();
+  private readonly outM: number[] = [0];
+
+  constructor(parts: NativeParts) {
+    this.name = parts.name;
+    this.fn = parts.fns;
+    this.status = parts.status;
+    this.capabilities = Object.freeze({ ...parts.capabilities });
+    this.runtimeVersion = parts.runtimeVersion;
+    this.driverVersion = parts.driverVersion;
+    this.libraries = parts.libraries;
+    this.modules = parts.modules;
+    this.rtc = parts.rtc;
+    this.vmm = parts.vmm ? this.makeVmm(parts.vmm.fns, parts.vmm.statusName) : undefined;
+  }
+
+  get unusableReason(): string | undefined {
+    return this.unusable;
+  }
+
+  // ---- errors -------------------------------------------------------------------------------------------
+
+  /** The runtime's name for a status code. */
+  statusName(status: number): string {
+    try {
+      return (this.fn.GetErrorName!(status) as string | null) ?? `error ${status}`;
+    } catch {
+      return `error ${status}`;
+    }
+  }
+
+  /** The runtime's text for a status code, or '' when it only repeats the name (ROCm 5 does). */
+  private statusString(status: number): string {
+    try {
+      const text = (this.fn.GetErrorString!(status) as string | null) ?? '';
+      return text === this.statusName(status) ? '' : text;
+    } catch {
+      return '';
+    }
+  }
+
+  /**
+   * Maps a failed status to a typed error; a sticky status also marks the backend unusable. `names` resolves
+   * codes of another API (CUDA's driver API) whose numbers agree with the runtime's for the cases handled here.
+   */
+  protected fail(status: number, call: string, names?: (status: number) => string): GpuError {
+    const statusName = names ? names(status) : this.statusName(status);
+    const text = names ? '' : this.statusString(status);
+    const opts = { backend: this.name, status, statusName };
+    const message = `${call} failed: ${statusName}${text ? ` (${text})` : ''}`;
+    if (this.status.sticky.includes(status)) {
+      this.unusable = message;
+      return new GpuError(ErrorCode.DEVICE_UNUSABLE, `${message}; the ${this.name} device context is corrupt and the backend can no longer be used (restart the process)`, opts);
+    }
+    if (this.status.outOfMemory.includes(status)) return new OutOfMemoryError(message, { requestedBytes: NaN }, opts);
+    if (this.status.noDevice.includes(status)) return new BackendUnavailableError(message, {}, opts);
+    return new GpuError(ErrorCode.NATIVE, message, opts);
+  }
+
+  protected check(status: number, call: string): void {
+    if (status !== 0) throw this.fail(status, call);
+  }
+
+  protected guard(): void {
+    if (this.unusable !== undefined) {
+      throw new GpuError(ErrorCode.DEVICE_UNUSABLE, `the ${this.name} backend is unusable after an earlier error: ${this.unusable}`, { backend: this.name });
+    }
+    if (this.disposed) throw new GpuError(ErrorCode.DISPOSED, `the ${this.name} backend was disposed`, { backend: this.name });
+  }
+
+  /** Refuses a blocking call while a blocking host callback waits for this (the JS) thread. */
+  protected guardBlocking(call: string): void {
+    this.guard();
+    if (this.pendingBlockingCallbacks > 0) {
+      throw new GpuError(
+        ErrorCode.WOULD_DEADLOCK,
+        `${call} would block while ${this.pendingBlockingCallbacks} blocking host callback(s) wait to run on this thread; await stream.synchronize() instead`,
+        { backend: this.name },
+      );
+    }
+  }
+
+  protected use(device: number): void {
+    if (this.current === device) return;
+    this.check(this.fn.SetDevice!(device) as number, `${this.name}SetDevice(${device})`);
+    this.current = device;
+  }
+
+  private callAsync(f: NativeFn, args: unknown[], call: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      f.async(...args, (err: unknown, status: number) => {
+        if (err) reject(err);
+        else if (status !== 0) reject(this.fail(status, call));
+        else resolve();
+      });
+    });
+  }
+
+  // ---- devices ------------------------------------------------------------------------------------------
+
+  deviceCount(): number {
+    this.guard();
+    const status = this.fn.GetDeviceCount!(this.outA) as number;
+    if (this.status.noDevice.includes(status)) {
+      const text = this.statusString(status);
+      this.noDevice = `${this.statusName(status)}${text ? `: ${text}` : ''}`;
+      return 0;
+    }
+    this.check(status, `${this.name}GetDeviceCount`);
+    this.noDevice = this.outA[0] === 0 ? 'the runtime reports 0 devices' : undefined;
+    return this.outA[0]!;
+  }
+
+  noDeviceReason(): string | undefined {
+    return this.noDevice;
+  }
+
+  abstract deviceInfo(device: number): DeviceInfo;
+
+  /** An integer device attribute, or undefined when the runtime cannot tell. */
+  protected attribute(attr: number, device: number): number | undefined {
+    const out = [0];
+    return (this.fn.DeviceGetAttribute!(out, attr, device) as number) === 0 ? out[0] : undefined;
+  }
+
+  protected pciBusId(device: number): string | undefined {
+    const buf = Buffer.alloc(64);
+    return (this.fn.DeviceGetPCIBusId!(buf, buf.length, device) as number) === 0 ? cString(buf) : undefined;
+  }
+
+  protected priorityRange(device: number): { least: number; greatest: number } | undefined {
+    this.use(device);
+    const least = [0];
+    const greatest = [0];
+    return (this.fn.DeviceGetStreamPriorityRange!(least, greatest) as number) === 0 ? { least: least[0]!, greatest: greatest[0]! } : undefined;
+  }
+
+  memGetInfo(device: number): { freeBytes: number; totalBytes: number } {
+    this.guard();
+    this.use(device);
+    this.check(this.fn.MemGetInfo!(this.outA, this.outB) as number, `${this.name}MemGetInfo`);
+    return { freeBytes: this.outA[0]!, totalBytes: this.outB[0]! };
+  }
+
+  synchronizeDevice(device: number): void {
+    this.guardBlocking(`${this.name}DeviceSynchronize`);
+    this.use(device);
+    this.check(this.fn.DeviceSynchronize!() as number, `${this.name}DeviceSynchronize`);
+  }
+
+  // ---- memory -------------------------------------------------------------------------------------------
+
+  /** Adds the device's free and total bytes to an out-of-memory error. */
+  protected oom(e: unknown, device: number | undefined, bytes: number, what: string): unknown {
+    if (!(e instanceof OutOfMemoryError)) return e;
+    let freeBytes: number | undefined;
+    let totalBytes: number | undefined;
+    if (device !== undefined) {
+      try {
+        ({ freeBytes, totalBytes } = this.memGetInfo(device));
+      } catch {
+        // leave them unknown
+      }
+    }
+    const where = device === undefined ? 'host' : `device ${device}`;
+    const room = freeBytes !== undefined ? ` (${freeBytes} bytes free of ${totalBytes})` : '';
+    return new OutOfMemoryError(`out of memory: ${what} of ${bytes} bytes on ${where}${room}: ${e.message}`, { requestedBytes: bytes, device, freeBytes, totalBytes }, {
+      backend: this.name,
+      status: e.status,
+      statusName: e.statusName,
+    });
+  }
+
+  protected abstract deviceMallocStatus(out: number[], bytes: number, flags: DeviceMallocFlags): number;
+  protected abstract hostAllocStatus(out: number[], bytes: number, flags: PinnedFlags): number;
+  protected abstract hostFreeStatus(address: Address): number;
+
+  malloc(device: number, bytes: number, flags: DeviceMallocFlags = {}): Address {
+    this.guard();
+    this.use(device);
+    try {
+      this.check(this.deviceMallocStatus(this.outP, bytes, flags), `${this.name}Malloc(${bytes})`);
+    } catch (e) {
+      throw this.oom(e, device, bytes, 'device allocation');
+    }
+    return this.outP[0]!;
+  }
+
+  free(device: number, address: Address): void {
+    this.guardBlocking(`${this.name}Free`);
+    this.use(device);
+    this.check(this.fn.Free!(address) as number, `${this.name}Free`);
+  }
+
+  hostAlloc(device: number, bytes: number, flags: PinnedFlags): Address {
+    this.guard();
+    this.use(device);
+    try {
+      this.check(this.hostAllocStatus(this.outP, bytes, flags), `${this.name} pinned host allocation (${bytes})`);
+    } catch (e) {
+      throw this.oom(e, undefined, bytes, 'pinned host allocation');
+    }
+    return this.outP[0]!;
+  }
+
+  hostFree(address: Address): void {
+    this.guardBlocking(`${this.name} pinned free`);
+    this.check(this.hostFreeStatus(address), `${this.name} pinned free`);
+  }
+
+  hostDevicePointer(address: Address): Address {
+    this.guard();
+    this.check(this.fn.HostGetDevicePointer!(this.outP, address, 0) as number, `${this.name}HostGetDevicePointer`);
+    return this.outP[0]!;
+  }
+
+  mallocManaged(device: number, bytes: number, attachHost: boolean): Address {
+    this.guard();
+    this.use(device);
+    const flags = attachHost ? RUNTIME_FLAGS.memAttachHost : RUNTIME_FLAGS.memAttachGlobal;
+    try {
+      this.check(this.fn.MallocManaged!(this.outP, bytes, flags) as number, `${this.name}MallocManaged(${bytes})`);
+    } catch (e) {
+      throw this.oom(e, device, bytes, 'managed allocation');
+    }
+    return this.outP[0]!;
+  }
+
+  hostRegister(address: Address, bytes: number, mapped: boolean): void {
+    this.guard();
+    const flags = RUNTIME_FLAGS.hostRegisterPortable | (mapped ? RUNTIME_FLAGS.hostRegisterMapped : 0);
+    this.check(this.fn.HostRegister!(address, bytes, flags) as number, `${this.name}HostRegister`);
+  }
+
+  hostUnregister(address: Address): void {
+    this.guardBlocking(`${this.name}HostUnregister`);
+    this.check(this.fn.HostUnregister!(address) as number, `${this.name}HostUnregister`);
+  }
+
+  adoptHostBuffer(buffer: ArrayBuffer): Address {
+    return addressOf(buffer);
+  }
+
+  releaseHostBuffer(_address: Address): void {
+    // The ArrayBuffer owns its memory; the caller drops its reference.
+  }
+
+  hostView(address: Address, bytes: number): Uint8Array {
+    return new Uint8Array(viewOf(address, bytes));
+  }
+
+  protected abstract prefetchStatus(address: Address, bytes: number, to: MemLocation, stream: Handle): number;
+  protected abstract adviseStatus(address: Address, bytes: number, advice: number, location: MemLocation): number;
+
+  prefetch(address: Address, bytes: number, to: MemLocation, stream: Handle): void {
+    this.guard();
+    this.check(this.prefetchStatus(address, bytes, to, stream), `${this.name}MemPrefetchAsync`);
+  }
+
+  advise(address: Address, bytes: number, advice: MemAdvice, location: MemLocation): void {
+    this.guard();
+    this.check(this.adviseStatus(address, bytes, ADVICE[advice], location), `${this.name}MemAdvise(${advice})`);
+  }
+
+  memcpy(dst: Address, src: Address, bytes: number, kind: CopyKind): void {
+    this.guardBlocking(`${this.name}Memcpy`);
+    this.check(this.fn.Memcpy!(dst, src, bytes, kind) as number, `${this.name}Memcpy`);
+  }
+
+  memcpyAsync(dst: Address, src: Address, bytes: number, kind: CopyKind, stream: Handle): void {
+    this.guard();
+    this.check(this.fn.MemcpyAsync!(dst, src, bytes, kind, stream) as number, `${this.name}MemcpyAsync`);
+  }
+
+  memcpyPeerAsync(dst: Address, dstDevice: number, src: Address, srcDevice: number, bytes: number, stream: Handle): void {
+    this.guard();
+    this.check(this.fn.MemcpyPeerAsync!(dst, dstDevice, src, srcDevice, bytes, stream) as number, `${this.name}MemcpyPeerAsync`);
+  }
+
+  memsetAsync(address: Address, value: number, bytes: number, stream: Handle): void {
+    this.guard();
+    this.check(this.fn.MemsetAsync!(address, value, bytes, stream) as number, `${this.name}MemsetAsync`);
+  }
+
+  // ---- stream-ordered allocator --------------------------------------------------------------------------
+
+  mallocAsync(device: number, bytes: number, stream: Handle): Address {
+    this.guard();
+    this.use(device);
+    try {
+      this.check(this.fn.MallocAsync!(this.outP, bytes, stream) as number, `${this.name}MallocAsync(${bytes})`);
+    } catch (e) {
+      throw this.oom(e, device, bytes, 'stream-ordered allocation');
+    }
+    return this.outP[0]!;
+  }
+
+  freeAsync(address: Address, stream: Handle): void {
+    this.guard();
+    this.check(this.fn.FreeAsync!(address, stream) as number, `${this.name}FreeAsync`);
+  }
+
+  private defaultPool(device: number): number {
+    let pool = this.pools.get(device);
+    if (pool === undefined) {
+      this.check(this.fn.DeviceGetDefaultMemPool!(this.outP, device) as number, `${this.name}DeviceGetDefaultMemPool`);
+      pool = this.outP[0]!;
+      this.pools.set(device, pool);
+    }
+    return pool;
+  }
+
+  configureMemPool(device: number, options: MemPoolOptions): void {
+    this.guard();
+    if (options.releaseThresholdBytes !== undefined) {
+      const value = Buffer.alloc(8);
+      value.writeBigUInt64LE(BigInt(options.releaseThresholdBytes));
+      this.check(
+        this.fn.MemPoolSetAttribute!(this.defaultPool(device), RUNTIME_FLAGS.memPoolAttrReleaseThreshold, value) as number,
+        `${this.name}MemPoolSetAttribute(ReleaseThreshold)`,
+      );
+    }
+  }
+
+  trimMemPool(device: number, keepBytes: number): void {
+    this.guard();
+    this.check(this.fn.MemPoolTrimTo!(this.defaultPool(device), keepBytes) as number, `${this.name}MemPoolTrimTo`);
+  }
+
+  // ---- streams and events ---------------------------------------------------------------------------------
+
+  createStream(device: number, options: StreamOptions): Handle {
+    this.guard();
+    this.use(device);
+    const flags = options.nonBlocking ? RUNTIME_FLAGS.streamNonBlocking : 0;
+    this.check(this.fn.StreamCreateWithPriority!(this.outP, flags, options.priority ?? 0) as number, `${this.name}StreamCreateWithPriority`);
+    return this.outP[0]!;
+  }
+
+  destroyStream(_device: number, stream: Handle): void {
+    this.guard();
+    this.check(this.fn.StreamDestroy!(stream) as number, `${this.name}StreamDestroy`);
+  }
+
+  synchronizeStream(stream: Handle): void {
+    this.guardBlocking(`${this.name}StreamSynchronize`);
+    this.check(this.fn.StreamSynchronize!(stream) as number, `${this.name}StreamSynchronize`);
+  }
+
+  synchronizeStreamAsync(stream: Handle): Promise<void> {
+    this.guard();
+    return this.callAsync(this.fn.StreamSynchronize!, [stream], `${this.name}StreamSynchronize`);
+  }
+
+  queryStream(stream: Handle): boolean {
+    this.guard();
+    const status = this.fn.StreamQuery!(stream) as number;
+    if (status === this.status.notReady) return false;
+    this.check(status, `${this.name}StreamQuery`);
+    return true;
+  }
+
+  streamWaitEvent(stream: Handle, event: Handle): void {
+    this.guard();
+    this.check(this.fn.StreamWaitEvent!(stream, event, 0) as number, `${this.name}StreamWaitEvent`);
+  }
+
+  launchHostFunc(stream: Handle, fn: () => void): void {
+    this.guard();
+    let ptr: bigint | undefined;
+    const run = (): void => {
+      this.pendingBlockingCallbacks--;
+      try {
+        fn();
+      } finally {
+        // Unregistering from inside the callback is not safe; do it once the driver thread has returned.
+        setImmediate(() => {
+          if (ptr !== undefined && this.callbacks.delete(ptr)) unregisterCallback(ptr);
+        });
+      }
+    };
+    ptr = registerHostCallback(run);
+    this.callbacks.add(ptr);
+    this.pendingBlockingCallbacks++;
+    const status = this.fn.LaunchHostFunc!(stream, ptr, null) as number;
+    if (status !== 0) {
+      this.pendingBlockingCallbacks--;
+      this.callbacks.delete(ptr);
+      unregisterCallback(ptr);
+      throw this.fail(status, `${this.name}LaunchHostFunc`);
+    }
+  }
+
+  createEvent(device: number, options: EventOptions): Handle {
+    this.guard();
+    this.use(device);
+    const flags = options.timing === false ? RUNTIME_FLAGS.eventDisableTiming : 0;
+    this.check(this.fn.EventCreateWithFlags!(this.outP, flags) as number, `${this.name}EventCreateWithFlags`);
+    return this.outP[0]!;
+  }
+
+  destroyEvent(event: Handle): void {
+    this.guard();
+    this.check(this.fn.EventDestroy!(event) as number, `${this.name}EventDestroy`);
+  }
+
+  recordEvent(event: Handle, stream: Handle): void {
+    this.guard();
+    this.check(this.fn.EventRecord!(event, stream) as number, `${this.name}EventRecord`);
+  }
+
+  synchronizeEvent(event: Handle): void {
+    this.guardBlocking(`${this.name}EventSynchronize`);
+    this.check(this.fn.EventSynchronize!(event) as number, `${this.name}EventSynchronize`);
+  }
+
+  synchronizeEventAsync(event: Handle): Promise<void> {
+    this.guard();
+    return this.callAsync(this.fn.EventSynchronize!, [event], `${this.name}EventSynchronize`);
+  }
+
+  queryEvent(event: Handle): boolean {
+    this.guard();
+    const status = this.fn.EventQuery!(event) as number;
+    if (status === this.status.notReady) return false;
+    this.check(status, `${this.name}EventQuery`);
+    return true;
+  }
+
+  elapsedMs(start: Handle, end: Handle): number {
+    this.guard();
+    this.check(this.fn.EventElapsedTime!(this.outF, start, end) as number, `${this.name}EventElapsedTime`);
+    return this.outF[0]!;
+  }
+
+  // ---- peers --------------------------------------------------------------------------------------------
+
+  canAccessPeer(device: number, peer: number): boolean {
+    this.guard();
+    this.check(this.fn.DeviceCanAccessPeer!(this.outA, device, peer) as number, `${this.name}DeviceCanAccessPeer`);
+    return this.outA[0] === 1;
+  }
+
+  enablePeerAccess(device: number, peer: number): void {
+    this.guard();
+    this.use(device);
+    const status = this.fn.DeviceEnablePeerAccess!(peer, 0) as number;
+    if (status === this.status.peerAccessAlreadyEnabled) {
+      this.fn.GetLastError!();
+      return;
+    }
+    this.check(status, `${this.name}DeviceEnablePeerAccess(${device} -> ${peer})`);
+  }
+
+  disablePeerAccess(device: number, peer: number): void {
+    this.guard();
+    this.use(device);
+    const status = this.fn.DeviceDisablePeerAccess!(peer) as number;
+    if (status === this.status.peerAccessNotEnabled) {
+      this.fn.GetLastError!();
+      return;
+    }
+    this.check(status, `${this.name}DeviceDisablePeerAccess(${device} -> ${peer})`);
+  }
+
+  // ---- kernels ------------------------------------------------------------------------------------------
+
+  /** The architecture to compile for and the compiler's options (nvrtc and hiprtc spell them differently). */
+  protected abstract compileTarget(device: number): { arch: string; options: string[] };
+
+  /** Called before module loads and physical allocations: make the device's context current. */
+  protected prepareContext(device: number): void {
+    this.use(device);
+  }
+
+  protected unsupported(what: string): GpuError {
+    return new GpuError(ErrorCode.UNSUPPORTED, `${this.name}: ${what}`, { backend: this.name });
+  }
+
+  compile(device: number, source: KernelSource): CompiledModule {
+    this.guard();
+    if (!this.rtc) throw this.unsupported(`run-time compilation: no compiler library was found (${this.libraries.find((l) => l.role === 'compiler')?.envVar ?? ''})`);
+    let target = this.archs.get(device);
+    const t = this.compileTarget(device);
+    if (!target) this.archs.set(device, (target = t.arch));
+    return compileSource(this.rtc, source, target, t.options);
+  }
+
+  private moduleCheck(status: number, call: string): void {
+    if (status !== 0) throw this.fail(status, call, this.modules?.statusName);
+  }
+
+  loadModule(device: number, _source: KernelSource, compiled: CompiledModule): Handle {
+    this.guard();
+    if (!this.modules) throw this.unsupported('module loading: the driver library was not found');
+    this.prepareContext(device);
+    this.moduleCheck(this.modules.fns.ModuleLoadData!(this.outM, compiled.image) as number, `${this.name} module load`);
+    return this.outM[0]!;
+  }
+
+  unloadModule(module: Handle): void {
+    this.guard();
+    this.moduleCheck(this.modules!.fns.ModuleUnload!(module) as number, `${this.name} module unload`);
+  }
+
+  getFunction(module: Handle, name: string): Handle {
+    this.guard();
+    this.moduleCheck(this.modules!.fns.ModuleGetFunction!(this.outM, module, name) as number, `${this.name} get function ${name}`);
+    return this.outM[0]!;
+  }
+
+  launch(fn: Handle, c: LaunchConfig, packed: unknown): void {
+    this.guard();
+    const m = this.modules!;
+    const status = m.fns[m.launch]!(fn, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2], c.sharedBytes, c.stream, packed, null) as number;
+    if (status !== 0) this.moduleCheck(status, `${this.name} kernel launch`);
+  }
+
+  private makeVmm(f: Record<string, NativeFn>, statusName?: (status: number) => string): VirtualMemoryApi {
+    const out = [0];
+    const check = (status: number, call: string): void => {
+      if (status !== 0) throw this.fail(status, `${this.name} ${call}`, statusName);
+    };
+    return {
+      granularity: (device) => {
+        check(f.MemGetAllocationGranularity!(out, allocationProp(device), 0) as number, 'MemGetAllocationGranularity');
+        return out[0]!;
+      },
+      reserve: (bytes, alignment) => {
+        this.guard();
+        check(f.MemAddressReserve!(out, bytes, alignment, 0, 0) as number, 'MemAddressReserve');
+        return out[0]!;
+      },
+      free: (address, bytes) => check(f.MemAddressFree!(address, bytes) as number, 'MemAddressFree'),
+      create: (device, bytes) => {
+        this.guard();
+        this.prepareContext(device);
+        try {
+          check(f.MemCreate!(out, bytes, allocationProp(device), 0) as number, `MemCreate(${bytes})`);
+        } catch (e) {
+          throw this.oom(e, device, bytes, 'physical allocation');
+        }
+        return out[0]!;
+      },
+      release: (handle) => check(f.MemRelease!(handle) as number, 'MemRelease'),
+      map: (address, bytes, handle) => check(f.MemMap!(address, bytes, 0, handle, 0) as number, 'MemMap'),
+      setAccess: (address, bytes, device) => check(f.MemSetAccess!(address, bytes, accessDesc(device), 1) as number, 'MemSetAccess'),
+      unmap: (address, bytes) => check(f.MemUnmap!(address, bytes) as number, 'MemUnmap'),
+    };
+  }
+
+  packArgs(args: readonly KernelArg[]): unknown {
+    return packKernelArgs(args);
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const ptr of this.callbacks) unregisterCallback(ptr);
+    this.callbacks.clear();
+  }
+}

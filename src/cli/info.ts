@@ -1,0 +1,77 @@
+/** `gpumem info`: backend, versions, libraries and every device's memory facts. */
+import type { DeviceInfo, LibraryRecord } from '../backend/backend.js';
+import type { BackendAttempt } from '../backend/select.js';
+import type { Runtime } from '../memory/runtime.js';
+import { formatBytes } from '../units.js';
+import { known, yesNo } from './text.js';
+
+/** The JSON shape of `gpumem info --json`. Values that could not be read are absent. */
+export interface InfoReport {
+  backend: string;
+  runtimeVersion?: string | undefined;
+  driverVersion?: string | undefined;
+  libraries: LibraryRecord[];
+  capabilities: Record<string, boolean>;
+  /** Why the backend has no device, when it has none. */
+  noDevice?: string | undefined;
+  /** What detection tried before choosing this backend. */
+  detection: BackendAttempt[];
+  devices: DeviceInfo[];
+}
+
+/** Collects the info report from an open runtime. */
+export function collectInfo(rt: Runtime): InfoReport {
+  const b = rt.backend;
+  const report: InfoReport = {
+    backend: b.name,
+    runtimeVersion: b.runtimeVersion,
+    driverVersion: b.driverVersion,
+    libraries: [...b.libraries],
+    capabilities: { ...b.capabilities },
+    noDevice: rt.devices.length === 0 ? (b.noDeviceReason() ?? 'no device') : undefined,
+    detection: rt.selection.attempts,
+    devices: rt.devices.map((d) => d.info()),
+  };
+  for (const k of ['runtimeVersion', 'driverVersion', 'noDevice'] as const) if (report[k] === undefined) delete report[k];
+  return report;
+}
+
+function linkText(d: DeviceInfo): string {
+  const l = d.link;
+  if (!l) return 'unknown';
+  const cur = `gen ${known(l.generation)} x${known(l.width)}`;
+  const max = l.maxGeneration !== undefined || l.maxWidth !== undefined ? ` (max gen ${known(l.maxGeneration)} x${known(l.maxWidth)})` : '';
+  return cur + max;
+}
+
+/** Renders the info report as text. */
+export function renderInfo(r: InfoReport): string {
+  const out: string[] = [];
+  out.push(`backend: ${r.backend}${r.runtimeVersion ? `  runtime ${r.runtimeVersion}` : ''}${r.driverVersion ? `  driver ${r.driverVersion}` : ''}`);
+  if (r.backend === 'host') out.push('  (the host backend: CPU memory standing in for a GPU; no figure it gives is a GPU figure)');
+  if (r.libraries.length) {
+    out.push('libraries:');
+    for (const l of r.libraries) {
+      out.push(`  ${l.role.padEnd(10)} ${l.loaded ? (l.path ?? l.name) : `${l.name}: not loaded`}  [${l.envVar}]`);
+    }
+  }
+  const caps = Object.entries(r.capabilities)
+    .filter(([, v]) => v)
+    .map(([k]) => k);
+  out.push(`capabilities: ${caps.join(', ') || 'none'}`);
+  if (r.noDevice) out.push(`no device: ${r.noDevice}`);
+  for (const d of r.devices) {
+    out.push('');
+    out.push(`device ${d.index}: ${known(d.name)}  (${known(d.arch)}${d.archName && d.archName !== d.arch ? `, ${d.archName}` : ''}${d.computeCapability ? `, compute ${d.computeCapability}` : ''})`);
+    out.push(`  memory          ${known(d.totalBytes, formatBytes)} total, ${known(d.freeBytes, formatBytes)} free`);
+    out.push(`  compute units   ${known(d.multiprocessors)}    L2 ${known(d.l2Bytes, formatBytes)}    async copy engines ${known(d.asyncEngines)}`);
+    out.push(
+      `  managed memory  ${yesNo(d.managedMemory)}; concurrent managed access ${yesNo(d.concurrentManagedAccess)}; pageable memory access ${yesNo(d.pageableMemoryAccess)}`,
+    );
+    if (d.xnack) out.push(`  XNACK           ${d.xnack.arch === undefined ? 'not in the target name' : d.xnack.arch ? 'xnack+' : 'xnack-'}; HSA_XNACK=${d.xnack.env ?? '(unset)'}`);
+    out.push(`  integrated      ${yesNo(d.integrated)}    maps host memory ${yesNo(d.canMapHostMemory)}`);
+    if (d.memoryBusWidthBits !== undefined) out.push(`  memory bus      ${d.memoryBusWidthBits} bits at ${known(d.memoryClockKHz, (k) => `${(k / 1000).toFixed(0)} MHz`)}`);
+    out.push(`  PCI             ${known(d.pciBusId)}  link ${linkText(d)}  NUMA node ${known(d.numaNode)}`);
+  }
+  return out.join('\n');
+}

@@ -1,0 +1,97 @@
+/**
+ * The gpumem command line's program. It parses options and calls the library; each command's code is loaded only when that
+ * command runs, so `gpumem plan` never loads a GPU library. Usage errors exit with code 2, failures with 1.
+ */
+import { Command, CommanderError, Option } from 'commander';
+import { readFileSync } from 'node:fs';
+import { ErrorCode, GpuError } from '../errors.js';
+
+const USAGE_CODES = new Set<string>([
+  ErrorCode.INVALID_ARGUMENT,
+  ErrorCode.INVALID_SIZE,
+  ErrorCode.OUT_OF_BOUNDS,
+  ErrorCode.BAD_INPUT,
+  ErrorCode.UNSUPPORTED,
+  ErrorCode.FOREIGN_ADDRESS,
+  ErrorCode.WRONG_DEVICE,
+]);
+
+/** Exit code for an error: 2 for bad input or an impossible request, 1 for anything else. */
+export function exitCodeFor(e: unknown): number {
+  if (e instanceof GpuError && USAGE_CODES.has(e.code)) return 2;
+  if (e instanceof UsageError) return 2;
+  return 1;
+}
+
+/** A usage error raised by a command's own option checks. */
+export class UsageError extends Error {}
+
+function version(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    return pkg.version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+const backendOption = (): Option =>
+  new Option('-b, --backend <name>', 'backend: auto (hip, then cuda, then host), cuda, hip or host; default $GPUMEM_BACKEND or auto').default(undefined);
+
+/** Builds the program. `io` lets tests capture output. */
+export function buildProgram(io: { out: (s: string) => void; err: (s: string) => void } = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) }): Command {
+  const program = new Command('gpumem');
+  program
+    .description('GPU memory management for AMD ROCm (HIP) and NVIDIA CUDA: what this machine\'s memory system is, what fits, and what to change.')
+    .version(version(), '-V, --version')
+    .showHelpAfterError('(run gpumem --help for usage)')
+    .configureOutput({ writeOut: io.out, writeErr: io.err })
+    .exitOverride();
+  program.addHelpText(
+    'after',
+    `
+Examples:
+  $ gpumem info                      devices, capabilities, libraries found
+  $ gpumem info --json --backend cuda
+
+Environment:
+  GPUMEM_BACKEND                     default backend (auto, cuda, hip, host)
+  GPUMEM_LIBCUDART, GPUMEM_LIBCUDA, GPUMEM_LIBNVRTC, GPUMEM_LIBAMDHIP64, GPUMEM_LIBHIPRTC
+                                     exact paths of the vendor libraries
+  GPUMEM_HOST_DEVICES, GPUMEM_HOST_DEVICE_BYTES
+                                     logical devices and capacity of the host (CPU) backend
+  GPUMEM_CACHE_DIR                   where compiled kernels are cached`,
+  );
+
+  program
+    .command('info')
+    .description('backend, runtime and driver versions, libraries, and each device\'s memory facts')
+    .addOption(backendOption())
+    .option('--json', 'print JSON: { backend, runtimeVersion, driverVersion, libraries, devices: [...] }')
+    .addHelpText('after', '\nExamples:\n  $ gpumem info\n  $ gpumem info --json > info.json\n  $ GPUMEM_BACKEND=hip gpumem info')
+    .action(async (opts: { backend?: string; json?: boolean }) => {
+      const { runInfo } = await import('./commands.js');
+      await runInfo(opts, io);
+    });
+
+  return program;
+}
+
+/** Runs the CLI with `argv` (without node and script) and answers the exit code. */
+export async function main(argv: string[], io?: { out: (s: string) => void; err: (s: string) => void }): Promise<number> {
+  const program = buildProgram(io);
+  const err = io?.err ?? ((s: string) => process.stderr.write(s));
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return 0;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return 0;
+      return 2;
+    }
+    err(`gpumem: ${e instanceof Error ? e.message : String(e)}\n`);
+    if (process.env.GPUMEM_DEBUG && e instanceof Error && e.stack) err(`${e.stack}\n`);
+    return exitCodeFor(e);
+  }
+}
+

@@ -1,0 +1,44 @@
+/** gpumem: GPU memory management for AMD ROCm (HIP) and NVIDIA CUDA. */
+export * from './errors.js';
+export * from './units.js';
+export type {
+  Backend,
+  BackendName,
+  BackendCapabilities,
+  DeviceInfo,
+  PcieLink,
+  LibraryRecord,
+  KernelSource,
+  KernelArgType,
+  HostKernel,
+  MemAdvice,
+} from './backend/backend.js';
+export { openBackend, isBackendChoice, type BackendSelection, type BackendAttempt, type OpenBackendOptions } from './backend/select.js';
+export { createHostBackend } from './backend/host/host-backend.js';
+export {
+  Allocation,
+  DeviceAllocation,
+  PinnedAllocation,
+  MappedAllocation,
+  ManagedAllocation,
+  PageableAllocation,
+  MEMORY_KINDS,
+  type MemoryKind,
+  type PinnedOptions,
+  type ManagedTarget,
+} from './memory/allocation.js';
+export { copyDirection, memorySide, type CopyDirection, type CopyOptions, type FillOptions, type MemoryRef } from './memory/copy.js';
+export {
+  Runtime,
+  Device,
+  openRuntime,
+  type OpenRuntimeOptions,
+  type DeviceAllocOptions,
+  type ManagedAllocOptions,
+  type PageableAllocOptions,
+  type LiveMemory,
+} from './memory/runtime.js';
+export { Stream, type StreamCreateOptions } from './stream/stream.js';
+export { GpuEvent, type EventCreateOptions } from './stream/event.js';
+export { KernelModule, Kernel, type LaunchOptions, type LaunchArg, type PointerArg, type PreparedLaunch } from './kernels/module.js';
+export { BENCH_KERNELS, patternWord } from './kernels/bench-kernels.js';

@@ -1,0 +1,513 @@
+/**
+ * The entry point of the library: a Runtime opens a backend and hands out typed allocations, streams, events and
+ * kernels per device. Every argument is checked here, before the backend sees it.
+ *
+ * ```ts
+ * using rt = openRuntime();                       // hip, cuda or host
+ * const gpu = rt.device(0);
+ * using src = rt.allocPinned(64 * MiB);
+ * using dst = gpu.alloc(64 * MiB);
+ * using s = gpu.createStream();
+ * rt.copy(dst, src, { stream: s });
+ * await s.synchronize();
+ * ```
+ */
+import { DisposedError, ErrorCode, InvalidArgumentError, OutOfMemoryError } from '../errors.js';
+import type { Backend, DeviceInfo, KernelSource, MemLocation } from '../backend/backend.js';
+import { openBackend, type BackendSelection, type OpenBackendOptions } from '../backend/select.js';
+import { GpuEvent, type EventCreateOptions, type EventOwner } from '../stream/event.js';
+import { Stream, type StreamCreateOptions, type StreamOwner } from '../stream/stream.js';
+import { KernelModule, type KernelOwner, type PointerArg } from '../kernels/module.js';
+import {
+  Allocation,
+  DeviceAllocation,
+  ManagedAllocation,
+  MappedAllocation,
+  PageableAllocation,
+  PinnedAllocation,
+  type AllocationOwner,
+  type ManagedTarget,
+  type MemoryKind,
+  type PinnedOptions,
+} from './allocation.js';
+import { planCopy, planFill, type CopyDirection, type CopyOptions, type FillOptions, type MemoryRef } from './copy.js';
+import { AllocationRegistry } from './registry.js';
+import { checkInteger, checkSize } from './validate.js';
+
+export type { CopyOptions, FillOptions, MemoryRef, CopyDirection };
+
+/** Options of device memory. AMD only; refused with UNSUPPORTED elsewhere. */
+export interface DeviceAllocOptions {
+  fineGrained?: boolean;
+  uncached?: boolean;
+}
+
+export interface ManagedAllocOptions {
+  /** 'global' (default): any stream may use it; 'host': only the host until a stream attaches it. */
+  attach?: 'global' | 'host';
+}
+
+export interface PageableAllocOptions {
+  /** Page-lock the memory in place with hostRegister. */
+  register?: boolean;
+  /** With register: map it for device access too. */
+  mapped?: boolean;
+}
+
+/** Counts of live allocations per kind. */
+export type LiveMemory = Record<MemoryKind, { count: number; bytes: number }>;
+
+/** One device of a runtime. */
+export class Device {
+  private readonly streams = new Set<Stream>();
+  private readonly modules = new Map<string, KernelModule>();
+  readonly defaultStream: Stream;
+
+  constructor(
+    private readonly rt: Runtime,
+    readonly index: number,
+  ) {
+    this.defaultStream = new Stream(rt, index, 0, 0, false);
+  }
+
+  /** Facts about the device, read now (free memory changes). */
+  info(): DeviceInfo {
+    this.rt.assertOpen();
+    return this.rt.backend.deviceInfo(this.index);
+  }
+
+  /** Free and total device memory in bytes. */
+  memGetInfo(): { freeBytes: number; totalBytes: number } {
+    this.rt.assertOpen();
+    return this.rt.backend.memGetInfo(this.index);
+  }
+
+  /**
+   * Allocates device memory.
+   * @throws InvalidArgumentError for a bad size, UNSUPPORTED for AMD-only options elsewhere; OutOfMemoryError
+   */
+  alloc(bytes: number, options: DeviceAllocOptions = {}): DeviceAllocation {
+    this.rt.assertOpen();
+    checkSize(bytes, 'device allocation');
+    const caps = this.rt.backend.capabilities;
+    if (options.fineGrained && !caps.fineGrainedDeviceMemory) throw this.rt.unsupported('fine-grained device memory (hipExtMallocWithFlags)');
+    if (options.uncached && !caps.uncachedDeviceMemory) throw this.rt.unsupported('uncached device memory (hipDeviceMallocUncached)');
+    this.rt.checkFits(this.index, bytes, 'device allocation');
+    const address = this.rt.backend.malloc(this.index, bytes, options);
+    return this.rt.adopt(new DeviceAllocation(this.rt, address, bytes, this.index, { ...options }));
+  }
+
+  /**
+   * Allocates managed memory. Never more than the device has free (asking for more can hang some GPUs).
+   * @throws InvalidArgumentError, UNSUPPORTED, OutOfMemoryError
+   */
+  allocManaged(bytes: number, options: ManagedAllocOptions = {}): ManagedAllocation {
+    this.rt.assertOpen();
+    checkSize(bytes, 'managed allocation');
+    if (!this.rt.backend.capabilities.managedMemory) throw this.rt.unsupported('managed memory');
+    const { freeBytes, totalBytes } = this.memGetInfo();
+    if (bytes > freeBytes) {
+      throw new OutOfMemoryError(
+        `out of memory: managed allocation of ${bytes} bytes exceeds device ${this.index}'s free memory (${freeBytes} of ${totalBytes} bytes)`,
+        { requestedBytes: bytes, device: this.index, freeBytes, totalBytes },
+        { backend: this.rt.backend.name },
+      );
+    }
+    const attach = options.attach ?? 'global';
+    const address = this.rt.backend.mallocManaged(this.index, bytes, attach === 'host');
+    return this.rt.adopt(
+      new ManagedAllocation(this.rt, address, bytes, this.index, attach, (t) => this.rt.location(t), (s) => this.rt.streamHandle(s, this.index)),
+    );
+  }
+
+  /** Creates a stream on this device. */
+  createStream(options: StreamCreateOptions = {}): Stream {
+    this.rt.assertOpen();
+    const priority = options.priority ?? 0;
+    checkInteger(priority, 'stream priority', -1000, 1000);
+    const handle = this.rt.backend.createStream(this.index, { priority, nonBlocking: options.nonBlocking ?? false });
+    const s = new Stream(this.rt, this.index, handle, priority, options.nonBlocking ?? false);
+    this.streams.add(s);
+    return s;
+  }
+
+  /** Creates an event on this device (timing by default). */
+  createEvent(options: EventCreateOptions = {}): GpuEvent {
+    this.rt.assertOpen();
+    const timing = options.timing ?? true;
+    const e = new GpuEvent(this.rt, this.index, this.rt.backend.createEvent(this.index, { timing }), timing);
+    this.rt.events.add(e);
+    return e;
+  }
+
+  /** True when this device can read and write `peer`'s memory directly. */
+  canAccessPeer(peer: Device | number): boolean {
+    const p = this.rt.device(typeof peer === 'number' ? peer : peer.index);
+    if (p.index === this.index) return false;
+    return this.rt.backend.canAccessPeer(this.index, p.index);
+  }
+
+  /** Lets kernels on this device use `peer`'s memory. Enabling twice is harmless. */
+  enablePeerAccess(peer: Device | number): void {
+    const p = this.rt.device(typeof peer === 'number' ? peer : peer.index);
+    if (!this.canAccessPeer(p)) throw this.rt.unsupported(`peer access from device ${this.index} to device ${p.index}`);
+    this.rt.backend.enablePeerAccess(this.index, p.index);
+    this.rt.peers.add(`${this.index}:${p.index}`);
+  }
+
+  disablePeerAccess(peer: Device | number): void {
+    const p = this.rt.device(typeof peer === 'number' ? peer : peer.index);
+    this.rt.backend.disablePeerAccess(this.index, p.index);
+    this.rt.peers.delete(`${this.index}:${p.index}`);
+  }
+
+  /** Resolves when all work on this device's streams has completed. Never blocks the event loop. */
+  async synchronize(): Promise<void> {
+    this.rt.assertOpen();
+    await Promise.all([...this.streams].filter((s) => !s.disposed).map((s) => s.synchronize()));
+    await this.defaultStream.synchronize();
+  }
+
+  /**
+   * Compiles (or reads from the disk cache) and loads a kernel source on this device; loaded once per runtime.
+   * @throws GpuError COMPILE_FAILED, UNSUPPORTED when the backend has no compiler
+   */
+  loadModule(source: KernelSource): KernelModule {
+    this.rt.assertOpen();
+    const cached = this.modules.get(source.name);
+    if (cached) return cached;
+    const compiled = this.rt.backend.compile(this.index, source);
+    const handle = this.rt.backend.loadModule(this.index, source, compiled);
+    const m = new KernelModule(this.rt, this.index, source, handle, { cached: compiled.cached, compileMs: compiled.compileMs });
+    this.modules.set(source.name, m);
+    return m;
+  }
+
+  /** @internal */
+  forgetStream(s: Stream): void {
+    this.streams.delete(s);
+  }
+
+  /** @internal Destroys what the device still holds. */
+  close(): void {
+    for (const s of this.streams) s[Symbol.dispose]();
+    for (const m of this.modules.values()) m[Symbol.dispose]();
+    this.modules.clear();
+  }
+}
+
+/** Options of {@link openRuntime}. */
+export type OpenRuntimeOptions = OpenBackendOptions;
+
+/**
+ * A backend and its devices. Disposing it frees every allocation, stream and event still live.
+ */
+export class Runtime implements AllocationOwner, StreamOwner, EventOwner, KernelOwner, Disposable {
+  readonly backend: Backend;
+  readonly selection: BackendSelection;
+  readonly devices: readonly Device[];
+  /** @internal Peer access enabled through this runtime, as "device:peer". */
+  readonly peers = new Set<string>();
+  private readonly registry = new AllocationRegistry();
+  /** @internal */
+  readonly events = new Set<GpuEvent>();
+  private open = true;
+  private readonly deviceFacts = new Map<number, DeviceInfo>();
+
+  constructor(selection: BackendSelection) {
+    this.selection = selection;
+    this.backend = selection.backend;
+    const n = this.backend.deviceCount();
+    this.devices = Array.from({ length: n }, (_, i) => new Device(this, i));
+  }
+
+  /** @throws DisposedError when the runtime was disposed. */
+  assertOpen(): void {
+    if (!this.open) throw new DisposedError('the runtime was disposed');
+  }
+
+  /**
+   * The device with this index.
+   * @throws InvalidArgumentError when there is no such device.
+   */
+  device(index: number): Device {
+    this.assertOpen();
+    const d = typeof index === 'number' && Number.isInteger(index) ? this.devices[index] : undefined;
+    if (!d) {
+      const why = this.devices.length === 0 ? `the ${this.backend.name} backend has no device${this.backend.noDeviceReason() ? ` (${this.backend.noDeviceReason()})` : ''}` : `devices are 0 to ${this.devices.length - 1}`;
+      throw new InvalidArgumentError(`no device ${String(index)}: ${why}`, ErrorCode.INVALID_ARGUMENT);
+    }
+    return d;
+  }
+
+  /**
+   * Allocates pinned (page-locked) host memory. `writeCombined` suits host-to-device staging the host only writes.
+   * @throws InvalidArgumentError, UNSUPPORTED (AMD options elsewhere), OutOfMemoryError
+   */
+  allocPinned(bytes: number, options: PinnedOptions & { mapped?: boolean } = {}): PinnedAllocation {
+    this.assertOpen();
+    checkSize(bytes, 'pinned allocation');
+    const caps = this.backend.capabilities;
+    if (options.writeCombined && !caps.writeCombined) throw this.unsupported('write-combined pinned memory');
+    if (options.coherent !== undefined && !caps.coherentHostMemory) throw this.unsupported('coherent / non-coherent pinned memory (hipHostMallocCoherent)');
+    if (options.numaUser && !caps.numaHostMemory) throw this.unsupported('NUMA-placed pinned memory (hipHostMallocNumaUser)');
+    if (options.mapped) return this.allocMapped(bytes, options);
+    const device = this.device(0).index;
+    const address = this.backend.hostAlloc(device, bytes, { ...options, portable: options.portable ?? true });
+    let deviceAddress: number | undefined;
+    try {
+      // Under unified addressing every pinned allocation is reachable from the devices at this address.
+      deviceAddress = this.backend.hostDevicePointer(address);
+    } catch {
+      deviceAddress = undefined;
+    }
+    return this.adopt(new PinnedAllocation(this, 'pinned', address, bytes, deviceAddress, { ...options }));
+  }
+
+  /**
+   * Allocates zero-copy memory: pinned host memory mapped into the devices' address space.
+   * @throws InvalidArgumentError, UNSUPPORTED, OutOfMemoryError
+   */
+  allocMapped(bytes: number, options: PinnedOptions = {}): MappedAllocation {
+    this.assertOpen();
+    checkSize(bytes, 'mapped allocation');
+    if (!this.backend.capabilities.mappedMemory) throw this.unsupported('mapped (zero-copy) memory');
+    this.device(0);
+    const address = this.backend.hostAlloc(0, bytes, { ...options, portable: options.portable ?? true, mapped: true });
+    const deviceAddress = this.backend.hostDevicePointer(address);
+    return this.adopt(new MappedAllocation(this, address, bytes, deviceAddress, { ...options }));
+  }
+
+  /**
+   * Ordinary JS memory (an ArrayBuffer of `bytes`, or the buffer given), optionally page-locked in place.
+   * @throws InvalidArgumentError, UNSUPPORTED
+   */
+  allocPageable(bytesOrBuffer: number | ArrayBuffer, options: PageableAllocOptions = {}): PageableAllocation {
+    this.assertOpen();
+    const buffer = typeof bytesOrBuffer === 'number' ? new ArrayBuffer(checkSize(bytesOrBuffer, 'pageable allocation', { max: 2 ** 32 * 64 })) : bytesOrBuffer;
+    if (!(buffer instanceof ArrayBuffer)) throw new InvalidArgumentError('allocPageable: expected a size or an ArrayBuffer');
+    checkSize(buffer.byteLength, 'pageable allocation');
+    if (options.register && !this.backend.capabilities.hostRegister) throw this.unsupported('hostRegister');
+    const address = this.backend.adoptHostBuffer(buffer);
+    let deviceAddress: number | undefined;
+    if (options.register) {
+      try {
+        this.backend.hostRegister(address, buffer.byteLength, options.mapped ?? true);
+        deviceAddress = this.backend.hostDevicePointer(address);
+      } catch (e) {
+        this.backend.releaseHostBuffer(address);
+        throw e;
+      }
+    }
+    return this.adopt(new PageableAllocation(this, buffer, address, deviceAddress, !!options.register));
+  }
+
+  /**
+   * Copies between any two kinds of memory. With `stream` the copy is enqueued and this returns at once (keep both
+   * allocations alive until the stream has passed it); without, it is done when this returns.
+   * @returns the direction the copy took.
+   * @throws InvalidArgumentError (size, bounds, foreign address, wrong device), DisposedError
+   */
+  copy(dst: MemoryRef, src: MemoryRef, options: CopyOptions = {}): CopyDirection {
+    this.assertOpen();
+    const d = this.resolve(dst, 'copy destination');
+    const s = this.resolve(src, 'copy source');
+    const stream = options.stream;
+    if (stream) this.checkStream(stream);
+    const p = planCopy(d.allocation, d.offset, s.allocation, s.offset, options);
+    if (p.direction === 'PtoP') {
+      const h = stream?.handle ?? 0;
+      this.backend.memcpyPeerAsync(p.dstAddress, p.dst.device!, p.srcAddress, p.src.device!, p.bytes, h);
+      if (!stream) this.backend.synchronizeStream(0);
+    } else if (stream) {
+      this.backend.memcpyAsync(p.dstAddress, p.srcAddress, p.bytes, p.kind, stream.handle);
+    } else {
+      this.backend.memcpy(p.dstAddress, p.srcAddress, p.bytes, p.kind);
+    }
+    return p.direction;
+  }
+
+  /**
+   * Sets bytes to `value` (0 to 255). Pageable memory is filled by the host: at once, or, with a stream, in a
+   * blocking host callback ordered in that stream.
+   * @throws InvalidArgumentError, DisposedError
+   */
+  fill(dst: MemoryRef, value: number, options: FillOptions = {}): void {
+    this.assertOpen();
+    const d = this.resolve(dst, 'fill');
+    if (options.stream) this.checkStream(options.stream);
+    const f = planFill(d.allocation, d.offset, value, options);
+    const a = d.allocation;
+    if (a.kind === 'pageable') {
+      const fillNow = (): void => void a.view(f.offset, f.bytes).fill(value);
+      if (options.stream) void options.stream.onHost(fillNow, { blocking: true });
+      else fillNow();
+      return;
+    }
+    if (options.stream) {
+      this.backend.memsetAsync(f.address, value, f.bytes, options.stream.handle);
+    } else {
+      this.backend.memsetAsync(f.address, value, f.bytes, 0);
+      this.backend.synchronizeStream(0);
+    }
+  }
+
+  /**
+   * The live allocation containing a raw address, and the offset in it.
+   * @throws InvalidArgumentError (FOREIGN_ADDRESS) when no live allocation of this runtime contains it.
+   */
+  resolve(ref: MemoryRef, what = 'address'): { allocation: Allocation; offset: number } {
+    if (ref instanceof Allocation) {
+      if (ref.owner.backend !== this.backend) throw new InvalidArgumentError(`${what}: the allocation belongs to another runtime`, ErrorCode.FOREIGN_ADDRESS);
+      ref.assertLive(what);
+      return { allocation: ref, offset: 0 };
+    }
+    if (typeof ref !== 'number' || !Number.isInteger(ref) || ref < 0) {
+      throw new InvalidArgumentError(`${what}: expected an allocation or an address, got ${String(ref)}`, ErrorCode.FOREIGN_ADDRESS);
+    }
+    const found = this.registry.find(ref);
+    if (!found) throw new InvalidArgumentError(`${what}: 0x${ref.toString(16)} is not inside any live allocation of this runtime`, ErrorCode.FOREIGN_ADDRESS);
+    return found;
+  }
+
+  /** Live allocations by kind. */
+  liveMemory(): LiveMemory {
+    const out = Object.fromEntries(['device', 'pinned', 'mapped', 'managed', 'pageable'].map((k) => [k, { count: 0, bytes: 0 }])) as LiveMemory;
+    for (const a of this.registry.all()) {
+      out[a.kind].count++;
+      out[a.kind].bytes += a.bytes;
+    }
+    return out;
+  }
+
+  /** Frees everything still live and releases the backend. A second call does nothing. */
+  [Symbol.dispose](): void {
+    if (!this.open) return;
+    for (const a of this.registry.all()) {
+      try {
+        a.free();
+      } catch {
+        a.invalidate();
+      }
+    }
+    for (const e of this.events) e[Symbol.dispose]();
+    for (const d of this.devices) d.close();
+    this.open = false;
+    this.backend.dispose();
+  }
+
+  // ---- internal -----------------------------------------------------------------------------------------
+
+  /** @internal */
+  adopt<T extends Allocation>(a: T): T {
+    this.registry.add(a);
+    if (a.deviceAddress !== undefined && a.deviceAddress !== a.address) this.registry.add(a, a.deviceAddress);
+    return a;
+  }
+
+  /** @internal */
+  forget(a: Allocation): void {
+    this.registry.delete(a);
+  }
+
+  /** @internal */
+  forgetStream(s: Stream): void {
+    this.devices[s.device]?.forgetStream(s);
+  }
+
+  /** @internal */
+  forgetEvent(e: GpuEvent): void {
+    this.events.delete(e);
+  }
+
+  /** @internal */
+  internalEvent(device: number): GpuEvent {
+    return new GpuEvent(this, device, this.backend.createEvent(device, { timing: false }), false);
+  }
+
+  /** @internal */
+  defaultStream(device: number): Stream {
+    return this.device(device).defaultStream;
+  }
+
+  /** @internal */
+  unsupported(what: string): InvalidArgumentError {
+    return new InvalidArgumentError(`${what} is not supported by the ${this.backend.name} backend`, ErrorCode.UNSUPPORTED, { backend: this.backend.name });
+  }
+
+  /** @internal Refuses a device allocation larger than the whole device, without a native call. */
+  checkFits(device: number, bytes: number, what: string): void {
+    let total = this.deviceFacts.get(device)?.totalBytes;
+    if (total === undefined) {
+      total = this.backend.memGetInfo(device).totalBytes;
+      this.deviceFacts.set(device, { index: device, totalBytes: total });
+    }
+    if (bytes > total) {
+      throw new OutOfMemoryError(`out of memory: ${what} of ${bytes} bytes is larger than device ${device}'s ${total} bytes`, {
+        requestedBytes: bytes,
+        device,
+        totalBytes: total,
+      }, { backend: this.backend.name });
+    }
+  }
+
+  /** @internal */
+  checkStream(stream: Stream): void {
+    if (!(stream instanceof Stream)) throw new InvalidArgumentError('stream: expected a Stream');
+    stream.assertLive('stream');
+    if (stream.owner !== this) throw new InvalidArgumentError('stream: the stream belongs to another runtime', ErrorCode.FOREIGN_ADDRESS);
+  }
+
+  /** @internal The native handle of a stream argument (the default stream when none). */
+  streamHandle(stream: unknown, device: number): number {
+    if (stream === undefined) return 0;
+    this.checkStream(stream as Stream);
+    const s = stream as Stream;
+    if (s.device !== device) throw new InvalidArgumentError(`the stream belongs to device ${s.device}, not ${device}`, ErrorCode.WRONG_DEVICE);
+    return s.handle;
+  }
+
+  /** @internal */
+  location(target: ManagedTarget): MemLocation {
+    if (target === 'host') return { type: 'host' };
+    return { type: 'device', device: this.device(target).index };
+  }
+
+  /** @internal */
+  devicePointer(arg: PointerArg, device: number, what: string): number {
+    const a = arg instanceof Allocation ? arg : arg?.allocation;
+    if (!(a instanceof Allocation)) throw new InvalidArgumentError(`${what}: expected an allocation`);
+    const offset = arg instanceof Allocation ? 0 : arg.offset;
+    this.resolve(a, what);
+    if (!Number.isInteger(offset) || offset < 0 || offset > a.bytes) {
+      throw new InvalidArgumentError(`${what}: offset ${offset} is outside the ${a.bytes}-byte allocation`, ErrorCode.OUT_OF_BOUNDS);
+    }
+    if (a.kind === 'device' && a.device !== device && !this.peers.has(`${device}:${a.device}`)) {
+      throw new InvalidArgumentError(`${what}: memory of device ${a.device} used by a kernel on device ${device}; enable peer access first`, ErrorCode.WRONG_DEVICE);
+    }
+    let base = a.deviceAddress;
+    if (base === undefined && a.kind === 'pageable' && this.pageableAccess(device)) base = a.address;
+    if (base === undefined) {
+      throw new InvalidArgumentError(`${what}: ${a.kind} memory is not reachable from device ${device} (register it, or use pinned or mapped memory)`, ErrorCode.INVALID_ARGUMENT);
+    }
+    return base + offset;
+  }
+
+  private pageableAccess(device: number): boolean {
+    let info = this.deviceFacts.get(device);
+    if (info?.pageableMemoryAccess === undefined) {
+      info = { ...info, ...this.backend.deviceInfo(device) };
+      this.deviceFacts.set(device, info);
+    }
+    return info.pageableMemoryAccess === true;
+  }
+}
+
+/**
+ * Opens a runtime on the requested backend (`backend` option, else GPUMEM_BACKEND, else detection: hip, cuda, host).
+ * When detection falls back to the host backend, `runtime.selection.notice` says why.
+ * @throws InvalidArgumentError for an unknown backend name; BackendUnavailableError when a requested backend cannot load.
+ */
+export function openRuntime(options: OpenRuntimeOptions = {}): Runtime {
+  return new Runtime(openBackend(options));
+}

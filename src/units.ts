@@ -1,0 +1,46 @@
+/** Byte units and formatting. GB = 1e9 and GiB = 2^30; every printed figure names which one it uses. */
+
+export const KiB = 1024;
+export const MiB = 1024 * KiB;
+export const GiB = 1024 * MiB;
+export const GB = 1e9;
+
+/** Formats a byte count with binary units: 1536 → "1.5 KiB". */
+export function formatBytes(bytes: number, digits = 1): string {
+  if (!Number.isFinite(bytes)) return String(bytes);
+  const sign = bytes < 0 ? '-' : '';
+  let v = Math.abs(bytes);
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${sign}${i === 0 ? v.toFixed(0) : v.toFixed(digits)} ${units[i]}`;
+}
+
+/** Formats a byte count in decimal GB (1e9), the unit of bandwidth figures. */
+export function formatGB(bytes: number, digits = 2): string {
+  return `${(bytes / GB).toFixed(digits)} GB`;
+}
+
+/**
+ * Parses a size such as "64MiB", "1.5 GiB", "4096", "2GB", "512k" into bytes.
+ * Binary suffixes (KiB, MiB, GiB, TiB; K, M, G, T) are powers of 1024; KB, MB, GB, TB are powers of 1000.
+ * Returns undefined when the text is not a size.
+ */
+export function parseBytes(text: string): number | undefined {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?)(b?)\s*$/i.exec(text);
+  if (!m) return undefined;
+  const value = Number(m[1]);
+  const prefix = (m[2] ?? '').toLowerCase();
+  const binary = m[3] !== '' || (m[4] === '' && prefix !== '');
+  const power = ['', 'k', 'm', 'g', 't', 'p'].indexOf(prefix);
+  const bytes = value * (binary ? 1024 : 1000) ** power;
+  return Number.isFinite(bytes) ? Math.round(bytes) : undefined;
+}
+
+/** Bandwidth in GB/s (1e9 bytes per second) from bytes and seconds. */
+export function gbps(bytes: number, seconds: number): number {
+  return bytes / seconds / GB;
+}
