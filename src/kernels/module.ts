@@ -81,7 +81,7 @@ export class KernelModule implements Disposable {
   [Symbol.dispose](): void {
     if (!this.live) return;
     this.live = false;
-    this.owner.backend.unloadModule(this.handle);
+    if (this.owner.backend.unusableReason === undefined) this.owner.backend.unloadModule(this.handle);
   }
 }
 

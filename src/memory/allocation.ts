@@ -100,7 +100,8 @@ export abstract class Allocation implements Disposable {
   free(): void {
     if (!this.live) throw new DisposedError(`double free: this ${this.bytes}-byte ${this.kind} allocation was already freed`, ErrorCode.DOUBLE_FREE);
     this.owner.assertOpen();
-    this.release();
+    // After a sticky fault the context and its memory are gone: there is nothing left to release.
+    if (this.owner.backend.unusableReason === undefined) this.release();
     this.live = false;
     leaks.unregister(this);
     this.owner.forget(this);

@@ -78,6 +78,6 @@ export class GpuEvent implements Disposable {
     if (!this.live) return;
     this.live = false;
     this.owner.forgetEvent(this);
-    this.owner.backend.destroyEvent(this.handle);
+    if (this.owner.backend.unusableReason === undefined) this.owner.backend.destroyEvent(this.handle);
   }
 }

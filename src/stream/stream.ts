@@ -115,6 +115,6 @@ export class Stream implements Disposable {
     if (!this.live || this.isDefault) return;
     this.live = false;
     this.owner.forgetStream(this);
-    this.owner.backend.destroyStream(this.device, this.handle);
+    if (this.owner.backend.unusableReason === undefined) this.owner.backend.destroyStream(this.device, this.handle);
   }
 }
