@@ -271,6 +271,8 @@ class HostBackend implements Backend {
   }
 
   mallocAsync(device: number, bytes: number, _stream: Handle): Address {
+    // Memory freed in stream order is reusable by later stream-ordered allocations: run the queued frees first.
+    if (this.used[device]! + bytes > this.capacity) this.scheduler.drain();
     return this.allocate(bytes, 'device', device);
   }
 
