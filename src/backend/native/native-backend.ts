@@ -458,7 +458,10 @@ export abstract class NativeBackend implements Backend {
   launchHostFunc(stream: Handle, fn: () => void): void {
     this.guard();
     let ptr: bigint | undefined;
+    // A call back from a driver thread holds no reference on the event loop: keep it alive until the call comes.
+    const keepAlive = setInterval(() => {}, 2 ** 30);
     const run = (): void => {
+      clearInterval(keepAlive);
       this.pendingBlockingCallbacks--;
       try {
         fn();
@@ -474,6 +477,7 @@ export abstract class NativeBackend implements Backend {
     this.pendingBlockingCallbacks++;
     const status = this.fn.LaunchHostFunc!(stream, ptr, null) as number;
     if (status !== 0) {
+      clearInterval(keepAlive);
       this.pendingBlockingCallbacks--;
       this.callbacks.delete(ptr);
       unregisterCallback(ptr);
