@@ -42,3 +42,4 @@ export { Stream, type StreamCreateOptions } from './stream/stream.js';
 export { GpuEvent, type EventCreateOptions } from './stream/event.js';
 export { KernelModule, Kernel, type LaunchOptions, type LaunchArg, type PointerArg, type PreparedLaunch } from './kernels/module.js';
 export { BENCH_KERNELS, patternWord } from './kernels/bench-kernels.js';
+export * from './pool/index.js';

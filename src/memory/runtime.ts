@@ -70,6 +70,11 @@ export class Device {
     this.defaultStream = new Stream(rt, index, 0, 0, false);
   }
 
+  /** The runtime this device belongs to. */
+  get runtime(): Runtime {
+    return this.rt;
+  }
+
   /** Facts about the device, read now (free memory changes). */
   info(): DeviceInfo {
     this.rt.assertOpen();

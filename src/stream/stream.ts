@@ -12,6 +12,8 @@ export interface StreamOwner {
   assertOpen(): void;
   /** Creates a non-timing event used internally for host callbacks. */
   internalEvent(device: number): GpuEvent;
+  /** The default stream of a device. */
+  defaultStream(device: number): Stream;
   forgetStream(stream: Stream): void;
 }
 

@@ -1,0 +1,149 @@
+/**
+ * Growable segments: a large range of address space reserved once, with physical memory mapped into it (and out
+ * of it) in chunks, so that one segment grows and shrinks instead of the pool adding segments that fragment.
+ * On a GPU this is the virtual memory API (cuMemAddressReserve / cuMemCreate / cuMemMap, hipMemAddressReserve /
+ * hipMemCreate / hipMemMap); for replays a simulated device counts the same bytes with nothing behind them.
+ */
+import { OutOfMemoryError } from '../errors.js';
+import type { Backend, VirtualMemoryApi } from '../backend/backend.js';
+import type { Device } from '../memory/runtime.js';
+
+/** Address space with physical memory mapped in chunks; a chunk is unmapped whole. */
+export abstract class GrowableSource {
+  abstract readonly device: number;
+  abstract readonly backend: Backend | undefined;
+  /** Mapping granularity in bytes (2 MiB on current GPUs). */
+  abstract readonly granularity: number;
+  /** Bytes of address space to reserve per segment. */
+  abstract readonly reserveBytes: number;
+  private mapped = 0;
+  /** Peak of mappedBytes. */
+  peakMappedBytes = 0;
+  /** Number of map calls (each a physical allocation). */
+  mapCalls = 0;
+  private readonly chunks = new Map<number, { handle: number; bytes: number }>();
+
+  /** Physical bytes mapped now. */
+  get mappedBytes(): number {
+    return this.mapped;
+  }
+
+  abstract reserve(bytes: number): number;
+  protected abstract freeRange(address: number, bytes: number): void;
+  /** Creates physical memory, maps it at `address` and answers its handle. @throws OutOfMemoryError */
+  protected abstract createAndMap(address: number, bytes: number): number;
+  protected abstract unmapAndRelease(address: number, bytes: number, handle: number): void;
+
+  /** Maps `bytes` (a multiple of the granularity) at `address` as one chunk. @throws OutOfMemoryError */
+  map(address: number, bytes: number): void {
+    const handle = this.createAndMap(address, bytes);
+    this.chunks.set(address, { handle, bytes });
+    this.mapped += bytes;
+    this.mapCalls++;
+    this.peakMappedBytes = Math.max(this.peakMappedBytes, this.mapped);
+  }
+
+  /** Unmaps every chunk lying wholly inside [address, address + bytes); answers the bytes unmapped. */
+  unmap(address: number, bytes: number): number {
+    let n = 0;
+    for (const [a, c] of [...this.chunks]) {
+      if (a >= address && a + c.bytes <= address + bytes) {
+        this.unmapAndRelease(a, c.bytes, c.handle);
+        this.chunks.delete(a);
+        this.mapped -= c.bytes;
+        n += c.bytes;
+      }
+    }
+    return n;
+  }
+
+  /** Unmaps what is mapped in the range and gives the address space back. */
+  release(address: number, bytes: number): void {
+    this.unmap(address, bytes);
+    this.freeRange(address, bytes);
+  }
+}
+
+/** Growable segments on a GPU through the backend's virtual memory API. */
+export class VmmSource extends GrowableSource {
+  readonly device: number;
+  readonly backend: Backend;
+  readonly granularity: number;
+  readonly reserveBytes: number;
+  private readonly vmm: VirtualMemoryApi;
+
+  /** @throws InvalidArgumentError (UNSUPPORTED) when the backend has no virtual memory API. */
+  constructor(dev: Device, options: { reserveBytes?: number } = {}) {
+    super();
+    const rt = dev.runtime;
+    if (!rt.backend.vmm) throw rt.unsupported('growable segments (the virtual memory API)');
+    this.backend = rt.backend;
+    this.vmm = rt.backend.vmm;
+    this.device = dev.index;
+    this.granularity = this.vmm.granularity(dev.index);
+    const total = dev.memGetInfo().totalBytes;
+    this.reserveBytes = Math.ceil((options.reserveBytes ?? total) / this.granularity) * this.granularity;
+  }
+
+  reserve(bytes: number): number {
+    return this.vmm.reserve(bytes, this.granularity);
+  }
+
+  protected freeRange(address: number, bytes: number): void {
+    this.vmm.free(address, bytes);
+  }
+
+  protected createAndMap(address: number, bytes: number): number {
+    const handle = this.vmm.create(this.device, bytes);
+    try {
+      this.vmm.map(address, bytes, handle);
+      this.vmm.setAccess(address, bytes, this.device);
+    } catch (e) {
+      this.vmm.release(handle);
+      throw e;
+    }
+    return handle;
+  }
+
+  protected unmapAndRelease(address: number, bytes: number, handle: number): void {
+    this.vmm.unmap(address, bytes);
+    this.vmm.release(handle);
+  }
+}
+
+/** Growable segments on a simulated device (pool replay): address space and mapped bytes, counted. */
+export class SimulatedGrowableSource extends GrowableSource {
+  readonly device = 0;
+  readonly backend = undefined;
+  private next = 0x7e00_0000_0000;
+
+  constructor(
+    readonly capacityBytes = Number.MAX_SAFE_INTEGER,
+    readonly granularity = 2 * 1024 * 1024,
+    readonly reserveBytes = 2 ** 40,
+  ) {
+    super();
+  }
+
+  reserve(bytes: number): number {
+    const a = this.next;
+    this.next += bytes + this.granularity;
+    return a;
+  }
+
+  protected freeRange(): void {}
+
+  protected createAndMap(_address: number, bytes: number): number {
+    if (this.mappedBytes + bytes > this.capacityBytes) {
+      throw new OutOfMemoryError(`out of memory on the simulated device: mapping ${bytes} bytes, ${this.capacityBytes - this.mappedBytes} free`, {
+        requestedBytes: bytes,
+        device: 0,
+        freeBytes: this.capacityBytes - this.mappedBytes,
+        totalBytes: this.capacityBytes,
+      });
+    }
+    return 0;
+  }
+
+  protected unmapAndRelease(): void {}
+}
