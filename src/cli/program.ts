@@ -2,9 +2,12 @@
  * The gpumem command line's program. It parses options and calls the library; each command's code is loaded only when that
  * command runs, so `gpumem plan` never loads a GPU library. Usage errors exit with code 2, failures with 1.
  */
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import { ErrorCode, GpuError } from '../errors.js';
+import { UsageError } from './usage-error.js';
+
+export { UsageError };
 
 const USAGE_CODES = new Set<string>([
   ErrorCode.INVALID_ARGUMENT,
@@ -23,8 +26,6 @@ export function exitCodeFor(e: unknown): number {
   return 1;
 }
 
-/** A usage error raised by a command's own option checks. */
-export class UsageError extends Error {}
 
 function version(): string {
   try {
@@ -53,6 +54,7 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
 Examples:
   $ gpumem info                      devices, capabilities, libraries found
   $ gpumem info --json --backend cuda
+  $ gpumem pool replay snapshot.json.gz   replay a PyTorch allocator trace against pool configurations
 
 Environment:
   GPUMEM_BACKEND                     default backend (auto, cuda, hip, host)
@@ -74,7 +76,41 @@ Environment:
       await runInfo(opts, io);
     });
 
+  const pool = program.command('pool').description('memory pool tools');
+  pool
+    .command('replay')
+    .description('replay a recorded allocation trace against pool configurations on a simulated device (no GPU needed)')
+    .argument('<trace>', 'a PyTorch memory snapshot with device_traces (.json or .json.gz), a gpumem NDJSON log, or an RMM CSV log')
+    .option('--json', 'print JSON: { trace: {...}, configurations: [...] }')
+    .addOption(new Option('--format <format>', 'trace format').choices(['auto', 'pytorch', 'gpumem', 'rmm']).default('auto'))
+    .option('--device <n>', 'which device of a multi-device trace to replay', (v) => parseIntOption(v, '--device'))
+    .option('--config <names...>', 'replay only these configurations')
+    .addHelpText(
+      'after',
+      `
+Record a trace with PyTorch:
+  torch.cuda.memory._record_memory_history(max_entries=400000)
+  ... train a few steps ...
+  json.dump(torch.cuda.memory._snapshot(), open('snapshot.json', 'w'))
+
+Examples:
+  $ gpumem pool replay snapshot.json.gz
+  $ gpumem pool replay trace.ndjson --json
+  $ gpumem pool replay rmm_log.csv --config gpumem gpumem-growable`,
+    )
+    .action(async (trace: string, opts: { json?: boolean; format: 'auto' | 'pytorch' | 'gpumem' | 'rmm'; device?: number; config?: string[] }) => {
+      const { runPoolReplay } = await import('./commands.js');
+      await runPoolReplay(trace, opts, io);
+    });
+
   return program;
+}
+
+/** Parses a whole number option, or throws a usage error naming the option. */
+export function parseIntOption(v: string, name: string): number {
+  const n = Number(v);
+  if (!/^\d+$/.test(v.trim()) || !Number.isSafeInteger(n)) throw new InvalidArgumentError(`${name} must be a whole number, got "${v}"`);
+  return n;
 }
 
 /** Runs the CLI with `argv` (without node and script) and answers the exit code. */

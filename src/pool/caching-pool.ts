@@ -11,8 +11,9 @@
  *   another stream: its free then waits for an event on that stream before the block is reused.
  * - On out of memory the pool frees its cached segments and retries once, then throws OutOfMemoryError with its
  *   statistics and its largest free block. `trim()` and `releaseThresholdBytes` hand cached memory back.
- * - With a `growable` source the pool keeps one growable segment per stream and size class and maps memory into
- *   it as it grows, instead of adding segments (the virtual memory API on a GPU).
+ * - With a `growable` source the pool keeps one growable segment per stream and size class, in reserved address
+ *   space, and maps physical memory in granules only under allocated blocks; before mapping beyond its earlier
+ *   peak it unmaps granules that lie wholly in free blocks (the virtual memory API on a GPU).
  *
  * Stream-ordering rules: see memory-resource.ts.
  */
@@ -22,6 +23,7 @@ import type { MemoryKind } from '../memory/allocation.js';
 import { checkAlignment } from '../memory/validate.js';
 import type { GpuEvent } from '../stream/event.js';
 import type { Stream } from '../stream/stream.js';
+import { AddressMap } from './address-map.js';
 import { BlockTree, type TreeNode } from './block-tree.js';
 import type { GrowableSource } from './growable.js';
 import { streamKey, type AllocateOptions, type DeallocateOptions, type MemoryResource, type StreamRef } from './memory-resource.js';
@@ -52,15 +54,16 @@ export interface CachingPoolOptions {
   growBytes?: { small?: number; large?: number };
   /** Reuse blocks freed on one stream for another (with an event). Default true. */
   crossStream?: boolean;
-  /** Size of the event ring read by snapshot() (default 8192; 0 turns tracing off). */
+  /** Size of the event ring read by snapshot() (default 0: off, as PyTorch records history only when asked). */
   traceEntries?: number;
 }
 
 class Segment {
   head!: Block;
   blocks = 0;
-  /** Bytes mapped, for a growable segment (which reserves more address space than it maps). */
+  /** Growable segments: bytes of physical memory mapped, and which granules are mapped. */
   mapped = 0;
+  pages: Uint8Array | null = null;
   constructor(
     readonly address: number,
     public size: number,
@@ -116,11 +119,10 @@ export class CachingPool extends ResourceBase {
 
   private readonly smallFree: FreeLists = new Map();
   private readonly largeFree: FreeLists = new Map();
-  private readonly live = new Map<number, Block>();
+  private readonly live = new AddressMap<Block>();
   private readonly segments = new Set<Segment>();
   private readonly growing = new Map<string, Segment>();
   private readonly pending: Block[] = [];
-  private readonly recentlyFreed = new Set<number>();
   private readonly spare: Block[] = [];
   private readonly trace: TraceRing;
 
@@ -165,7 +167,7 @@ export class CachingPool extends ResourceBase {
     this.growSmall = roundGran(options.growBytes?.small ?? this.smallSegmentBytes);
     this.growLarge = roundGran(options.growBytes?.large ?? this.largeSegmentBytes);
     if (this.smallSegmentBytes < this.smallSize) throw new InvalidArgumentError('CachingPool: smallSegmentBytes must be at least smallSize');
-    this.trace = new TraceRing(options.traceEntries ?? 8192);
+    this.trace = new TraceRing(options.traceEntries ?? 0);
   }
 
   // ---- allocate -------------------------------------------------------------------------------------------
@@ -192,11 +194,11 @@ export class CachingPool extends ResourceBase {
         block = this.grow(small, key, size, bytes);
       }
     }
+    if (block.segment.growable) this.mapFor(block, size, bytes, key);
     this.take(block, size, bytes, key, stream);
     const user = extra === 0 ? block.address : Math.ceil(block.address / alignment) * alignment;
     block.userAddress = user;
     this.live.set(user, block);
-    this.recentlyFreed.delete(user);
     this.trace.record('alloc', user, bytes, key);
     return user;
   }
@@ -233,26 +235,37 @@ export class CachingPool extends ResourceBase {
 
   /** Takes a fitting free block of another stream, ordering this stream after the other's work. */
   private steal(small: boolean, key: number, size: number, stream: StreamRef | undefined): Block | null {
+    const toRef = typeof stream === 'object' ? stream : undefined;
     for (const [other, t] of this.lists(small)) {
       if (other === key || t.size === 0) continue;
       const b = t.lowerBound(size);
       if (!b || (b.size > this.maxSplitBytes && size < this.maxSplitBytes)) continue;
-      let from = b.streamRef;
-      if (!from && other === 0 && typeof stream === 'object') from = stream.owner.defaultStream(stream.device);
-      if (from && stream !== undefined && typeof stream !== 'number') {
-        const e = from.owner.internalEvent(from.device);
-        e.record(from);
-        stream.waitEvent(e);
-        e[Symbol.dispose]();
-      } else if (from && (stream === undefined || typeof stream === 'number')) {
-        // Without a stream object to wait on, the default stream would need a device synchronisation: skip.
-        continue;
-      }
+      if (!this.orderAfter(b, key, toRef)) continue;
       this.unlinkFree(t, b);
       this.crossStreamReuses++;
       return b;
     }
     return null;
+  }
+
+  /**
+   * Orders stream `toKey` (the object `toRef` when it is a real stream) after the work of the stream that owns free
+   * block `b`, so that `toKey` may use b's memory: an event recorded on the owner and waited on by `toKey`. Streams of
+   * a simulated device need nothing. Answers false when they cannot be ordered (a destroyed stream, or no stream
+   * object for one side).
+   */
+  private orderAfter(b: Block, toKey: number, toRef: Stream | undefined): boolean {
+    if (b.stream === toKey) return true;
+    const real = toRef ?? b.streamRef;
+    if (!real) return true;
+    const from = b.streamRef ?? (b.stream === 0 ? real.owner.defaultStream(real.device) : undefined);
+    const to = toRef ?? (toKey === 0 ? real.owner.defaultStream(real.device) : undefined);
+    if (!from || !to || from.disposed || to.disposed) return false;
+    const e = from.owner.internalEvent(from.device);
+    e.record(from);
+    to.waitEvent(e);
+    e[Symbol.dispose]();
+    return true;
   }
 
   private unlinkFree(t: BlockTree<Block>, b: Block): void {
@@ -265,7 +278,7 @@ export class CachingPool extends ResourceBase {
   }
 
   private insertFree(b: Block): void {
-    this.tree(b.segment.small, b.segment.stream).insert(b);
+    this.tree(b.segment.small, b.stream).insert(b);
     b.inTree = true;
     if (b.segment.blocks > 1) {
       this.inactiveSplit.add(b.size);
@@ -279,6 +292,7 @@ export class CachingPool extends ResourceBase {
     if (rest >= this.alignment && b.size <= this.maxSplitBytes) {
       const r = this.newBlock();
       r.segment = b.segment;
+      r.stream = b.stream;
       r.address = b.address + size;
       r.size = rest;
       r.prev = b;
@@ -291,12 +305,9 @@ export class CachingPool extends ResourceBase {
     }
     b.allocated = true;
     b.requested = requested;
-    b.stream = b.segment.stream;
+    // The block now belongs to `key`: a stolen block changed owner once the steal ordered `key` after its old stream.
+    b.stream = key;
     b.streamRef = typeof stream === 'object' ? stream : undefined;
-    if (b.stream !== key) {
-      // A stolen block now serves `key`; record its use there so a later free waits for that stream.
-      if (typeof stream === 'object') (b.usedOn ??= []).push(stream);
-    }
     this.requested.add(requested);
     this.allocated.add(b.size);
     this.active.add(b.size);
@@ -333,24 +344,104 @@ export class CachingPool extends ResourceBase {
       try {
         return this.growOnce(small, key, size);
       } catch (e2) {
-        if (!(e2 instanceof OutOfMemoryError)) throw e2;
-        this.ooms++;
-        this.trace.record('oom', 0, requested, key);
-        const stats = this.stats();
-        throw new OutOfMemoryError(
-          `out of memory: the pool could not allocate ${requested} bytes (${stats.reservedBytes.current} bytes reserved, ${stats.allocatedBytes.current} allocated, largest free block ${stats.largestFreeBlockBytes}): ${e2.message}`,
-          {
-            requestedBytes: requested,
-            device: this.device,
-            freeBytes: e2.freeBytes,
-            totalBytes: e2.totalBytes,
-            poolStats: stats as unknown as Record<string, unknown>,
-            largestFreeBlockBytes: stats.largestFreeBlockBytes,
-          },
-          { backend: this.backend?.name, cause: e2 },
-        );
+        throw this.poolOom(requested, key, e2);
       }
     }
+  }
+
+  /** The OutOfMemoryError the pool throws once freeing its cache did not help; other errors pass through. */
+  private poolOom(requested: number, key: number, cause: unknown): unknown {
+    if (!(cause instanceof OutOfMemoryError)) return cause;
+    this.ooms++;
+    this.trace.record('oom', 0, requested, key);
+    const stats = this.stats();
+    return new OutOfMemoryError(
+      `out of memory: the pool could not allocate ${requested} bytes (${stats.reservedBytes.current} bytes reserved, ${stats.allocatedBytes.current} allocated, largest free block ${stats.largestFreeBlockBytes}): ${cause.message}`,
+      {
+        requestedBytes: requested,
+        device: this.device,
+        freeBytes: cause.freeBytes,
+        totalBytes: cause.totalBytes,
+        poolStats: stats as unknown as Record<string, unknown>,
+        largestFreeBlockBytes: stats.largestFreeBlockBytes,
+      },
+      { backend: this.backend?.name, cause },
+    );
+  }
+
+  /**
+   * Growable segments map physical memory only under allocated blocks: maps the granules a block needs, first
+   * unmapping free granules elsewhere when mapping would lift reserved memory above its earlier peak. On out of
+   * memory the whole cache is released and the mapping retried once.
+   */
+  private mapFor(block: Block, size: number, requested: number, key: number): void {
+    const seg = block.segment;
+    try {
+      this.ensureMapped(seg, block.address, block.address + size);
+      return;
+    } catch (e) {
+      if (!(e instanceof OutOfMemoryError)) throw e;
+    }
+    this.insertFree(block);
+    this.releaseCached();
+    this.unlinkFree(this.tree(seg.small, block.stream), block);
+    try {
+      this.ensureMapped(seg, block.address, block.address + size);
+    } catch (e) {
+      this.insertFree(block);
+      throw this.poolOom(requested, key, e);
+    }
+  }
+
+  private ensureMapped(seg: Segment, lo: number, hi: number): void {
+    const g = this.growable!;
+    const gran = g.granularity;
+    const first = Math.floor((lo - seg.address) / gran);
+    const end = Math.ceil((hi - seg.address) / gran);
+    const pages = seg.pages!;
+    let missing = 0;
+    for (let p = first; p < end; p++) if (pages[p] === 0) missing++;
+    if (missing === 0) return;
+    if (this.reserved.current + missing * gran > this.reserved.peak) this.reclaimAll(lo, hi);
+    for (let p = first; p < end; p++) {
+      if (pages[p] === 1) continue;
+      const at = seg.address + p * gran;
+      g.map(at, gran);
+      pages[p] = 1;
+      seg.mapped += gran;
+      this.reserved.add(gran);
+      this.trace.record('segment_map', at, gran, seg.stream);
+    }
+  }
+
+  /** Unmaps the granules that lie wholly in free blocks of every growable segment, except those under [keepLo, keepHi). */
+  private reclaimAll(keepLo = 0, keepHi = 0): number {
+    let n = 0;
+    for (const seg of this.segments) if (seg.growable) n += this.reclaim(seg, keepLo, keepHi);
+    return n;
+  }
+
+  private reclaim(seg: Segment, keepLo: number, keepHi: number): number {
+    const g = this.growable!;
+    const gran = g.granularity;
+    const pages = seg.pages!;
+    let released = 0;
+    for (let b: Block | null = seg.blocks > 0 ? seg.head : null; b; b = b.next) {
+      if (b.allocated || !b.inTree || b.events !== null) continue;
+      const first = Math.ceil((b.address - seg.address) / gran);
+      const end = Math.floor((b.address + b.size - seg.address) / gran);
+      for (let p = first; p < end; p++) {
+        if (pages[p] !== 1) continue;
+        const at = seg.address + p * gran;
+        if (at < keepHi && at + gran > keepLo) continue;
+        released += g.unmap(at, gran);
+        pages[p] = 0;
+        seg.mapped -= gran;
+        this.reserved.sub(gran);
+        this.trace.record('segment_unmap', at, gran, seg.stream);
+      }
+    }
+    return released;
   }
 
   private growOnce(small: boolean, key: number, size: number): Block {
@@ -360,6 +451,7 @@ export class CachingPool extends ResourceBase {
     const seg = new Segment(address, segSize, key, small, false, segSize);
     const b = this.newBlock();
     b.segment = seg;
+    b.stream = key;
     b.address = address;
     b.size = segSize;
     seg.head = b;
@@ -372,7 +464,10 @@ export class CachingPool extends ResourceBase {
     return b;
   }
 
-  /** Grows (or creates) the growable segment of this stream and size class until a block of `size` fits at its end. */
+  /**
+   * Extends the address space of the growable segment of this stream and size class (creating it on first use)
+   * until a block of `size` fits at its end. Physical memory is mapped later, under the block, by mapFor.
+   */
   private growGrowable(small: boolean, key: number, size: number): Block {
     const g = this.growable!;
     const id = `${key}:${small ? 's' : 'l'}`;
@@ -380,43 +475,38 @@ export class CachingPool extends ResourceBase {
     if (!seg) {
       const address = g.reserve(g.reserveBytes);
       seg = new Segment(address, 0, key, small, true, g.reserveBytes);
+      seg.pages = new Uint8Array(Math.ceil(g.reserveBytes / g.granularity));
       this.growing.set(id, seg);
       this.segments.add(seg);
       this.segmentCount.add(1);
       this.segmentAllocs++;
       this.trace.record('segment_alloc', address, 0, key);
     }
-    // The last block, if free, is extended; otherwise a new block starts at the mapped end.
     let last: Block | null = seg.blocks > 0 ? seg.head : null;
     while (last?.next) last = last.next;
-    const tailFree = last && !last.allocated && last.inTree ? last.size : 0;
+    const tailFree = last && !last.allocated && last.inTree && last.stream === key ? last.size : 0;
     const step = small ? this.growSmall : this.growLarge;
-    const need = size - tailFree;
-    const bytes = Math.max(step, Math.ceil(need / g.granularity) * g.granularity);
-    if (seg.mapped + bytes > seg.reserved) {
+    const bytes = Math.max(step, Math.ceil((size - tailFree) / g.granularity) * g.granularity);
+    if (seg.size + bytes > seg.reserved) {
       throw new OutOfMemoryError(`the growable segment's reserved address space (${seg.reserved} bytes) is exhausted`, { requestedBytes: size, device: this.device });
     }
-    g.map(seg.address + seg.mapped, bytes);
-    this.trace.record('segment_map', seg.address + seg.mapped, bytes, key);
-    seg.mapped += bytes;
-    seg.size = seg.mapped;
-    this.reserved.add(bytes);
-    let b: Block;
+    const at = seg.address + seg.size;
+    seg.size += bytes;
     if (last && tailFree > 0) {
       this.unlinkFree(this.tree(small, key), last);
       last.size += bytes;
-      b = last;
-    } else {
-      b = this.newBlock();
-      b.segment = seg;
-      b.address = seg.address + seg.mapped - bytes;
-      b.size = bytes;
-      if (last) {
-        last.next = b;
-        b.prev = last;
-      } else seg.head = b;
-      seg.blocks++;
+      return last;
     }
+    const b = this.newBlock();
+    b.segment = seg;
+    b.stream = key;
+    b.address = at;
+    b.size = bytes;
+    if (last) {
+      last.next = b;
+      b.prev = last;
+    } else seg.head = b;
+    seg.blocks++;
     return b;
   }
 
@@ -429,17 +519,13 @@ export class CachingPool extends ResourceBase {
   deallocate(address: number, bytes: number, options?: DeallocateOptions): void {
     this.assertOpen();
     const b = this.live.get(address);
-    if (!b) {
-      if (this.recentlyFreed.has(address)) throw new DisposedError(`CachingPool: double free of 0x${address.toString(16)}`, ErrorCode.DOUBLE_FREE);
-      throw new InvalidArgumentError(`CachingPool: 0x${address.toString(16)} was not allocated by this pool`, ErrorCode.FOREIGN_ADDRESS);
-    }
+    if (!b) throw this.notLive(address);
     if (bytes !== b.requested) {
       throw new InvalidArgumentError(`CachingPool: deallocate of 0x${address.toString(16)} with ${bytes} bytes, but ${b.requested} were allocated`, ErrorCode.INVALID_ARGUMENT);
     }
     const stream = options?.stream;
     const key = streamKey(stream);
     this.live.delete(address);
-    this.rememberFreed(address);
     this.trace.record('free_requested', address, bytes, key);
     if (key !== b.stream && typeof stream === 'object') (b.usedOn ??= []).push(stream);
     this.requested.sub(b.requested);
@@ -455,9 +541,19 @@ export class CachingPool extends ResourceBase {
     this.release(b);
   }
 
-  private rememberFreed(address: number): void {
-    this.recentlyFreed.add(address);
-    if (this.recentlyFreed.size > 65536) this.recentlyFreed.delete(this.recentlyFreed.values().next().value as number);
+  /** The error for an address that is not a live allocation: free memory of ours is a double free, anything else foreign. */
+  private notLive(address: number): Error {
+    const hex = `0x${address.toString(16)}`;
+    for (const seg of this.segments) {
+      if (address < seg.address || address >= seg.address + seg.size) continue;
+      for (let b: Block | null = seg.blocks > 0 ? seg.head : null; b; b = b.next) {
+        if (address < b.address || address >= b.address + b.size) continue;
+        if (!b.allocated) return new DisposedError(`CachingPool: double free of ${hex} (the memory is already free)`, ErrorCode.DOUBLE_FREE);
+        break;
+      }
+      return new InvalidArgumentError(`CachingPool: ${hex} is inside an allocation of this pool but is not its start`, ErrorCode.FOREIGN_ADDRESS);
+    }
+    return new InvalidArgumentError(`CachingPool: ${hex} was not allocated by this pool`, ErrorCode.FOREIGN_ADDRESS);
   }
 
   /** A block no stream uses any more: back to its free list, merged with free neighbours. */
@@ -466,12 +562,13 @@ export class CachingPool extends ResourceBase {
     this.trace.record('free_completed', b.userAddress, b.requested, b.stream);
     b.allocated = false;
     b.requested = 0;
-    b.streamRef = undefined;
     const seg = b.segment;
-    const t = this.tree(seg.small, seg.stream);
+    // A free neighbour of another stream merges once this stream is ordered after that one (an event, on a GPU).
     const prev = b.prev;
-    if (prev && !prev.allocated && prev.inTree && prev.events === null) {
-      this.unlinkFree(t, prev);
+    if (prev && !prev.allocated && prev.inTree && prev.events === null && (prev.stream === b.stream || this.orderAfter(prev, b.stream, b.streamRef))) {
+      this.unlinkFree(this.tree(seg.small, prev.stream), prev);
+      prev.stream = b.stream;
+      prev.streamRef = b.streamRef;
       prev.size += b.size;
       prev.next = b.next;
       if (b.next) b.next.prev = prev;
@@ -480,8 +577,8 @@ export class CachingPool extends ResourceBase {
       b = prev;
     }
     const next = b.next;
-    if (next && !next.allocated && next.inTree && next.events === null) {
-      this.unlinkFree(t, next);
+    if (next && !next.allocated && next.inTree && next.events === null && (next.stream === b.stream || this.orderAfter(next, b.stream, b.streamRef))) {
+      this.unlinkFree(this.tree(seg.small, next.stream), next);
       b.size += next.size;
       b.next = next.next;
       if (next.next) next.next.prev = b;
@@ -524,7 +621,7 @@ export class CachingPool extends ResourceBase {
     let released = 0;
     for (const seg of [...this.segments]) {
       if (this.reserved.current - this.allocated.current <= keepBytes) break;
-      released += seg.growable ? this.shrinkGrowable(seg) : this.releaseSegment(seg);
+      released += seg.growable ? this.reclaim(seg, 0, 0) : this.releaseSegment(seg);
     }
     return released;
   }
@@ -532,7 +629,7 @@ export class CachingPool extends ResourceBase {
   private releaseSegment(seg: Segment): number {
     const b = seg.head;
     if (seg.blocks !== 1 || b.allocated || !b.inTree || b.events !== null) return 0;
-    this.unlinkFree(this.tree(seg.small, seg.stream), b);
+    this.unlinkFree(this.tree(seg.small, b.stream), b);
     this.upstream!.deallocate(seg.address, seg.size, { stream: seg.stream === 0 ? undefined : seg.stream });
     this.segments.delete(seg);
     this.reserved.sub(seg.size);
@@ -541,31 +638,6 @@ export class CachingPool extends ResourceBase {
     this.trace.record('segment_free', seg.address, seg.size, seg.stream);
     this.spare.push(b);
     return seg.size;
-  }
-
-  /** Unmaps the free memory at the end of a growable segment, in whole mapped chunks. */
-  private shrinkGrowable(seg: Segment): number {
-    let last: Block | null = seg.head;
-    while (last?.next) last = last.next;
-    if (!last || last.allocated || !last.inTree || last.events !== null) return 0;
-    const g = this.growable!;
-    const firstPage = Math.ceil((last.address - seg.address) / g.granularity) * g.granularity;
-    const released = g.unmap(seg.address + firstPage, seg.mapped - firstPage);
-    if (released === 0) return 0;
-    const t = this.tree(seg.small, seg.stream);
-    this.unlinkFree(t, last);
-    seg.mapped -= released;
-    seg.size = seg.mapped;
-    last.size -= released;
-    this.reserved.sub(released);
-    this.trace.record('segment_unmap', seg.address + seg.mapped, released, seg.stream);
-    if (last.size > 0) this.insertFree(last);
-    else {
-      if (last.prev) last.prev.next = null;
-      seg.blocks--;
-      this.spare.push(last);
-    }
-    return released;
   }
 
   /** Hands every cached (free) segment back to the upstream resource. Answers the bytes released. */
@@ -577,11 +649,35 @@ export class CachingPool extends ResourceBase {
 
   // ---- visibility -----------------------------------------------------------------------------------------
 
-  /** Current statistics. */
+  /** Peak of reserved bytes so far (cheaper than stats()). */
+  get reservedPeakBytes(): number {
+    return this.reserved.peak;
+  }
+
+  /** Bytes of a free block that physical memory backs (all of it, except in a growable segment). */
+  private backedBytes(b: Block): number {
+    const seg = b.segment;
+    if (!seg.growable) return b.size;
+    const gran = this.growable!.granularity;
+    let n = 0;
+    const end = b.address + b.size;
+    for (let p = Math.floor((b.address - seg.address) / gran); seg.address + p * gran < end; p++) {
+      if (seg.pages![p] !== 1) continue;
+      const lo = Math.max(b.address, seg.address + p * gran);
+      const hi = Math.min(end, seg.address + (p + 1) * gran);
+      n += hi - lo;
+    }
+    return n;
+  }
+
+  /** Current statistics. In a growable segment a free block counts only its mapped bytes. */
   stats(): PoolStats {
     let largest = 0;
     for (const lists of [this.smallFree, this.largeFree]) {
-      for (const t of lists.values()) largest = Math.max(largest, t.max()?.size ?? 0);
+      for (const t of lists.values()) {
+        if (!this.growable) largest = Math.max(largest, t.max()?.size ?? 0);
+        else for (const b of t.values()) largest = Math.max(largest, this.backedBytes(b));
+      }
     }
     const freeBytes = this.reserved.current - this.active.current;
     return {
@@ -632,6 +728,7 @@ export class CachingPool extends ResourceBase {
         stream: seg.stream,
         segment_type: seg.small ? 'small' : 'large',
         is_expandable: seg.growable,
+        mapped_size: seg.growable ? seg.mapped : seg.size,
         blocks,
       });
     }
@@ -677,6 +774,8 @@ export interface SnapshotSegment {
   stream: number;
   segment_type: 'small' | 'large';
   is_expandable: boolean;
+  /** Physical bytes behind the segment: all of it for a fixed segment, the mapped granules of a growable one. */
+  mapped_size: number;
   blocks: SnapshotBlock[];
 }
 

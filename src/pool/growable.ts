@@ -43,23 +43,37 @@ export abstract class GrowableSource {
     this.peakMappedBytes = Math.max(this.peakMappedBytes, this.mapped);
   }
 
-  /** Unmaps every chunk lying wholly inside [address, address + bytes); answers the bytes unmapped. */
+  /**
+   * Unmaps every chunk lying wholly inside [address, address + bytes); answers the bytes unmapped. Chunks start on
+   * granule boundaries, so the range is walked granule by granule.
+   */
   unmap(address: number, bytes: number): number {
     let n = 0;
-    for (const [a, c] of [...this.chunks]) {
-      if (a >= address && a + c.bytes <= address + bytes) {
-        this.unmapAndRelease(a, c.bytes, c.handle);
-        this.chunks.delete(a);
-        this.mapped -= c.bytes;
-        n += c.bytes;
+    const end = address + bytes;
+    for (let a = Math.ceil(address / this.granularity) * this.granularity; a < end; ) {
+      const c = this.chunks.get(a);
+      if (!c) {
+        a += this.granularity;
+        continue;
       }
+      if (a + c.bytes > end) break;
+      this.unmapAndRelease(a, c.bytes, c.handle);
+      this.chunks.delete(a);
+      this.mapped -= c.bytes;
+      n += c.bytes;
+      a += c.bytes;
     }
     return n;
   }
 
   /** Unmaps what is mapped in the range and gives the address space back. */
   release(address: number, bytes: number): void {
-    this.unmap(address, bytes);
+    for (const [a, c] of [...this.chunks]) {
+      if (a < address || a + c.bytes > address + bytes) continue;
+      this.unmapAndRelease(a, c.bytes, c.handle);
+      this.chunks.delete(a);
+      this.mapped -= c.bytes;
+    }
     this.freeRange(address, bytes);
   }
 }

@@ -30,7 +30,7 @@ function checkInvariants(p: CachingPool, live: Map<number, { size: number; align
   let allocated = 0;
   const liveBlocks: Array<[number, number]> = [];
   for (const seg of snap.segments) {
-    reserved += seg.total_size;
+    reserved += seg.mapped_size;
     let at = seg.address;
     let prevFree = false;
     for (const b of seg.blocks) {

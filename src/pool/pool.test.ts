@@ -238,7 +238,7 @@ test('snapshot has PyTorch\'s shape and the trace ring its actions', () => {
   for (const e of snap.device_traces[0]!) assert.deepEqual(Object.keys(e).sort(), ['action', 'addr', 'size', 'stream', 'time_us']);
   const b = p.allocate(10);
   const seg = p.snapshot().segments[0]!;
-  assert.deepEqual(Object.keys(seg).sort(), ['active_size', 'address', 'allocated_size', 'blocks', 'device', 'is_expandable', 'requested_size', 'segment_type', 'stream', 'total_size']);
+  assert.deepEqual(Object.keys(seg).sort(), ['active_size', 'address', 'allocated_size', 'blocks', 'device', 'is_expandable', 'mapped_size', 'requested_size', 'segment_type', 'stream', 'total_size']);
   assert.equal(seg.blocks[0]!.state, 'active_allocated');
   assert.equal(seg.blocks[0]!.requested_size, 10);
   p.deallocate(b, 10);
@@ -273,4 +273,28 @@ test('pool allocations are typed objects that copy like any other', () => {
   assert.equal(back.view()[4095], 7);
   assert.equal(a.kind, 'device');
   assert.equal(p.stats().allocationCount.current, 1);
+});
+
+test('a cache hit makes no native call', () => {
+  const calls: string[] = [];
+  const rt = host();
+  const spy = new Proxy(rt.backend, {
+    get(target, prop, receiver) {
+      const v = Reflect.get(target, prop, receiver) as unknown;
+      return typeof v === 'function' ? (...args: unknown[]) => (calls.push(String(prop)), (v as (...a: unknown[]) => unknown).apply(target, args)) : v;
+    },
+  });
+  (rt as unknown as { backend: unknown }).backend = spy;
+  const p = new CachingPool(new DeviceResource(rt.device(0)));
+  using s = rt.device(0).createStream();
+  p.deallocate(p.allocate(1000, { stream: s }), 1000, { stream: s });
+  p.deallocate(p.allocate(5 << 20), 5 << 20);
+  calls.length = 0;
+  for (let i = 0; i < 1000; i++) {
+    p.deallocate(p.allocate(1000, { stream: s }), 1000, { stream: s });
+    p.deallocate(p.allocate(5 << 20), 5 << 20);
+  }
+  assert.deepEqual(calls, []);
+  p[Symbol.dispose]();
+  rt[Symbol.dispose]();
 });

@@ -1,0 +1,265 @@
+/**
+ * Readers of allocation traces, into one columnar event list: PyTorch memory snapshots with device_traces (.json or
+ * .json.gz; read as a stream, so gigabyte files work), gpumem's own NDJSON log (LoggingAdaptor) or snapshot, and
+ * RMM's CSV log (logging_resource_adaptor: Thread,Time,Action,Pointer,Size,Stream).
+ */
+import { createReadStream, openSync, readSync, closeSync, statSync } from 'node:fs';
+import { createGunzip } from 'node:zlib';
+import { createInterface } from 'node:readline';
+import { Readable } from 'node:stream';
+import { createRequire } from 'node:module';
+import { BadInputError } from '../../errors.js';
+
+const require = createRequire(import.meta.url);
+// stream-json is CommonJS; these are its documented entry points.
+const { parser } = require('stream-json') as { parser: (o?: object) => NodeJS.ReadWriteStream };
+const { pick } = require('stream-json/filters/Pick') as { pick: (o: object) => NodeJS.ReadWriteStream };
+const { streamValues } = require('stream-json/streamers/StreamValues') as { streamValues: () => NodeJS.ReadWriteStream };
+
+export type TraceFormat = 'pytorch' | 'gpumem' | 'rmm';
+
+/** Event kinds kept for replay. */
+export const enum EventKind {
+  Alloc = 0,
+  Free = 1,
+  SegmentAlloc = 2,
+  SegmentFree = 3,
+  SegmentMap = 4,
+  SegmentUnmap = 5,
+  Oom = 6,
+  FreeRequested = 7,
+}
+
+/** Events in columns (typed arrays grow as needed): a million events cost 25 MB, not a million objects. */
+export class TraceEvents {
+  kind = new Uint8Array(1024);
+  addr = new Float64Array(1024);
+  size = new Float64Array(1024);
+  stream = new Float64Array(1024);
+  length = 0;
+
+  push(kind: EventKind, addr: number, size: number, stream: number): void {
+    if (this.length === this.kind.length) this.growTo(this.length * 2);
+    const i = this.length++;
+    this.kind[i] = kind;
+    this.addr[i] = addr;
+    this.size[i] = size;
+    this.stream[i] = stream;
+  }
+
+  private growTo(n: number): void {
+    const k = new Uint8Array(n);
+    k.set(this.kind);
+    this.kind = k;
+    for (const f of ['addr', 'size', 'stream'] as const) {
+      const a = new Float64Array(n);
+      a.set(this[f]);
+      this[f] = a;
+    }
+  }
+
+  count(kind: EventKind): number {
+    let n = 0;
+    for (let i = 0; i < this.length; i++) if (this.kind[i] === kind) n++;
+    return n;
+  }
+}
+
+export interface Trace {
+  file: string;
+  format: TraceFormat;
+  /** Devices the trace holds events for; replay uses `device`. */
+  devices: number[];
+  device: number;
+  events: TraceEvents;
+  /** True when the trace records free_completed (frees replay at completion, not at request). */
+  hasFreeCompleted: boolean;
+  /** Allocator settings the recording allocator reported, when it did. */
+  allocatorSettings?: Record<string, unknown> | undefined;
+}
+
+const ACTIONS: Record<string, EventKind> = {
+  alloc: EventKind.Alloc,
+  free_requested: EventKind.FreeRequested,
+  free_completed: EventKind.Free,
+  segment_alloc: EventKind.SegmentAlloc,
+  segment_free: EventKind.SegmentFree,
+  segment_map: EventKind.SegmentMap,
+  segment_unmap: EventKind.SegmentUnmap,
+  oom: EventKind.Oom,
+};
+
+function head(file: string, n = 4096): Buffer {
+  const fd = openSync(file, 'r');
+  try {
+    const b = Buffer.alloc(n);
+    const got = readSync(fd, b, 0, n, 0);
+    return b.subarray(0, got);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function isGzip(file: string): boolean {
+  const h = head(file, 2);
+  return h.length === 2 && h[0] === 0x1f && h[1] === 0x8b;
+}
+
+function input(file: string): Readable {
+  const raw = createReadStream(file);
+  return isGzip(file) ? raw.pipe(createGunzip()) : raw;
+}
+
+/** Guesses a trace's format from its first bytes. */
+export async function detectFormat(file: string): Promise<TraceFormat> {
+  let text: string;
+  if (isGzip(file)) {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const c of input(file)) {
+      chunks.push(c as Buffer);
+      size += (c as Buffer).length;
+      if (size > 4096) break;
+    }
+    text = Buffer.concat(chunks).subarray(0, 4096).toString('utf8');
+  } else text = head(file).toString('utf8');
+  const t = text.trimStart();
+  if (/^Thread\s*,\s*Time\s*,\s*Action/i.test(t)) return 'rmm';
+  if (t.startsWith('{"t":') || /^\{\s*"t"\s*:/.test(t)) return 'gpumem';
+  if (t.startsWith('{')) return 'pytorch';
+  throw new BadInputError('not a recognised allocation trace (expected a PyTorch/gpumem snapshot JSON, a gpumem NDJSON log or an RMM CSV log)', file);
+}
+
+function num(v: unknown, what: string, file: string): number {
+  const n = typeof v === 'string' && /^0x[0-9a-f]+$/i.test(v) ? Number.parseInt(v, 16) : typeof v === 'string' ? Number(v) : (v as number);
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0 || n > Number.MAX_SAFE_INTEGER) throw new BadInputError(`${what} is not a valid number: ${JSON.stringify(v)?.slice(0, 60)}`, file);
+  return n;
+}
+
+/** Reads the device_traces of a PyTorch (or gpumem) snapshot, streaming. */
+async function readSnapshot(file: string, wantDevice: number | undefined): Promise<Trace> {
+  const perDevice = new Map<number, TraceEvents>();
+  const deviceQueue: number[] = [];
+  let freeCompleted = false;
+  let settings: Record<string, unknown> | undefined;
+  let sawTraces = false;
+  await new Promise<void>((resolve, reject) => {
+    const src = input(file);
+    const p = parser();
+    const picked = pick({
+      filter: (stack: Array<string | number | null>) => {
+        if (stack.length === 3 && stack[0] === 'device_traces') {
+          deviceQueue.push(Number(stack[1]));
+          sawTraces = true;
+          return true;
+        }
+        return stack.length === 1 && stack[0] === 'allocator_settings';
+      },
+    });
+    const values = streamValues();
+    const fail = (e: unknown): void => {
+      src.destroy();
+      reject(e instanceof BadInputError ? e : new BadInputError(`malformed JSON: ${(e as Error).message}`, file));
+    };
+    src.on('error', fail);
+    p.on('error', fail);
+    picked.on('error', fail);
+    values.on('error', fail);
+    values.on('data', (d: { value: unknown }) => {
+      const v = d.value as Record<string, unknown>;
+      if (v && typeof v === 'object' && 'action' in v) {
+        const device = deviceQueue.shift() ?? 0;
+        const kind = ACTIONS[String(v.action)];
+        if (kind === undefined) return; // snapshot markers and other actions do not change memory
+        if (kind === EventKind.Free) freeCompleted = true;
+        let ev = perDevice.get(device);
+        if (!ev) perDevice.set(device, (ev = new TraceEvents()));
+        try {
+          ev.push(kind, num(v.addr ?? 0, 'addr', file), num(v.size ?? 0, 'size', file), num(v.stream ?? 0, 'stream', file));
+        } catch (e) {
+          fail(e);
+        }
+      } else if (v && typeof v === 'object' && !Array.isArray(v)) settings = v;
+    });
+    values.on('end', () => resolve());
+    src.pipe(p).pipe(picked).pipe(values);
+  });
+  if (!sawTraces) throw new BadInputError('the snapshot has no device_traces (record with torch.cuda.memory._record_memory_history and save torch.cuda.memory._snapshot() as JSON)', file);
+  const devices = [...perDevice.keys()].sort((a, b) => a - b);
+  const device = wantDevice ?? devices[0] ?? 0;
+  const events = perDevice.get(device);
+  if (!events) throw new BadInputError(`the trace has no events for device ${device} (it has: ${devices.join(', ') || 'none'})`, file);
+  return { file, format: 'pytorch', devices, device, events, hasFreeCompleted: freeCompleted, allocatorSettings: settings };
+}
+
+/** Reads gpumem's NDJSON log (one object per line: { t, action, address, bytes, stream }). */
+async function readNdjson(file: string): Promise<Trace> {
+  const events = new TraceEvents();
+  const rl = createInterface({ input: input(file), crlfDelay: Infinity });
+  let line = 0;
+  for await (const text of rl) {
+    line++;
+    if (text.trim() === '') continue;
+    if (text.length > 1 << 16) throw new BadInputError(`line ${line} is longer than 64 KiB`, file);
+    let o: { action?: unknown; address?: unknown; bytes?: unknown; stream?: unknown };
+    try {
+      o = JSON.parse(text) as typeof o;
+    } catch {
+      throw new BadInputError(`line ${line} is not JSON`, file);
+    }
+    if (o.action === 'allocate_failed') continue;
+    if (o.action !== 'allocate' && o.action !== 'deallocate') throw new BadInputError(`line ${line}: unknown action ${JSON.stringify(o.action)}`, file);
+    events.push(o.action === 'allocate' ? EventKind.Alloc : EventKind.Free, num(o.address, `line ${line} address`, file), num(o.bytes, `line ${line} bytes`, file), num(o.stream ?? 0, `line ${line} stream`, file));
+  }
+  return { file, format: 'gpumem', devices: [0], device: 0, events, hasFreeCompleted: true };
+}
+
+/** Reads RMM's CSV log. */
+async function readRmmCsv(file: string): Promise<Trace> {
+  const events = new TraceEvents();
+  const rl = createInterface({ input: input(file), crlfDelay: Infinity });
+  let line = 0;
+  let cols: Record<string, number> | undefined;
+  for await (const text of rl) {
+    line++;
+    if (text.trim() === '') continue;
+    if (text.length > 1 << 16) throw new BadInputError(`line ${line} is longer than 64 KiB`, file);
+    const cells = text.split(',').map((c) => c.trim());
+    if (!cols) {
+      cols = Object.fromEntries(cells.map((c, i) => [c.toLowerCase(), i]));
+      for (const need of ['action', 'pointer', 'size']) if (cols[need] === undefined) throw new BadInputError(`the CSV header has no ${need} column`, file);
+      continue;
+    }
+    const action = cells[cols.action!]?.toLowerCase() ?? '';
+    if (action.startsWith('allocate fail') || action === 'allocate_failure') continue;
+    if (action !== 'allocate' && action !== 'deallocate' && action !== 'free') throw new BadInputError(`line ${line}: unknown action ${JSON.stringify(action)}`, file);
+    const stream = cols.stream !== undefined ? num(cells[cols.stream] ?? '0', `line ${line} stream`, file) : 0;
+    events.push(action === 'allocate' ? EventKind.Alloc : EventKind.Free, num(cells[cols.pointer!], `line ${line} pointer`, file), num(cells[cols.size!], `line ${line} size`, file), stream);
+  }
+  if (!cols) throw new BadInputError('the file is empty', file);
+  return { file, format: 'rmm', devices: [0], device: 0, events, hasFreeCompleted: true };
+}
+
+/**
+ * Reads an allocation trace of any supported format.
+ * @throws BadInputError naming the file and what is wrong with it.
+ */
+export async function readTrace(file: string, options: { format?: TraceFormat | 'auto'; device?: number } = {}): Promise<Trace> {
+  let size: number;
+  try {
+    size = statSync(file).size;
+  } catch {
+    throw new BadInputError('cannot read the file', file);
+  }
+  if (size === 0) throw new BadInputError('the file is empty', file);
+  let trace: Trace;
+  try {
+    const format = !options.format || options.format === 'auto' ? await detectFormat(file) : options.format;
+    trace = format === 'pytorch' ? await readSnapshot(file, options.device) : format === 'gpumem' ? await readNdjson(file) : await readRmmCsv(file);
+  } catch (e) {
+    if (e instanceof BadInputError) throw e;
+    throw new BadInputError(`cannot read it: ${(e as Error).message} (truncated or corrupt?)`, file, { cause: e });
+  }
+  if (trace.events.count(EventKind.Alloc) === 0) throw new BadInputError('the trace holds no allocations', file);
+  return trace;
+}

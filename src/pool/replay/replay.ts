@@ -1,0 +1,219 @@
+/**
+ * Replaying a recorded allocation trace against pool configurations on a simulated device (no GPU): for each
+ * configuration, the peaks of requested, allocated and reserved memory, segment allocations, fragmentation at the
+ * peak, and the smallest device on which the trace runs without running out of memory.
+ */
+import { OutOfMemoryError } from '../../errors.js';
+import { CachingPool, type CachingPoolOptions } from '../caching-pool.js';
+import { SimulatedGrowableSource } from '../growable.js';
+import { SimulatedResource } from '../sources.js';
+import { EventKind, type Trace } from './read-trace.js';
+
+const MiB = 1024 * 1024;
+
+/** A pool configuration to replay against. */
+export interface ReplayConfiguration {
+  name: string;
+  description: string;
+  /** Options of the CachingPool; `growable: true` gives it growable segments on the simulated device. */
+  pool: Omit<CachingPoolOptions, 'growable'> & { growable?: boolean };
+}
+
+/** The configurations `gpumem pool replay` compares by default. */
+export const DEFAULT_CONFIGURATIONS: readonly ReplayConfiguration[] = [
+  {
+    name: 'pytorch-like',
+    description: "PyTorch's caching allocator defaults: 512-byte rounding, 2 MiB small / 20 MiB large segments, no reuse across streams",
+    pool: { alignment: 512, crossStream: false },
+  },
+  {
+    name: 'gpumem',
+    description: 'gpumem CachingPool defaults: 256-byte rounding, fixed segments, reuse across streams with events',
+    pool: {},
+  },
+  {
+    name: 'gpumem-growable',
+    description: 'gpumem CachingPool with growable segments (virtual memory API: one segment per stream grows in 2 MiB steps)',
+    pool: { growable: true, growBytes: { small: 2 * MiB, large: 2 * MiB } },
+  },
+  {
+    name: 'gpumem-max-split-200MiB',
+    description: 'fixed segments; blocks over 200 MiB are never split (PyTorch max_split_size_mb=200)',
+    pool: { maxSplitBytes: 200 * MiB },
+  },
+];
+
+/** What the trace itself says about the allocator that recorded it. */
+export interface RecordedFacts {
+  peakRequestedBytes: number;
+  /** From segment_alloc / segment_free (and map / unmap) events; undefined when the trace has none. */
+  peakReservedBytes: number | undefined;
+  segmentAllocs: number | undefined;
+  allocations: number;
+  streams: number;
+  /** Frees of addresses allocated before the trace began (ignored in replay). */
+  untrackedFrees: number;
+}
+
+export interface ConfigurationResult {
+  name: string;
+  description: string;
+  peakRequestedBytes: number;
+  peakAllocatedBytes: number;
+  peakReservedBytes: number;
+  /** peak reserved / peak allocated */
+  reservedOverAllocated: number;
+  segmentAllocs: number;
+  /** 1 − largest free block / free bytes, when reserved memory last reached its peak. */
+  fragmentationAtPeak: number;
+  /** Smallest device capacity (to 2 MiB) on which the replay ran without running out of memory. */
+  minDeviceBytes: number;
+}
+
+export interface ReplayReport {
+  trace: RecordedFacts & { file: string; format: string; device: number; events: number };
+  configurations: ConfigurationResult[];
+}
+
+/** Facts of the recording allocator, read straight off the trace. */
+export function recordedFacts(trace: Trace): RecordedFacts {
+  const ev = trace.events;
+  const freeKind = trace.hasFreeCompleted ? EventKind.Free : EventKind.FreeRequested;
+  const live = new Map<number, number>();
+  let requested = 0;
+  let peakRequested = 0;
+  let reserved = 0;
+  let peakReserved = 0;
+  let segmentAllocs = 0;
+  let sawSegments = false;
+  let untracked = 0;
+  let allocations = 0;
+  const streams = new Set<number>();
+  for (let i = 0; i < ev.length; i++) {
+    const k = ev.kind[i]!;
+    const a = ev.addr[i]!;
+    const s = ev.size[i]!;
+    if (k === EventKind.Alloc) {
+      live.set(a, s);
+      requested += s;
+      allocations++;
+      streams.add(ev.stream[i]!);
+      if (requested > peakRequested) peakRequested = requested;
+    } else if (k === freeKind) {
+      const had = live.get(a);
+      if (had === undefined) untracked++;
+      else {
+        live.delete(a);
+        requested -= had;
+      }
+    } else if (k === EventKind.SegmentAlloc || k === EventKind.SegmentMap) {
+      sawSegments = true;
+      if (k === EventKind.SegmentAlloc) segmentAllocs++;
+      reserved += s;
+      if (reserved > peakReserved) peakReserved = reserved;
+    } else if (k === EventKind.SegmentFree || k === EventKind.SegmentUnmap) {
+      sawSegments = true;
+      reserved -= s;
+    }
+  }
+  return {
+    peakRequestedBytes: peakRequested,
+    peakReservedBytes: sawSegments ? peakReserved : undefined,
+    segmentAllocs: sawSegments ? segmentAllocs : undefined,
+    allocations,
+    streams: streams.size,
+    untrackedFrees: untracked,
+  };
+}
+
+interface RunResult {
+  ok: boolean;
+  peakRequested: number;
+  peakAllocated: number;
+  peakReserved: number;
+  segmentAllocs: number;
+  fragmentationAtPeak: number;
+}
+
+/** Replays the trace once on a simulated device of `capacity` bytes. */
+function runOnce(trace: Trace, config: ReplayConfiguration, capacity: number): RunResult {
+  const { growable, ...options } = config.pool;
+  const pool = growable
+    ? new CachingPool(undefined, { ...options, traceEntries: 0, growable: new SimulatedGrowableSource(capacity) })
+    : new CachingPool(new SimulatedResource(capacity), { ...options, traceEntries: 0 });
+  const ev = trace.events;
+  const freeKind = trace.hasFreeCompleted ? EventKind.Free : EventKind.FreeRequested;
+  const map = new Map<number, { address: number; size: number; stream: number }>();
+  let requested = 0;
+  let peakRequested = 0;
+  let lastPeakReserved = -1;
+  let fragAtPeak = 0;
+  let ok = true;
+  try {
+    for (let i = 0; i < ev.length; i++) {
+      const k = ev.kind[i]!;
+      if (k === EventKind.Alloc) {
+        const size = ev.size[i]!;
+        if (size <= 0) continue;
+        const stream = ev.stream[i]!;
+        const address = pool.allocate(size, { stream });
+        const prev = map.get(ev.addr[i]!);
+        if (prev) pool.deallocate(prev.address, prev.size, { stream: prev.stream }); // a reused address means the old one was freed unseen
+        map.set(ev.addr[i]!, { address, size, stream });
+        requested += size;
+        if (requested > peakRequested) peakRequested = requested;
+        if (pool.reservedPeakBytes > lastPeakReserved) {
+          lastPeakReserved = pool.reservedPeakBytes;
+          fragAtPeak = pool.stats().fragmentation;
+        }
+      } else if (k === freeKind) {
+        const m = map.get(ev.addr[i]!);
+        if (!m) continue;
+        pool.deallocate(m.address, m.size, { stream: m.stream });
+        map.delete(ev.addr[i]!);
+        requested -= m.size;
+      }
+    }
+  } catch (e) {
+    if (!(e instanceof OutOfMemoryError)) throw e;
+    ok = false;
+  }
+  const s = pool.stats();
+  pool[Symbol.dispose]();
+  return { ok, peakRequested, peakAllocated: s.allocatedBytes.peak, peakReserved: s.reservedBytes.peak, segmentAllocs: s.segmentAllocs, fragmentationAtPeak: fragAtPeak };
+}
+
+/** The smallest capacity, to `step` bytes, on which the replay succeeds (binary search between lo and hi). */
+function minCapacity(trace: Trace, config: ReplayConfiguration, lo: number, hi: number, step = 2 * MiB): number {
+  let low = Math.floor(lo / step) * step;
+  let high = Math.ceil(hi / step) * step;
+  while (high - low > step) {
+    const mid = Math.floor((low + high) / 2 / step) * step;
+    if (runOnce(trace, config, mid).ok) high = mid;
+    else low = mid;
+  }
+  return high;
+}
+
+/** Replays `trace` against every configuration. */
+export function replay(trace: Trace, configurations: readonly ReplayConfiguration[] = DEFAULT_CONFIGURATIONS): ReplayReport {
+  const facts = recordedFacts(trace);
+  const results = configurations.map((config): ConfigurationResult => {
+    const r = runOnce(trace, config, Number.MAX_SAFE_INTEGER);
+    return {
+      name: config.name,
+      description: config.description,
+      peakRequestedBytes: r.peakRequested,
+      peakAllocatedBytes: r.peakAllocated,
+      peakReservedBytes: r.peakReserved,
+      reservedOverAllocated: r.peakAllocated > 0 ? r.peakReserved / r.peakAllocated : 0,
+      segmentAllocs: r.segmentAllocs,
+      fragmentationAtPeak: r.fragmentationAtPeak,
+      minDeviceBytes: minCapacity(trace, config, r.peakAllocated, r.peakReserved + 2 * MiB),
+    };
+  });
+  return {
+    trace: { file: trace.file, format: trace.format, device: trace.device, events: trace.events.length, ...facts },
+    configurations: results,
+  };
+}
