@@ -5,6 +5,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import { ErrorCode, GpuError } from '../errors.js';
+import { parseBytes } from '../units.js';
 import { UsageError } from './usage-error.js';
 
 export { UsageError };
@@ -52,7 +53,9 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
     'after',
     `
 Examples:
+  $ gpumem report                    this machine's memory system, measured, and the strategy to use
   $ gpumem info                      devices, capabilities, libraries found
+  $ gpumem bench --quick             the bandwidth and latency table
   $ gpumem info --json --backend cuda
   $ gpumem pool replay snapshot.json.gz   replay a PyTorch allocator trace against pool configurations
 
@@ -74,6 +77,36 @@ Environment:
     .action(async (opts: { backend?: string; json?: boolean }) => {
       const { runInfo } = await import('./commands.js');
       await runInfo(opts, io);
+    });
+
+  program
+    .command('bench')
+    .description("measure this machine's memory: copies of every kind and direction, peer copies, managed and zero-copy memory, STREAM, cache sweep, access patterns, latency, allocation")
+    .addOption(backendOption())
+    .option('--quick', 'fewer sizes and repeats (under 30 s on one GPU); default is the full run')
+    .option('--device <n...>', 'devices to measure (default: all)', collectInts('--device'), undefined)
+    .option('--only <test...>', 'run only these tests: copy, sm-copy, peer, managed, zero-copy, stream, cache, access, latency, alloc')
+    .option('--max-size <size>', 'largest copy / working set, e.g. 64MiB (default 256 MiB quick, 1 GiB full)', (v) => parseSizeOption(v, '--max-size'))
+    .option('--json', 'print JSON (schema gpumem.bench/1)')
+    .option('--html <file>', 'also write a self-contained HTML page with charts')
+    .addHelpText('after', '\nExamples:\n  $ gpumem bench --quick\n  $ gpumem bench --only copy stream --json > bench.json\n  $ gpumem bench --device 0 1 --only peer --html peer.html\n\nBandwidth is GB/s with GB = 1e9 bytes; each row says how bytes were counted. Ctrl-C stops and frees everything.')
+    .action(async (opts: BenchCliOptions) => {
+      const { runBenchCommand } = await import('./commands.js');
+      await runBenchCommand(opts, io);
+    });
+
+  program
+    .command('report')
+    .description("the main job: this machine's memory system (info), a quick bench, and which memory to use for training, inference and preprocessing")
+    .addOption(backendOption())
+    .option('--device <n...>', 'devices to measure (default: all)', collectInts('--device'), undefined)
+    .option('--max-size <size>', 'largest copy / working set of the quick bench (default 256 MiB)', (v) => parseSizeOption(v, '--max-size'))
+    .option('--json', 'print JSON (schema gpumem.report/1): info, bench and advice')
+    .option('--html <file>', 'also write a self-contained HTML page')
+    .addHelpText('after', '\nExamples:\n  $ gpumem report\n  $ gpumem report --html report.html\n  $ gpumem report --json > report.json')
+    .action(async (opts: BenchCliOptions) => {
+      const { runReport } = await import('./commands.js');
+      await runReport(opts, io);
     });
 
   const pool = program.command('pool').description('memory pool tools');
@@ -106,6 +139,29 @@ Examples:
   return program;
 }
 
+/** Options shared by bench and report. */
+export interface BenchCliOptions {
+  backend?: string;
+  quick?: boolean;
+  device?: number[];
+  only?: string[];
+  maxSize?: number;
+  json?: boolean;
+  html?: string;
+}
+
+/** A repeatable whole-number option. */
+function collectInts(name: string): (v: string, prev: number[] | undefined) => number[] {
+  return (v, prev) => [...(prev ?? []), parseIntOption(v, name)];
+}
+
+/** Parses a byte size ("64MiB", "1GB", "4096"), or throws a usage error naming the option. */
+export function parseSizeOption(v: string, name: string): number {
+  const n = parseBytes(v);
+  if (n === undefined || n < 1) throw new InvalidArgumentError(`${name} must be a size of at least 1 byte such as 64MiB, got "${v}"`);
+  return n;
+}
+
 /** Parses a whole number option, or throws a usage error naming the option. */
 export function parseIntOption(v: string, name: string): number {
   const n = Number(v);
@@ -121,6 +177,7 @@ export async function main(argv: string[], io?: { out: (s: string) => void; err:
     await program.parseAsync(argv, { from: 'user' });
     return 0;
   } catch (e) {
+    if (e instanceof Error && e.message === 'interrupted' && e.constructor.name === 'Interrupted') return 130;
     if (e instanceof CommanderError) {
       if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return 0;
       return 2;

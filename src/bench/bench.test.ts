@@ -1,0 +1,184 @@
+/**
+ * The whole bench and report commands on the host backend: JSON validated against its schema, bad requests exit 2,
+ * Ctrl-C stops cleanly, and the HTML pages open in a real headless Chromium with their charts and figures.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { Ajv } from 'ajv';
+import { main } from '../cli/program.js';
+import { BENCH_JSON_SCHEMA, type BenchReport } from './schema.js';
+import type { Report } from '../report/report.js';
+
+const cli = fileURLToPath(new URL('../cli.js', import.meta.url));
+
+async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(args, { out: (s) => out.push(s), err: (s) => err.push(s) });
+  return { code, out: out.join(''), err: err.join('') };
+}
+
+const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
+
+/** Opens an HTML file in headless Chromium and answers what the page shows. */
+async function inBrowser(file: string): Promise<{ charts: number; drawn: number; canvases: number; text: string; errors: string[] }> {
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM!,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+  });
+  try {
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.goto(`file://${file}`);
+    // Runs in the page (passed as text, so these tests need no DOM types).
+    const r = (await page.evaluate(`(() => {
+      const charts = window.gpumemCharts || [];
+      let painted = 0;
+      for (const c of document.querySelectorAll('canvas')) {
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        for (let i = 3; i < d.length; i += 4) if (d[i] > 0) { painted++; break; }
+      }
+      const withData = charts.filter((c) => c.data.datasets.some((d) => d.data.some((v) => typeof v === 'number'))).length;
+      return { charts: charts.length, drawn: Math.min(withData, painted), canvases: document.querySelectorAll('canvas').length, text: document.body.innerText };
+    })()`)) as { charts: number; drawn: number; canvases: number; text: string };
+    return { ...r, errors };
+  } finally {
+    await browser.close();
+  }
+}
+
+test('gpumem bench --json on the host backend: every test group, verified, valid against the schema', async () => {
+  const r = await run(['bench', '--backend', 'host', '--quick', '--max-size', '1MiB', '--json']);
+  assert.equal(r.code, 0, r.err);
+  const report = JSON.parse(r.out) as BenchReport;
+  const ajv = new Ajv({ allErrors: true, strict: false });
+  const valid = ajv.validate(BENCH_JSON_SCHEMA, report);
+  assert.ok(valid, JSON.stringify(ajv.errors));
+  assert.equal(report.environment.backend, 'host');
+  assert.deepEqual(report.environment.failures, []);
+  const groups = new Set(report.results.map((x) => x.test));
+  for (const g of ['copy', 'sm-copy', 'managed', 'zero-copy', 'stream', 'cache', 'access', 'latency', 'alloc']) assert.ok(groups.has(g), g);
+  assert.ok(report.results.every((x) => x.verified));
+  const h2d = report.results.filter((x) => x.test === 'copy' && x.direction === 'HtoD');
+  assert.deepEqual([...new Set(h2d.map((x) => x.srcKind))].sort(), ['mapped', 'pageable', 'pinned', 'pinned-wc']);
+  assert.ok(report.results.some((x) => x.direction === 'bidirectional' && x.counted === 'both-directions'));
+  assert.ok(report.results.some((x) => x.test === 'stream' && x.direction === 'triad' && x.counted === 'read+write'));
+  assert.ok(report.results.some((x) => x.engine === 'gpumem-pool' && x.medianUs !== undefined));
+  assert.match(r.err, /\[device 0\] copies/, 'progress goes to stderr');
+});
+
+test('gpumem bench measures peers on two (host) devices and refuses impossible requests with exit 2', async () => {
+  const saved = process.env.GPUMEM_HOST_DEVICES;
+  process.env.GPUMEM_HOST_DEVICES = '2';
+  try {
+    const r = await run(['bench', '--backend', 'host', '--quick', '--only', 'peer', '--max-size', '256KiB', '--json']);
+    assert.equal(r.code, 0, r.err);
+    const rows = (JSON.parse(r.out) as BenchReport).results;
+    assert.deepEqual([...new Set(rows.map((x) => `${x.device}->${x.peer} ${x.direction} ${x.peerAccess}`))].sort(), [
+      '0->1 bidirectional false',
+      '0->1 bidirectional true',
+      '0->1 one-way false',
+      '0->1 one-way true',
+      '1->0 bidirectional false',
+      '1->0 bidirectional true',
+      '1->0 one-way false',
+      '1->0 one-way true',
+    ]);
+  } finally {
+    if (saved === undefined) delete process.env.GPUMEM_HOST_DEVICES;
+    else process.env.GPUMEM_HOST_DEVICES = saved;
+  }
+  for (const args of [
+    ['--only', 'peer'],
+    ['--device', '7'],
+    ['--max-size', '0'],
+    ['--max-size', 'lots'],
+    ['--max-size', '4PiB'],
+    ['--only', 'warp-drive'],
+  ]) {
+    const r = await run(['bench', '--backend', 'host', '--quick', ...args]);
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.err}`);
+    assert.ok(r.err.length > 0);
+  }
+});
+
+test('Ctrl-C stops the bench, frees what it allocated, and exits 130', async () => {
+  const child = spawn(process.execPath, [cli, 'bench', '--backend', 'host'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  const code = await new Promise<number | null>((resolve) => {
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+      if (/copies: \d+ bytes/.test(err) && !child.killed) child.kill('SIGINT');
+    });
+    child.on('exit', (c) => resolve(c));
+  });
+  assert.equal(code, 130, err);
+  assert.match(err, /every allocation was freed/);
+});
+
+test('gpumem report on the host backend says so at the top, and its advice carries measured figures', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gpumem-report-'));
+  try {
+    const html = join(dir, 'report.html');
+    const r = await run(['report', '--backend', 'host', '--max-size', '1MiB', '--json', '--html', html]);
+    assert.equal(r.code, 0, r.err);
+    const report = JSON.parse(r.out) as Report;
+    assert.equal(report.schema, 'gpumem.report/1');
+    assert.match(report.hostNotice ?? '', /host backend/);
+    assert.equal(report.bench.environment.mode, 'quick');
+    const items = report.advice[0]!.items;
+    const ids = items.map((a) => a.id);
+    for (const id of ['pin-staging-buffers', 'batch-small-copies', 'pool-allocations', 'memory-roofline']) assert.ok(ids.includes(id), id);
+    for (const a of items) {
+      assert.ok(a.evidence.length > 0, `${a.id} has evidence`);
+      assert.ok(a.workloads.length > 0);
+      for (const e of a.evidence) assert.ok(a.recommendation.includes(e.value >= 100 ? e.value.toFixed(0) : '') || a.title.length > 0);
+    }
+    const text = await run(['report', '--backend', 'host', '--max-size', '1MiB']);
+    assert.equal(text.code, 0);
+    assert.ok(text.out.startsWith('NOTE: No GPU was found'), text.out.slice(0, 80));
+    for (const w of ['training:', 'inference:', 'preprocessing:']) assert.ok(text.out.includes(w), w);
+    if (!CHROMIUM) return;
+    const page = await inBrowser(html);
+    assert.deepEqual(page.errors, []);
+    assert.ok(page.canvases >= 2, `canvases: ${page.canvases}`);
+    assert.equal(page.charts, page.canvases);
+    assert.equal(page.drawn, page.charts, 'every chart has data and painted pixels');
+    assert.match(page.text, /host backend/);
+    assert.match(page.text, /Pin staging buffers|Pinned and pageable/);
+    const h2d = report.bench.results.find((x) => x.test === 'copy' && x.direction === 'HtoD' && x.srcKind === 'pinned');
+    assert.ok(page.text.includes(h2d!.medianGBps!.toFixed(2)), 'the table shows the measured figure');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('gpumem bench --html writes a page with the copy chart, the cache sweep and the peer matrix', async (t) => {
+  if (!CHROMIUM) return t.skip('chromium is not installed (.ci/run installs it)');
+  const dir = mkdtempSync(join(tmpdir(), 'gpumem-bench-'));
+  const saved = process.env.GPUMEM_HOST_DEVICES;
+  process.env.GPUMEM_HOST_DEVICES = '2';
+  try {
+    const html = join(dir, 'bench.html');
+    const r = await run(['bench', '--backend', 'host', '--quick', '--max-size', '256KiB', '--only', 'copy', 'cache', 'peer', '--html', html]);
+    assert.equal(r.code, 0, r.err);
+    assert.ok(readFileSync(html, 'utf8').includes('new Chart('));
+    const page = await inBrowser(html);
+    assert.deepEqual(page.errors, []);
+    assert.equal(page.charts, 4, 'copy and cache charts for two devices');
+    assert.equal(page.drawn, 4);
+    assert.match(page.text, /peer access on \(GB\/s, one way/);
+    assert.match(page.text, /Every row/);
+  } finally {
+    if (saved === undefined) delete process.env.GPUMEM_HOST_DEVICES;
+    else process.env.GPUMEM_HOST_DEVICES = saved;
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,227 @@
+/**
+ * What every bench test shares: the device, a stream, the bench kernels, timing with device events (warm-up, then
+ * one event pair per repeat, as the native yardstick times), pattern fill and verification, and the result rows.
+ */
+import { ErrorCode, GpuError } from '../errors.js';
+import { BENCH_KERNELS } from '../kernels/bench-kernels.js';
+import type { KernelModule, LaunchArg } from '../kernels/module.js';
+import type { Allocation } from '../memory/allocation.js';
+import type { Device, Runtime } from '../memory/runtime.js';
+import type { Stream } from '../stream/stream.js';
+import type { BenchResult, Counted } from './schema.js';
+import { summarize } from './stats.js';
+
+export interface BenchOptions {
+  quick: boolean;
+  /** Devices to measure (default: all). */
+  devices?: number[] | undefined;
+  /** Test groups to run (default: all). */
+  only?: string[] | undefined;
+  /** Largest copy / working-set size in bytes. */
+  maxBytes?: number | undefined;
+  signal?: AbortSignal | undefined;
+  progress?: ((message: string) => void) | undefined;
+}
+
+/** Thrown when the run was interrupted (Ctrl-C). */
+export class BenchAborted extends Error {
+  constructor() {
+    super('interrupted');
+  }
+}
+
+export interface RowFields {
+  test: string;
+  direction: string;
+  srcKind: string;
+  dstKind: string;
+  engine: string;
+  bytes: number;
+  peerAccess?: boolean;
+  peer?: number;
+}
+
+export class BenchContext implements Disposable {
+  readonly dev: Device;
+  readonly stream: Stream;
+  readonly module: KernelModule | undefined;
+  readonly multiprocessors: number;
+  readonly results: BenchResult[] = [];
+  readonly failures: Array<{ test: string; direction: string; bytes: number; reason: string }> = [];
+  private readonly errCount: Allocation | undefined;
+  private readonly errHost: Allocation | undefined;
+
+  constructor(
+    readonly rt: Runtime,
+    device: number,
+    readonly options: BenchOptions,
+  ) {
+    this.dev = rt.device(device);
+    this.stream = this.dev.createStream({ nonBlocking: true });
+    const info = this.dev.info();
+    this.multiprocessors = rt.backend.name === 'host' ? 1 : Math.max(1, info.multiprocessors ?? 1);
+    if (rt.backend.capabilities.kernels) {
+      this.module = this.dev.loadModule(BENCH_KERNELS);
+      this.errCount = this.dev.alloc(8);
+      this.errHost = rt.allocPinned(8);
+    }
+  }
+
+  get host(): boolean {
+    return this.rt.backend.name === 'host';
+  }
+
+  /** Grid size for grid-stride kernels: enough blocks to fill the device. */
+  grid(perSm = 8, elements = Number.POSITIVE_INFINITY, block = 256): number {
+    return Math.max(1, Math.min(this.multiprocessors * perSm, Math.ceil(elements / block)));
+  }
+
+  checkAbort(): void {
+    if (this.options.signal?.aborted) throw new BenchAborted();
+  }
+
+  progress(message: string): void {
+    this.options.progress?.(`[device ${this.dev.index}] ${message}`);
+  }
+
+  /** Launches a bench kernel on the context's stream (or `stream`). */
+  launch(name: string, grid: number, args: LaunchArg[], stream: Stream = this.stream, block = 256): void {
+    if (!this.module) throw new GpuError(ErrorCode.UNSUPPORTED, `the ${this.rt.backend.name} backend cannot run kernels here`);
+    this.module.kernel(name).launch({ grid, block, stream }, ...args);
+  }
+
+  /**
+   * Times `op` with device events: `warmup` runs, then `reps` runs each between two events, waiting for each as
+   * the native yardstick does. Answers milliseconds per run.
+   */
+  async timeDevice(op: () => void, reps: number, warmup = 3, stream: Stream = this.stream): Promise<number[]> {
+    for (let i = 0; i < warmup; i++) op();
+    await stream.synchronize();
+    using a = this.dev.createEvent();
+    using b = this.dev.createEvent();
+    const out: number[] = [];
+    for (let i = 0; i < reps; i++) {
+      this.checkAbort();
+      a.record(stream);
+      op();
+      b.record(stream);
+      await b.synchronize();
+      out.push(b.elapsedSince(a));
+    }
+    return out;
+  }
+
+  /** Times `op` with the host clock (for allocation calls and host reads). Milliseconds per run. */
+  async timeHost(op: () => unknown, reps: number, warmup = 1): Promise<number[]> {
+    for (let i = 0; i < warmup; i++) await op();
+    const out: number[] = [];
+    for (let i = 0; i < reps; i++) {
+      this.checkAbort();
+      const t0 = performance.now();
+      await op();
+      out.push(performance.now() - t0);
+    }
+    return out;
+  }
+
+  /**
+   * Fills `target` with the verification pattern of `seed`. Device-reachable memory is filled by a kernel; host
+   * memory through `via` (a device buffer at least as large) when given, else by the CPU.
+   */
+  async fillPattern(target: Allocation, seed: number, bytes: number, via?: Allocation): Promise<void> {
+    const words = bytes / 4;
+    if (target.kind === 'device' || target.kind === 'managed') {
+      this.launch('fill_pattern', this.grid(8, words), [target, words, seed]);
+    } else if (via && this.module) {
+      this.launch('fill_pattern', this.grid(8, words), [via, words, seed]);
+      this.rt.copy(target, via, { bytes, stream: this.stream });
+    } else {
+      const u = target.typed(Uint32Array, 0, words);
+      for (let i = 0; i < words; i++) u[i] = (Math.imul(i, 2654435761 | 0) ^ seed) >>> 0;
+    }
+    await this.stream.synchronize();
+  }
+
+  /** True when the first `bytes` of `target` hold the pattern of `seed`. */
+  async verifyPattern(target: Allocation, seed: number, bytes: number, via?: Allocation): Promise<boolean> {
+    const words = bytes / 4;
+    let on: Allocation = target;
+    if (target.kind !== 'device' && target.kind !== 'managed') {
+      if (!via || !this.module) {
+        const u = target.typed(Uint32Array, 0, words);
+        for (let i = 0; i < words; i++) if (u[i] !== (Math.imul(i, 2654435761 | 0) ^ seed) >>> 0) return false;
+        return true;
+      }
+      this.rt.copy(via, target, { bytes, stream: this.stream });
+      on = via;
+    }
+    this.rt.fill(this.errCount!, 0, { stream: this.stream });
+    this.launch('verify_pattern', this.grid(8, words), [on, words, seed, this.errCount!]);
+    this.rt.copy(this.errHost!, this.errCount!, { stream: this.stream });
+    await this.stream.synchronize();
+    return this.errHost!.typed(BigUint64Array)[0] === 0n;
+  }
+
+  /** Adds a bandwidth row from per-run milliseconds; `countedBytes` is what one run moves as `counted` says. */
+  addBandwidth(row: RowFields, ms: readonly number[], countedBytes: number, counted: Counted, verified: boolean): BenchResult {
+    const gbps = ms.map((t) => countedBytes / (t * 1e-3) / 1e9);
+    const s = summarize(gbps);
+    const r: BenchResult = {
+      ...row,
+      device: this.dev.index,
+      counted,
+      medianGBps: round(s.median),
+      minGBps: round(s.min),
+      maxGBps: round(s.max),
+      cv: round(s.cv, 4),
+      repeats: ms.length,
+      verified,
+    };
+    if (!verified) {
+      this.failures.push({ test: row.test, direction: row.direction, bytes: row.bytes, reason: 'verification failed: the data did not arrive intact' });
+      return r;
+    }
+    this.results.push(r);
+    return r;
+  }
+
+  /** Adds a latency row from per-operation microseconds. */
+  addLatency(row: RowFields, us: readonly number[], verified: boolean): BenchResult {
+    const s = summarize(us);
+    const r: BenchResult = {
+      ...row,
+      device: this.dev.index,
+      counted: 'latency',
+      medianUs: round(s.median, 4),
+      minUs: round(s.min, 4),
+      maxUs: round(s.max, 4),
+      cv: round(s.cv, 4),
+      repeats: us.length,
+      verified,
+    };
+    if (!verified) {
+      this.failures.push({ test: row.test, direction: row.direction, bytes: row.bytes, reason: 'verification failed' });
+      return r;
+    }
+    this.results.push(r);
+    return r;
+  }
+
+  [Symbol.dispose](): void {
+    this.errCount?.[Symbol.dispose]();
+    this.errHost?.[Symbol.dispose]();
+    this.stream[Symbol.dispose]();
+  }
+}
+
+function round(x: number, digits = 3): number {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
+
+/** Power-of-two sizes from `lo` to `hi` bytes, stepping by `factor`. */
+export function sizes(lo: number, hi: number, factor = 4): number[] {
+  const out: number[] = [];
+  for (let s = lo; s <= hi; s *= factor) out.push(s);
+  return out;
+}

@@ -1,0 +1,95 @@
+/** The bench's HTML page: bandwidth against size for each kind, the peer matrix, the cache sweep, every row. */
+import type { BenchReport, BenchResult } from '../bench/schema.js';
+import { formatBytes } from '../units.js';
+import { chartPlaceholder, esc, htmlTable, renderPage, type ChartSpec } from './html.js';
+
+const COLORS = ['#0969da', '#cf222e', '#1a7f37', '#9a6700', '#8250df', '#bc4c00', '#0550ae', '#57606a', '#116329', '#a40e26'];
+
+/** Line chart of GB/s against size, one line per series key. */
+export function sizeChart(id: string, title: string, rows: BenchResult[], key: (r: BenchResult) => string, xTitle = 'bytes'): ChartSpec {
+  const sizes = [...new Set(rows.map((r) => r.bytes))].sort((a, b) => a - b);
+  const keys = [...new Set(rows.map(key))];
+  return {
+    id,
+    title,
+    config: {
+      type: 'line',
+      data: {
+        labels: sizes.map((s) => formatBytes(s, 0)),
+        datasets: keys.map((k, i) => ({
+          label: k,
+          data: sizes.map((s) => rows.find((r) => key(r) === k && r.bytes === s)?.medianGBps ?? null),
+          borderColor: COLORS[i % COLORS.length],
+          backgroundColor: COLORS[i % COLORS.length],
+          spanGaps: true,
+        })),
+      },
+      options: {
+        plugins: { title: { display: true, text: title } },
+        scales: { y: { type: 'logarithmic', title: { display: true, text: 'GB/s (1e9 bytes/s), median' } }, x: { title: { display: true, text: xTitle } } },
+      },
+    },
+  };
+}
+
+export function benchSections(report: BenchReport): { sections: Array<{ heading: string; html: string }>; charts: ChartSpec[] } {
+  const sections: Array<{ heading: string; html: string }> = [];
+  const charts: ChartSpec[] = [];
+  for (const d of report.environment.devices) {
+    const rows = report.results.filter((r) => r.device === d.index);
+    const copy = rows.filter((r) => r.test === 'copy' || r.test === 'sm-copy');
+    const idc = `copy-${d.index}`;
+    charts.push(sizeChart(idc, `Device ${d.index}: copies, bandwidth against size`, copy, (r) => `${r.direction} ${r.srcKind}→${r.dstKind} (${r.engine})`));
+    const cache = rows.filter((r) => r.test === 'cache');
+    const idk = `cache-${d.index}`;
+    if (cache.length) charts.push(sizeChart(idk, `Device ${d.index}: read bandwidth against working set (cache levels)`, cache, () => 'read', 'working set'));
+    const peers = rows.filter((r) => r.test === 'peer' && r.direction === 'one-way');
+    let peerHtml = '<p class="note">No peer figures: one device was measured.</p>';
+    if (peers.length) {
+      const devs = report.environment.devices.map((x) => x.index);
+      const cell = (i: number, j: number, access: boolean): string => {
+        if (i === j) return '—';
+        const r = report.results.find((x) => x.test === 'peer' && x.direction === 'one-way' && x.device === i && x.peer === j && x.peerAccess === access);
+        return r?.medianGBps !== undefined ? r.medianGBps.toFixed(1) : '';
+      };
+      peerHtml = ['on', 'off']
+        .map((mode) => `<h3>peer access ${mode} (GB/s, one way, row → column)</h3>${htmlTable(['from \\ to', ...devs.map(String)], devs.map((i) => [String(i), ...devs.map((j) => cell(i, j, mode === 'on'))]))}`)
+        .join('');
+    }
+    const fmt = (r: BenchResult): Array<string | number> => [
+      `${r.test} ${r.direction}`,
+      `${r.srcKind}→${r.dstKind}`,
+      r.engine,
+      formatBytes(r.bytes, 0),
+      r.medianGBps !== undefined ? r.medianGBps.toFixed(2) : `${r.medianUs!.toFixed(3)} µs`,
+      r.medianGBps !== undefined ? `${r.minGBps!.toFixed(2)}–${r.maxGBps!.toFixed(2)}` : `${r.minUs!.toFixed(3)}–${r.maxUs!.toFixed(3)}`,
+      `${(r.cv * 100).toFixed(1)}%`,
+      r.counted,
+      r.percentOfPeak !== undefined ? `${r.percentOfPeak}%` : '',
+      r.verified ? 'yes' : 'NO',
+      r.note ?? '',
+    ];
+    sections.push({
+      heading: `Device ${d.index}: ${d.name ?? 'unknown'} (${d.arch ?? '?'})`,
+      html: `<p>Link ${d.link ? `gen ${d.link.generation} x${d.link.width}` : 'unknown'}; peaks: ${d.peaks.linkGBps ?? '?'} GB/s link, ${d.peaks.memoryGBps ?? '?'} GB/s memory (${esc(d.peaks.how)}).</p>
+${chartPlaceholder(idc)}${cache.length ? chartPlaceholder(idk) : ''}
+<h3>Peer matrix</h3>${peerHtml}
+<h3>Every row</h3>${htmlTable(['measure', 'memory', 'engine', 'bytes', 'median', 'min–max', 'cv', 'counted', 'of peak', 'verified', 'note'], rows.map(fmt))}`,
+    });
+  }
+  if (report.environment.failures.length) {
+    sections.push({ heading: 'Failures', html: htmlTable(['test', 'direction', 'bytes', 'reason'], report.environment.failures.map((f) => [f.test, f.direction, formatBytes(f.bytes, 0), f.reason])) });
+  }
+  return { sections, charts };
+}
+
+export function benchHtml(report: BenchReport): string {
+  const e = report.environment;
+  const { sections, charts } = benchSections(report);
+  return renderPage({
+    title: `gpumem bench — ${e.devices.map((d) => d.name).join(', ')}`,
+    subtitle: `backend ${e.backend}${e.backend === 'host' ? ' (CPU memory, not GPU figures)' : ''}, ${e.mode} mode, ${e.date}, ${e.seconds} s. GB = 1e9 bytes.`,
+    sections,
+    charts,
+  });
+}

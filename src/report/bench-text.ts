@@ -1,0 +1,91 @@
+/** Text rendering of a bench report: copies as a size matrix, the other tests as rows. */
+import type { BenchReport, BenchResult } from '../bench/schema.js';
+import { formatBytes } from '../units.js';
+import { table } from './text.js';
+
+function sizeLabel(b: number): string {
+  return formatBytes(b, 0).replace(' ', '');
+}
+
+function gb(r: BenchResult): string {
+  return r.medianGBps === undefined ? '-' : r.medianGBps >= 100 ? r.medianGBps.toFixed(0) : r.medianGBps.toFixed(1);
+}
+
+function spread(r: BenchResult): string {
+  if (r.medianGBps !== undefined) return `${r.minGBps!.toFixed(1)}-${r.maxGBps!.toFixed(1)}`;
+  return `${r.minUs!.toFixed(2)}-${r.maxUs!.toFixed(2)}`;
+}
+
+/** Copy-like rows as a matrix: one line per (test, direction, kinds, engine), one column per size. */
+function matrix(rows: BenchResult[]): string {
+  const sizes = [...new Set(rows.map((r) => r.bytes))].sort((a, b) => a - b);
+  const keyOf = (r: BenchResult): string => `${r.test}|${r.direction}|${r.srcKind}->${r.dstKind}|${r.engine}${r.peer !== undefined ? `|to ${r.peer}, peer access ${r.peerAccess ? 'on' : 'off'}` : ''}`;
+  const keys = [...new Set(rows.map(keyOf))];
+  const body = keys.map((k) => {
+    const [test, direction, kinds, engine, peer] = k.split('|');
+    const cells = sizes.map((s) => {
+      const r = rows.find((x) => keyOf(x) === k && x.bytes === s);
+      return r ? gb(r) : '';
+    });
+    const last = rows.filter((x) => keyOf(x) === k).sort((a, b) => b.bytes - a.bytes)[0]!;
+    return [
+      `${test} ${direction}${peer ? ` (${peer})` : ''}`,
+      kinds!,
+      engine!,
+      last.counted,
+      ...cells,
+      last.percentOfPeak !== undefined ? `${last.percentOfPeak}%` : '',
+      `${(last.cv * 100).toFixed(1)}%`,
+    ];
+  });
+  return table(['measure', 'memory', 'engine', 'counted', ...sizes.map((s) => `>${sizeLabel(s)}`), '>of peak', '>cv (largest)'], body);
+}
+
+function rowsTable(rows: BenchResult[], latency: boolean): string {
+  return table(
+    ['measure', 'memory', 'engine', '>bytes', latency ? '>median µs' : '>median GB/s', latency ? '>min-max µs' : '>min-max GB/s', '>cv', 'counted', '>of peak'],
+    rows.map((r) => [
+      `${r.test} ${r.direction}`,
+      `${r.srcKind}->${r.dstKind}`,
+      r.engine,
+      sizeLabel(r.bytes),
+      latency ? r.medianUs!.toFixed(3) : gb(r),
+      spread(r),
+      `${(r.cv * 100).toFixed(1)}%`,
+      r.counted,
+      r.percentOfPeak !== undefined ? `${r.percentOfPeak}%` : '',
+    ]),
+  );
+}
+
+export function renderBench(report: BenchReport): string {
+  const e = report.environment;
+  const out: string[] = [];
+  out.push(`gpumem bench: backend ${e.backend}${e.runtimeVersion ? ` (runtime ${e.runtimeVersion}${e.driverVersion ? `, driver ${e.driverVersion}` : ''})` : ''}, ${e.mode} mode, ${e.seconds} s, ${e.date}`);
+  if (e.backend === 'host') out.push('backend host: these are CPU memory figures, not GPU figures.');
+  out.push('Bandwidth in GB/s (GB = 1e9 bytes): median of the repeats; "counted" says which bytes: one-way, read+write, both directions at once.');
+  for (const d of e.devices) {
+    const rows = report.results.filter((r) => r.device === d.index);
+    out.push('');
+    out.push(`device ${d.index}: ${d.name ?? 'unknown'} (${d.arch ?? '?'})  link ${d.link ? `gen ${d.link.generation} x${d.link.width}` : 'unknown'}  NUMA node ${d.numaNode ?? 'unknown'}`);
+    out.push(`  peaks: ${d.peaks.linkGBps !== undefined ? `link ${d.peaks.linkGBps} GB/s` : 'link unknown'}, ${d.peaks.memoryGBps !== undefined ? `memory ${d.peaks.memoryGBps} GB/s` : 'memory unknown'} (${d.peaks.how})`);
+    const copies = rows.filter((r) => ['copy', 'sm-copy', 'peer'].includes(r.test));
+    if (copies.length) out.push('', matrix(copies));
+    const cache = rows.filter((r) => r.test === 'cache');
+    if (cache.length) out.push('', 'cache sweep (read bandwidth against working set):', matrix(cache));
+    const other = rows.filter((r) => r.medianGBps !== undefined && !['copy', 'sm-copy', 'peer', 'cache'].includes(r.test));
+    if (other.length) out.push('', rowsTable(other, false));
+    const lat = rows.filter((r) => r.medianUs !== undefined);
+    if (lat.length) out.push('', 'latency (µs per operation: allocate+free pairs; one dependent load for pointer chase):', rowsTable(lat, true));
+    const notes = rows.filter((r) => r.note);
+    if (notes.length) {
+      out.push('', 'notes:');
+      for (const r of notes) out.push(`  ${r.test} ${r.direction} ${r.srcKind}->${r.dstKind} (${sizeLabel(r.bytes)}): ${r.note}`);
+    }
+  }
+  if (e.failures.length) {
+    out.push('', 'FAILURES (reported instead of a figure):');
+    for (const f of e.failures) out.push(`  ${f.test} ${f.direction} ${sizeLabel(f.bytes)}: ${f.reason}`);
+  }
+  return out.join('\n');
+}

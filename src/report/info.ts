@@ -1,0 +1,36 @@
+/** What `gpumem info` reports: backend, versions, libraries and each device's facts. */
+import type { DeviceInfo, LibraryRecord } from '../backend/backend.js';
+import type { BackendAttempt } from '../backend/select.js';
+import type { Runtime } from '../memory/runtime.js';
+
+/** The JSON shape of `gpumem info --json`. Values that could not be read are absent. */
+export interface InfoReport {
+  backend: string;
+  runtimeVersion?: string | undefined;
+  driverVersion?: string | undefined;
+  libraries: LibraryRecord[];
+  capabilities: Record<string, boolean>;
+  /** Why the backend has no device, when it has none. */
+  noDevice?: string | undefined;
+  /** What detection tried before choosing this backend. */
+  detection: BackendAttempt[];
+  devices: DeviceInfo[];
+}
+
+/** Collects the info report from an open runtime. */
+export function collectInfo(rt: Runtime): InfoReport {
+  const b = rt.backend;
+  const report: InfoReport = {
+    backend: b.name,
+    runtimeVersion: b.runtimeVersion,
+    driverVersion: b.driverVersion,
+    libraries: [...b.libraries],
+    capabilities: { ...b.capabilities },
+    noDevice: rt.devices.length === 0 ? (b.noDeviceReason() ?? 'no device') : undefined,
+    detection: rt.selection.attempts,
+    devices: rt.devices.map((d) => d.info()),
+  };
+  for (const k of ['runtimeVersion', 'driverVersion', 'noDevice'] as const) if (report[k] === undefined) delete report[k];
+  return report;
+}
+

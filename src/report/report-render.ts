@@ -1,0 +1,67 @@
+/** Text and HTML renderings of `gpumem report`. */
+import { renderBench } from './bench-text.js';
+import { renderInfo } from './info-text.js';
+import { benchSections } from './bench-html.js';
+import { esc, htmlTable, renderPage } from './html.js';
+import type { Report } from './report.js';
+
+export function renderReportText(r: Report): string {
+  const out: string[] = [];
+  if (r.hostNotice) out.push(`NOTE: ${r.hostNotice}`, '');
+  out.push('== this machine ==', renderInfo(r.info), '', '== measured (bench --quick) ==', renderBench(r.bench), '', '== strategy ==');
+  for (const d of r.advice) {
+    out.push(`device ${d.device}:`);
+    for (const w of ['training', 'inference', 'preprocessing'] as const) {
+      const items = d.items.filter((a) => a.workloads.includes(w));
+      out.push(`  ${w}:`);
+      if (items.length === 0) out.push('    (nothing measured that bears on it)');
+      for (const a of items) out.push(`    - ${a.title}`);
+    }
+    out.push('', '  why, with the figures:');
+    for (const a of d.items) {
+      out.push(`  * ${a.title}`);
+      out.push(`    ${a.recommendation}`);
+      if (a.evidence.length) out.push(`    measured: ${a.evidence.map((e) => `${e.label} ${e.value} ${e.unit}`).join('; ')}`);
+    }
+  }
+  return out.join('\n');
+}
+
+export function renderReportHtml(r: Report): string {
+  const { sections, charts } = benchSections(r.bench);
+  const devices = r.info.devices.map((d) => [
+    String(d.index),
+    d.name ?? 'unknown',
+    d.arch ?? '',
+    d.totalBytes !== undefined ? `${(d.totalBytes / 2 ** 30).toFixed(1)} GiB` : 'unknown',
+    d.multiprocessors ?? '',
+    d.link ? `gen ${d.link.generation} x${d.link.width}` : 'unknown',
+    d.numaNode ?? 'unknown',
+    d.concurrentManagedAccess === undefined ? 'unknown' : d.concurrentManagedAccess ? 'yes' : 'no',
+  ]);
+  const advice = r.advice
+    .map(
+      (d) =>
+        `<h3>Device ${d.device}</h3>` +
+        d.items
+          .map(
+            (a) =>
+              `<div class="card advice" data-id="${esc(a.id)}"><strong>${esc(a.title)}</strong><br><span class="note">${esc(a.workloads.join(', '))}</span><p>${esc(a.recommendation)}</p>${
+                a.evidence.length ? `<p class="note">measured: ${a.evidence.map((e) => `${esc(e.label)} <b>${esc(e.value)} ${esc(e.unit)}</b>`).join('; ')}</p>` : ''
+              }</div>`,
+          )
+          .join(''),
+    )
+    .join('');
+  return renderPage({
+    title: `gpumem report — ${r.info.devices.map((d) => d.name).join(', ') || r.backend}`,
+    subtitle: `backend ${r.backend}${r.info.runtimeVersion ? `, runtime ${r.info.runtimeVersion}` : ''}; ${r.bench.environment.date}. GB = 1e9 bytes, GiB = 2^30 bytes.`,
+    sections: [
+      ...(r.hostNotice ? [{ heading: 'Host backend', html: `<p class="warn">${esc(r.hostNotice)}</p>` }] : []),
+      { heading: 'This machine', html: htmlTable(['device', 'name', 'arch', 'memory', 'SMs / CUs', 'PCIe link', 'NUMA node', 'concurrent managed access'], devices) },
+      { heading: 'Strategy', html: advice || '<p>No advice: nothing was measured.</p>' },
+      ...sections,
+    ],
+    charts,
+  });
+}
