@@ -37,6 +37,7 @@ export {
   type ManagedAllocOptions,
   type PageableAllocOptions,
   type LiveMemory,
+  type PreparedCopy,
 } from './memory/runtime.js';
 export { Stream, type StreamCreateOptions } from './stream/stream.js';
 export { GpuEvent, type EventCreateOptions } from './stream/event.js';

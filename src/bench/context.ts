@@ -84,6 +84,13 @@ export class BenchContext implements Disposable {
     this.options.progress?.(`[device ${this.dev.index}] ${message}`);
   }
 
+  /** A bench kernel launch checked and packed once, as a timing op (one native call per run). */
+  prepared(name: string, grid: number, args: LaunchArg[], stream: Stream = this.stream, block = 256): () => void {
+    if (!this.module) throw new GpuError(ErrorCode.UNSUPPORTED, `the ${this.rt.backend.name} backend cannot run kernels here`);
+    const p = this.module.kernel(name).prepare({ grid, block, stream }, ...args);
+    return () => p.launch();
+  }
+
   /** Launches a bench kernel on the context's stream (or `stream`). */
   launch(name: string, grid: number, args: LaunchArg[], stream: Stream = this.stream, block = 256): void {
     if (!this.module) throw new GpuError(ErrorCode.UNSUPPORTED, `the ${this.rt.backend.name} backend cannot run kernels here`);

@@ -23,6 +23,12 @@ extern "C" __global__ void read_only(const ulonglong2* __restrict__ a, u64 n, u6
   for (u64 r = 0; r < reps; r++) { GRID_STRIDE(i, n) { ulonglong2 v = a[i]; acc ^= v.x ^ (v.y + r); } }
   if (acc == 0x9E3779B97F4A7C15ull) sink[0] = acc;
 }
+// Every block reads the whole working set 'reps' times: the aggregate bandwidth shows the cache level it fits in.
+extern "C" __global__ void read_blocks(const ulonglong2* __restrict__ a, u64 n, u64 reps, u64* sink) {
+  u64 acc = 0;
+  for (u64 r = 0; r < reps; r++) { for (u64 i = threadIdx.x; i < n; i += blockDim.x) { ulonglong2 v = a[i]; acc ^= v.x ^ (v.y + r); } }
+  if (acc == 0x9E3779B97F4A7C15ull) sink[0] = acc;
+}
 // Write-only: 16-byte stores.
 extern "C" __global__ void write_only(ulonglong2* __restrict__ a, u64 n, u64 value) { GRID_STRIDE(i, n) a[i] = make_ulonglong2(value, value ^ i); }
 // Copy with 16-byte vectors: an SM copy between any two device-reachable buffers (device, peer, mapped host).
@@ -95,6 +101,13 @@ const HOST: Record<string, HostKernel> = {
     for (let r = 0; r < num(reps!); r++) for (let i = 0; i < A.length; i++) acc ^= A[i]! + r;
     if (acc === 0x7f4a7c15) u32(m, sink!, 1)[0] = acc;
   },
+  read_blocks: (m, c, [a, n, reps, sink]) => {
+    const A = u32(m, a!, num(n!) * 4);
+    let acc = 0;
+    const blocks = c.grid[0] * c.grid[1] * c.grid[2];
+    for (let b = 0; b < blocks; b++) for (let r = 0; r < num(reps!); r++) for (let i = 0; i < A.length; i++) acc ^= A[i]! + r;
+    if (acc === 0x7f4a7c15) u32(m, sink!, 1)[0] = acc;
+  },
   write_only: (m, _c, [a, n, value]) => {
     const A = u64(m, a!, num(n!) * 2);
     const v = BigInt.asUintN(64, BigInt(value!));
@@ -151,6 +164,7 @@ export const BENCH_KERNELS: KernelSource = {
     stream_add: ['ptr', 'ptr', 'ptr', 'u64'],
     stream_triad: ['ptr', 'ptr', 'ptr', 'f64', 'u64'],
     read_only: ['ptr', 'u64', 'u64', 'ptr'],
+    read_blocks: ['ptr', 'u64', 'u64', 'ptr'],
     write_only: ['ptr', 'u64', 'u64'],
     copy_v16: ['ptr', 'ptr', 'u64'],
     copy_u32: ['ptr', 'ptr', 'u64'],

@@ -30,11 +30,19 @@ import {
   type MemoryKind,
   type PinnedOptions,
 } from './allocation.js';
-import { planCopy, planFill, type CopyDirection, type CopyOptions, type FillOptions, type MemoryRef } from './copy.js';
+import { planCopy, planFill, type CopyDirection, type CopyOptions, type FillOptions, type MemoryRef, type PlannedCopy } from './copy.js';
 import { AllocationRegistry } from './registry.js';
 import { checkInteger, checkSize } from './validate.js';
 
 export type { CopyOptions, FillOptions, MemoryRef, CopyDirection };
+
+/** A copy checked once, to enqueue many times. */
+export interface PreparedCopy {
+  readonly bytes: number;
+  readonly direction: CopyDirection;
+  /** Enqueues the copy on `stream` (or the stream it was prepared with; synchronous without one). */
+  run(stream?: Stream): void;
+}
 
 /** Options of device memory. AMD only; refused with UNSUPPORTED elsewhere. */
 export interface DeviceAllocOptions {
@@ -314,22 +322,51 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
    * @throws InvalidArgumentError (size, bounds, foreign address, wrong device), DisposedError
    */
   copy(dst: MemoryRef, src: MemoryRef, options: CopyOptions = {}): CopyDirection {
+    const p = this.planCopy(dst, src, options);
+    this.runCopy(p, options.stream);
+    return p.direction;
+  }
+
+  /**
+   * Checks a copy once and answers a function that enqueues it on `stream` (default: the stream in `options`)
+   * with one native call. Each run re-checks only that both allocations and the stream are still live: for loops
+   * that repeat the same copy (pipelines, timing).
+   * @throws as copy
+   */
+  prepareCopy(dst: MemoryRef, src: MemoryRef, options: CopyOptions = {}): PreparedCopy {
+    const p = this.planCopy(dst, src, options);
+    const fixed = options.stream;
+    return {
+      bytes: p.bytes,
+      direction: p.direction,
+      run: (stream?: Stream): void => {
+        const s = stream ?? fixed;
+        if (s !== fixed && s) this.checkStream(s);
+        p.dst.assertLive('copy destination');
+        p.src.assertLive('copy source');
+        this.runCopy(p, s);
+      },
+    };
+  }
+
+  private planCopy(dst: MemoryRef, src: MemoryRef, options: CopyOptions): PlannedCopy {
     this.assertOpen();
     const d = this.resolve(dst, 'copy destination');
     const s = this.resolve(src, 'copy source');
-    const stream = options.stream;
-    if (stream) this.checkStream(stream);
-    const p = planCopy(d.allocation, d.offset, s.allocation, s.offset, options);
+    if (options.stream) this.checkStream(options.stream);
+    return planCopy(d.allocation, d.offset, s.allocation, s.offset, options);
+  }
+
+  private runCopy(p: PlannedCopy, stream: Stream | undefined): void {
+    if (stream) stream.assertLive('copy');
     if (p.direction === 'PtoP') {
-      const h = stream?.handle ?? 0;
-      this.backend.memcpyPeerAsync(p.dstAddress, p.dst.device!, p.srcAddress, p.src.device!, p.bytes, h);
+      this.backend.memcpyPeerAsync(p.dstAddress, p.dst.device!, p.srcAddress, p.src.device!, p.bytes, stream?.handle ?? 0);
       if (!stream) this.backend.synchronizeStream(0);
     } else if (stream) {
       this.backend.memcpyAsync(p.dstAddress, p.srcAddress, p.bytes, p.kind, stream.handle);
     } else {
       this.backend.memcpy(p.dstAddress, p.srcAddress, p.bytes, p.kind);
     }
-    return p.direction;
   }
 
   /**

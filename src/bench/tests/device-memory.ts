@@ -39,10 +39,10 @@ export async function streamTests(ctx: BenchContext, max: number): Promise<void>
   const reps = ctx.options.quick ? 10 : 20;
   const s = 3;
   const kernels: Array<[string, () => void, number, (z0: number) => boolean]> = [
-    ['copy', () => ctx.launch('stream_copy', g, [z, x, n]), 2, (v) => v === X],
-    ['scale', () => ctx.launch('stream_scale', g, [z, x, s, n]), 2, (v) => v === s * X],
-    ['add', () => ctx.launch('stream_add', g, [z, x, y, n]), 3, (v) => v === X + Y],
-    ['triad', () => ctx.launch('stream_triad', g, [z, x, y, s, n]), 3, (v) => v === X + s * Y],
+    ['copy', ctx.prepared('stream_copy', g, [z, x, n]), 2, (v) => v === X],
+    ['scale', ctx.prepared('stream_scale', g, [z, x, s, n]), 2, (v) => v === s * X],
+    ['add', ctx.prepared('stream_add', g, [z, x, y, n]), 3, (v) => v === X + Y],
+    ['triad', ctx.prepared('stream_triad', g, [z, x, y, s, n]), 3, (v) => v === X + s * Y],
   ];
   for (const [name, run, arrays, check] of kernels) {
     ctx.checkAbort();
@@ -54,17 +54,20 @@ export async function streamTests(ctx: BenchContext, max: number): Promise<void>
   // Read-only and write-only, 16-byte accesses.
   const v = bytes / 16;
   using sink = dev.alloc(8);
-  const ro = await ctx.timeDevice(() => ctx.launch('read_only', ctx.grid(16, v), [x, v, 1, sink]), reps);
+  const ro = await ctx.timeDevice(ctx.prepared('read_only', ctx.grid(16, v), [x, v, 1, sink]), reps);
   const intact = (await head(ctx, x, 512)).every((d) => d === X);
   ctx.addBandwidth({ test: 'stream', direction: 'read-only', srcKind: 'device', dstKind: 'device', engine: 'sm', bytes }, ro, bytes, 'one-way', intact);
-  const wo = await ctx.timeDevice(() => ctx.launch('write_only', ctx.grid(16, v), [z, v, 0x0123456789abcdefn]), reps);
+  const wo = await ctx.timeDevice(ctx.prepared('write_only', ctx.grid(16, v), [z, v, 0x0123456789abcdefn]), reps);
   const w = new BigUint64Array((await head(ctx, z, 64)).buffer);
   let ok = true;
   for (let i = 0; i < 32; i++) ok &&= w[2 * i] === 0x0123456789abcdefn && w[2 * i + 1] === (0x0123456789abcdefn ^ BigInt(i));
   ctx.addBandwidth({ test: 'stream', direction: 'write-only', srcKind: 'device', dstKind: 'device', engine: 'sm', bytes }, wo, bytes, 'one-way', ok);
 }
 
-/** Read bandwidth against working-set size, from 4 KiB to well past the L2. */
+/**
+ * Read bandwidth against working-set size, from 4 KiB to well past the L2: every block reads the whole working set,
+ * so the aggregate shows the level the set fits in (L1 per SM, then L2, then device memory).
+ */
 export async function cacheSweep(ctx: BenchContext, max: number): Promise<void> {
   const { dev, rt, stream } = ctx;
   const l2 = dev.info().l2Bytes ?? 4 * MiB;
@@ -76,13 +79,15 @@ export async function cacheSweep(ctx: BenchContext, max: number): Promise<void> 
   using buf = dev.alloc(sets[sets.length - 1]!);
   using sink = dev.alloc(8);
   rt.fill(buf, 0x3f, { stream });
-  const perLaunch = ctx.host ? 8 * MiB : ctx.options.quick ? 512 * MiB : 2048 * MiB;
+  const perLaunch = ctx.host ? 8 * MiB : ctx.options.quick ? 2 * 1024 * MiB : 8 * 1024 * MiB;
+  const grid = ctx.host ? 1 : ctx.multiprocessors * 2;
   for (const w of sets) {
     ctx.checkAbort();
     const v = w / 16;
-    const reps = Math.max(1, Math.min(1 << 20, Math.round(perLaunch / w)));
-    const ms = await ctx.timeDevice(() => ctx.launch('read_only', ctx.grid(16, v), [buf, v, reps, sink]), ctx.options.quick ? 5 : 10, 1);
-    ctx.addBandwidth({ test: 'cache', direction: 'read', srcKind: 'device', dstKind: 'device', engine: 'sm', bytes: w }, ms, w * reps, 'one-way', true);
+    const reps = Math.max(1, Math.min(1 << 20, Math.round(perLaunch / (w * grid))));
+    const ms = await ctx.timeDevice(ctx.prepared('read_blocks', grid, [buf, v, reps, sink], stream, 512), ctx.options.quick ? 5 : 10, 1);
+    const intact = (await head(ctx, buf, 8)).every((d) => d === X);
+    ctx.addBandwidth({ test: 'cache', direction: 'read', srcKind: 'device', dstKind: 'device', engine: 'sm', bytes: w }, ms, w * reps * grid, 'one-way', intact);
   }
 }
 
@@ -99,7 +104,7 @@ export async function accessTests(ctx: BenchContext, max: number): Promise<void>
   for (const stride of [1, 2, 4, 8, 16, 32]) {
     ctx.checkAbort();
     const n = Math.floor(bytes / 4 / stride);
-    const ms = await ctx.timeDevice(() => ctx.launch('strided_read', ctx.grid(16, n), [a, n, stride, sink]), reps);
+    const ms = await ctx.timeDevice(ctx.prepared('strided_read', ctx.grid(16, n), [a, n, stride, sink]), reps);
     ctx.addBandwidth({ test: 'access', direction: `stride-${stride * 4}B`, srcKind: 'device', dstKind: 'device', engine: 'sm', bytes: n * 4 }, ms, n * 4, 'useful-bytes', true);
   }
   // Aligned and misaligned 4-byte copies: offsetting both pointers by 4 bytes breaks 128-byte alignment.
@@ -111,10 +116,7 @@ export async function accessTests(ctx: BenchContext, max: number): Promise<void>
     const seed = 0x5eed + off;
     await ctx.fillPattern(a, seed, bytes);
     rt.fill(b, 0, { stream });
-    const ms = await ctx.timeDevice(
-      () => ctx.launch('copy_u32', ctx.grid(16, words), [{ allocation: b, offset: off }, { allocation: a, offset: off }, words]),
-      reps,
-    );
+    const ms = await ctx.timeDevice(ctx.prepared('copy_u32', ctx.grid(16, words), [{ allocation: b, offset: off }, { allocation: a, offset: off }, words]), reps);
     // Check the copied words against the source (the copy skipped word 0 when offset).
     using hA = rt.allocPinned(4096);
     using hB = rt.allocPinned(4096);
@@ -144,7 +146,7 @@ export async function accessTests(ctx: BenchContext, max: number): Promise<void>
   }
   rt.copy(idx, hostIdx, { stream });
   await ctx.fillPattern(a, 77, n * 4);
-  const ms = await ctx.timeDevice(() => ctx.launch('gather', ctx.grid(16, n), [out, a, idx, n]), reps);
+  const ms = await ctx.timeDevice(ctx.prepared('gather', ctx.grid(16, n), [out, a, idx, n]), reps);
   using hOut = rt.allocPinned(4096);
   rt.copy(hOut, out, { bytes: 4096, stream });
   await stream.synchronize();
@@ -182,7 +184,7 @@ export async function latencyTests(ctx: BenchContext, max: number): Promise<void
     const h = host.typed(BigUint64Array);
     for (let i = 0; i < lines; i++) h[order[i]! * per] = BigInt(order[(i + 1) % lines]! * per);
     rt.copy(next, host, { stream });
-    const ms = await ctx.timeDevice(() => ctx.launch('pointer_chase', 1, [next, steps, out], stream, 1), ctx.options.quick ? 5 : 10, 1);
+    const ms = await ctx.timeDevice(ctx.prepared('pointer_chase', 1, [next, steps, out], stream, 1), ctx.options.quick ? 5 : 10, 1);
     // Where the chase must end: follow the cycle on the host.
     let p = 0;
     const pos = new Uint32Array(lines);

@@ -42,16 +42,18 @@ export async function peerTests(rt: Runtime, ctxs: BenchContext[], max: number):
         await src.fillPattern(a, seed, bytes);
         await dst.fillPattern(b2, seed, bytes);
         rt.fill(b, 0);
-        const one = await src.timeDevice(() => rt.copy(b, a, { stream: src.stream }), reps);
+        const oneWay = rt.prepareCopy(b, a, { stream: src.stream });
+        const one = await src.timeDevice(() => oneWay.run(), reps);
         const ok1 = await dst.verifyPattern(b, seed, bytes);
         src.addBandwidth({ test: 'peer', direction: 'one-way', srcKind: 'device', dstKind: 'device', engine: 'copy-engine', bytes, peerAccess: access, peer: j }, one, bytes, 'one-way', ok1);
         rt.fill(a2, 0);
         rt.fill(b, 0);
+        const back = rt.prepareCopy(a2, b2, { stream: sj });
         const both = await src.timeDevice(() => {
           start.record(src.stream);
           sj.waitEvent(start);
-          rt.copy(b, a, { stream: src.stream });
-          rt.copy(a2, b2, { stream: sj });
+          oneWay.run();
+          back.run();
           done.record(sj);
           src.stream.waitEvent(done);
         }, reps);
