@@ -99,22 +99,26 @@ export class BenchContext implements Disposable {
 
   /**
    * Times `op` with device events: `warmup` runs, then `reps` runs each between two events, waiting for each as
-   * the native yardstick does. Answers milliseconds per run.
+   * the native yardstick does (cudaEventSynchronize on this thread: a wait handed to a worker thread leaves the
+   * device idle for tens of microseconds between runs, and small copies then measure slower than from C).
+   * Answers milliseconds per run. The event loop turns before and after, so Ctrl-C is seen between measurements.
    */
   async timeDevice(op: () => void, reps: number, warmup = 3, stream: Stream = this.stream): Promise<number[]> {
     for (let i = 0; i < warmup; i++) op();
     await stream.synchronize();
+    this.checkAbort();
     using a = this.dev.createEvent();
     using b = this.dev.createEvent();
     const out: number[] = [];
     for (let i = 0; i < reps; i++) {
-      this.checkAbort();
       a.record(stream);
       op();
       b.record(stream);
-      await b.synchronize();
+      b.waitSync();
       out.push(b.elapsedSince(a));
     }
+    await new Promise((resolve) => setImmediate(resolve));
+    this.checkAbort();
     return out;
   }
 

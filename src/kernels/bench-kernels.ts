@@ -23,10 +23,14 @@ extern "C" __global__ void read_only(const ulonglong2* __restrict__ a, u64 n, u6
   for (u64 r = 0; r < reps; r++) { GRID_STRIDE(i, n) { ulonglong2 v = a[i]; acc ^= v.x ^ (v.y + r); } }
   if (acc == 0x9E3779B97F4A7C15ull) sink[0] = acc;
 }
-// Every block reads the whole working set 'reps' times: the aggregate bandwidth shows the cache level it fits in.
+// Every block reads the whole working set 'reps' times, each starting at its own offset so that blocks do not
+// read the same lines at the same moment: the aggregate bandwidth shows the cache level the set fits in.
 extern "C" __global__ void read_blocks(const ulonglong2* __restrict__ a, u64 n, u64 reps, u64* sink) {
   u64 acc = 0;
-  for (u64 r = 0; r < reps; r++) { for (u64 i = threadIdx.x; i < n; i += blockDim.x) { ulonglong2 v = a[i]; acc ^= v.x ^ (v.y + r); } }
+  u64 start = (n / gridDim.x) * blockIdx.x;
+  for (u64 r = 0; r < reps; r++) {
+    for (u64 i = threadIdx.x; i < n; i += blockDim.x) { u64 j = i + start; if (j >= n) j -= n; ulonglong2 v = a[j]; acc ^= v.x ^ (v.y + r); }
+  }
   if (acc == 0x9E3779B97F4A7C15ull) sink[0] = acc;
 }
 // Write-only: 16-byte stores.

@@ -56,6 +56,17 @@ export class GpuEvent implements Disposable {
     return this.owner.backend.synchronizeEventAsync(this.handle);
   }
 
+  /**
+   * Blocks the calling thread until the work before the event's last record has completed. Prefer
+   * `await synchronize()`; this exists for timing loops, where handing the wait to a worker thread leaves the
+   * device idle long enough to change what is measured.
+   * @throws GpuError WOULD_DEADLOCK while a blocking host callback waits for this thread.
+   */
+  waitSync(): void {
+    this.assertLive('waitSync');
+    this.owner.backend.synchronizeEvent(this.handle);
+  }
+
   /** True when the event's last record has completed (or it was never recorded). */
   query(): boolean {
     this.assertLive('query');
