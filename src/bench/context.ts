@@ -50,6 +50,9 @@ export class BenchContext implements Disposable {
   readonly failures: Array<{ test: string; direction: string; bytes: number; reason: string }> = [];
   private readonly errCount: Allocation | undefined;
   private readonly errHost: Allocation | undefined;
+  /** Mapped word the gate kernel polls; the host sets it once a timed run is fully enqueued. */
+  private readonly gateFlag: Allocation | undefined;
+  private readonly gateWord: Uint32Array | undefined;
 
   constructor(
     readonly rt: Runtime,
@@ -64,6 +67,10 @@ export class BenchContext implements Disposable {
       this.module = this.dev.loadModule(BENCH_KERNELS);
       this.errCount = this.dev.alloc(8);
       this.errHost = rt.allocPinned(8);
+      if (rt.backend.capabilities.mappedMemory) {
+        this.gateFlag = rt.allocMapped(64);
+        this.gateWord = this.gateFlag.typed(Uint32Array, 0, 1);
+      }
     }
   }
 
@@ -98,10 +105,12 @@ export class BenchContext implements Disposable {
   }
 
   /**
-   * Times `op` with device events: `warmup` runs, then `reps` runs each between two events, waiting for each as
-   * the native yardstick does (cudaEventSynchronize on this thread: a wait handed to a worker thread leaves the
-   * device idle for tens of microseconds between runs, and small copies then measure slower than from C).
-   * Answers milliseconds per run. The event loop turns before and after, so Ctrl-C is seen between measurements.
+   * Times `op` with device events: `warmup` runs, then `reps` runs each between two events, each waited for as
+   * the native yardstick does. Each run is gated: the stream first runs a kernel that spins on a mapped word,
+   * the start event, `op` and the end event are enqueued behind it, and only then does the host release it. The
+   * figure is therefore the device's time for `op`, not how fast this thread enqueues (from JavaScript a few
+   * microseconds per run slower than from C, which would otherwise cap small copies). Answers milliseconds per
+   * run. The event loop turns before and after, so Ctrl-C is seen between measurements.
    */
   async timeDevice(op: () => void, reps: number, warmup = 3, stream: Stream = this.stream): Promise<number[]> {
     for (let i = 0; i < warmup; i++) op();
@@ -109,11 +118,20 @@ export class BenchContext implements Disposable {
     this.checkAbort();
     using a = this.dev.createEvent();
     using b = this.dev.createEvent();
+    const gate = this.gateWord && stream.device === this.dev.index ? this.prepared('wait_flag', 1, [this.gateFlag!], stream, 1) : undefined;
     const out: number[] = [];
     for (let i = 0; i < reps; i++) {
-      a.record(stream);
-      op();
-      b.record(stream);
+      if (gate) {
+        this.gateWord![0] = 0;
+        gate();
+      }
+      try {
+        a.record(stream);
+        op();
+        b.record(stream);
+      } finally {
+        if (gate) this.gateWord![0] = 1;
+      }
       b.waitSync();
       out.push(b.elapsedSince(a));
     }
@@ -221,6 +239,7 @@ export class BenchContext implements Disposable {
   [Symbol.dispose](): void {
     this.errCount?.[Symbol.dispose]();
     this.errHost?.[Symbol.dispose]();
+    this.gateFlag?.[Symbol.dispose]();
     this.stream[Symbol.dispose]();
   }
 }

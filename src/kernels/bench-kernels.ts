@@ -53,6 +53,12 @@ extern "C" __global__ void pointer_chase(const u64* next, u64 steps, u64* out) {
   for (u64 s = 0; s < steps; s++) p = next[p];
   out[0] = p;
 }
+// Holds its stream until the host writes a non-zero word into mapped memory (or about 2^32 polls pass), so that
+// the work queued behind it starts only once all of it has been enqueued: timing then measures the device, not
+// the host's submission speed.
+extern "C" __global__ void wait_flag(const volatile u32* flag) {
+  for (u64 i = 0; i < (1ull << 32) && *flag == 0; i++) { }
+}
 // A pattern that differs per word and per seed, and the check that counts words that do not match it.
 extern "C" __global__ void fill_pattern(u32* a, u64 n, u32 seed) { GRID_STRIDE(i, n) a[i] = (u32)(i * 2654435761ull) ^ seed; }
 extern "C" __global__ void verify_pattern(const u32* a, u64 n, u32 seed, u64* errors) {
@@ -144,6 +150,9 @@ const HOST: Record<string, HostKernel> = {
     for (let s = 0; s < num(steps!); s++) p = u64(m, num(next!) + Number(p) * 8, 1)[0]!;
     u64(m, out!, 1)[0] = p;
   },
+  wait_flag: () => {
+    // The host backend runs queued work only after the host has finished enqueuing it: nothing to wait for.
+  },
   fill_pattern: (m, _c, [a, n, seed]) => {
     const A = u32(m, a!, num(n!));
     const sd = num(seed!) >>> 0;
@@ -175,6 +184,7 @@ export const BENCH_KERNELS: KernelSource = {
     strided_read: ['ptr', 'u64', 'u64', 'ptr'],
     gather: ['ptr', 'ptr', 'ptr', 'u64'],
     pointer_chase: ['ptr', 'u64', 'ptr'],
+    wait_flag: ['ptr'],
     fill_pattern: ['ptr', 'u64', 'u32'],
     verify_pattern: ['ptr', 'u64', 'u32', 'ptr'],
   },
