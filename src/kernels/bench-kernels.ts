@@ -53,11 +53,12 @@ extern "C" __global__ void pointer_chase(const u64* next, u64 steps, u64* out) {
   for (u64 s = 0; s < steps; s++) p = next[p];
   out[0] = p;
 }
-// Holds its stream until the host writes a non-zero word into mapped memory (or about 2^32 polls pass), so that
-// the work queued behind it starts only once all of it has been enqueued: timing then measures the device, not
-// the host's submission speed.
+// Holds its stream until the host writes a non-zero word into mapped memory, so that the work queued behind it
+// starts only once all of it has been enqueued: timing then measures the device, not the host's submission speed.
+// It gives up after 2^31 clock cycles (about a second), so that a host that never writes cannot hang the device.
 extern "C" __global__ void wait_flag(const volatile u32* flag) {
-  for (u64 i = 0; i < (1ull << 32) && *flag == 0; i++) { }
+  long long start = clock64();
+  while (*flag == 0 && clock64() - start < (1ll << 31)) { }
 }
 // A pattern that differs per word and per seed, and the check that counts words that do not match it.
 extern "C" __global__ void fill_pattern(u32* a, u64 n, u32 seed) { GRID_STRIDE(i, n) a[i] = (u32)(i * 2654435761ull) ^ seed; }

@@ -44,7 +44,9 @@ async function measure(
   await ctx.fillPattern(src, seed, bytes, via);
   ctx.rt.fill(dst, 0, { bytes, stream: ctx.stream });
   await ctx.stream.synchronize();
-  const ms = await ctx.timeDevice(run, nReps);
+  // A copy from or to pageable memory blocks the host until it is done: it cannot sit behind the timing gate.
+  const pageable = src.kind === 'pageable' || dst.kind === 'pageable';
+  const ms = await ctx.timeDevice(run, nReps, 3, ctx.stream, !pageable);
   const ok = await ctx.verifyPattern(dst, seed, bytes, via);
   ctx.addBandwidth(row, ms, counted === 'read+write' ? 2 * bytes : bytes, counted, ok);
 }
@@ -98,7 +100,7 @@ export async function copyTests(ctx: BenchContext, max: number): Promise<void> {
         downCopy.run();
         eDone.record(s2);
         stream.waitEvent(eDone);
-      }, reps(ctx, bytes, kind === 'pageable'));
+      }, reps(ctx, bytes, kind === 'pageable'), 3, stream, kind !== 'pageable');
       const ok = (await ctx.verifyPattern(b, seed, bytes)) && (await ctx.verifyPattern(down, seed, bytes, b));
       ctx.addBandwidth({ test: 'copy', direction: 'bidirectional', srcKind: kind, dstKind: 'device', engine: 'copy-engine', bytes }, ms, 2 * bytes, 'both-directions', ok);
     }
