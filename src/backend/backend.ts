@@ -263,7 +263,9 @@ export interface Backend {
   memcpy(dst: Address, src: Address, bytes: number, kind: CopyKind): void;
   memcpyAsync(dst: Address, src: Address, bytes: number, kind: CopyKind, stream: Handle): void;
   memcpyPeerAsync(dst: Address, dstDevice: number, src: Address, srcDevice: number, bytes: number, stream: Handle): void;
-  memsetAsync(address: Address, value: number, bytes: number, stream: Handle): void;
+  /** `device` names whose default stream handle 0 means (the current device's when absent). */
+  memsetAsync(address: Address, value: number, bytes: number, stream: Handle, device?: number): void;
+  /** Synchronizes a stream; for handle 0, the default stream of `device` (the current device's when absent). */
 
   mallocAsync(device: number, bytes: number, stream: Handle): Address;
   freeAsync(address: Address, stream: Handle): void;
@@ -272,7 +274,7 @@ export interface Backend {
 
   createStream(device: number, options: StreamOptions): Handle;
   destroyStream(device: number, stream: Handle): void;
-  synchronizeStream(stream: Handle): void;
+  synchronizeStream(stream: Handle, device?: number): void;
   synchronizeStreamAsync(stream: Handle): Promise<void>;
   queryStream(stream: Handle): boolean;
   streamWaitEvent(stream: Handle, event: Handle): void;

@@ -19,6 +19,11 @@ export interface BenchOptions {
   only?: string[] | undefined;
   /** Largest copy / working-set size in bytes. */
   maxBytes?: number | undefined;
+  /**
+   * Time each run behind a gate kernel, so that figures are the device's time without the host's submission.
+   * Off by default: the default times as the native yardstick does (see timeDevice).
+   */
+  gated?: boolean | undefined;
   signal?: AbortSignal | undefined;
   progress?: ((message: string) => void) | undefined;
 }
@@ -105,12 +110,13 @@ export class BenchContext implements Disposable {
   }
 
   /**
-   * Times `op` with device events: `warmup` runs, then `reps` runs each between two events, each waited for as
-   * the native yardstick does. Each run is gated: the stream first runs a kernel that spins on a mapped word,
-   * the start event, `op` and the end event are enqueued behind it, and only then does the host release it. The
-   * figure is therefore the device's time for `op`, not how fast this thread enqueues (from JavaScript a few
-   * microseconds per run slower than from C, which would otherwise cap small copies). Answers milliseconds per
-   * run. The event loop turns before and after, so Ctrl-C is seen between measurements.
+   * Times `op` with device events: `warmup` runs, then `reps` runs each between two events, each waited for on
+   * this thread, as the native yardstick does. A run then includes the time the host takes to enqueue it when
+   * that is longer than the device's work (small copies); from JavaScript that is a few microseconds more than
+   * from C. With the `gated` option each run waits behind a kernel spinning on a mapped word until the start
+   * event, `op` and the end event are all enqueued: the figure is then the device's time (but a copy-engine copy
+   * after a kernel pays an engine switch). Answers milliseconds per run. The event loop turns before and after,
+   * so Ctrl-C is seen between measurements.
    *
    * `gated: false` is required for work that blocks the host until the device has done it (copies from or to
    * pageable memory): behind a closed gate it would never start, and the host would never open it.
@@ -121,7 +127,7 @@ export class BenchContext implements Disposable {
     this.checkAbort();
     using a = this.dev.createEvent();
     using b = this.dev.createEvent();
-    const gate = gated && this.gateWord && stream.device === this.dev.index ? this.prepared('wait_flag', 1, [this.gateFlag!], stream, 1) : undefined;
+    const gate = gated && this.options.gated && this.gateWord && stream.device === this.dev.index ? this.prepared('wait_flag', 1, [this.gateFlag!], stream, 1) : undefined;
     const out: number[] = [];
     for (let i = 0; i < reps; i++) {
       if (gate) {

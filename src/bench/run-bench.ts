@@ -175,6 +175,7 @@ export async function runBench(rt: Runtime, options: BenchOptions): Promise<Benc
     cpu: cpus()[0]?.model.trim() ?? 'unknown',
     date: new Date().toISOString(),
     mode: options.quick ? 'quick' : 'full',
+    timing: options.gated ? 'gated' : 'as-native',
     devices: envDevices,
     hostNumaNodes: numaNodes(),
     failures,

@@ -46,6 +46,8 @@ export interface BenchEnvironment {
   cpu: string;
   date: string;
   mode: 'quick' | 'full';
+  /** How runs were timed: as the native yardstick (submission included) or gated (device time). */
+  timing: 'as-native' | 'gated';
   devices: Array<{
     index: number;
     name?: string;

@@ -85,7 +85,7 @@ export async function runBenchCommand(opts: BenchCliOptions, io: Io): Promise<vo
   const { renderBench } = await import('../report/bench-text.js');
   await withRuntime(opts, io, (rt) =>
     interruptible(io, async (signal) => {
-      const report = await runBench(rt, { quick: !!opts.quick, devices: opts.device, only: opts.only, maxBytes: opts.maxSize, signal, progress: (m) => io.err(`${m}\n`) });
+      const report = await runBench(rt, { quick: !!opts.quick, devices: opts.device, only: opts.only, maxBytes: opts.maxSize, gated: opts.gated, signal, progress: (m) => io.err(`${m}\n`) });
       if (opts.html) {
         const { benchHtml } = await import('../report/bench-html.js');
         writeFileSync(opts.html, benchHtml(report));

@@ -87,6 +87,7 @@ Environment:
     .option('--device <n...>', 'devices to measure (default: all)', collectInts('--device'), undefined)
     .option('--only <test...>', 'run only these tests: copy, sm-copy, peer, managed, zero-copy, stream, cache, access, latency, alloc')
     .option('--max-size <size>', 'largest copy / working set, e.g. 64MiB (default 256 MiB quick, 1 GiB full)', (v) => parseSizeOption(v, '--max-size'))
+    .option('--gated', "time device work only: each run waits behind a kernel until it is fully enqueued (default: time as the native yardstick does, submission included)")
     .option('--json', 'print JSON (schema gpumem.bench/1)')
     .option('--html <file>', 'also write a self-contained HTML page with charts')
     .addHelpText('after', '\nExamples:\n  $ gpumem bench --quick\n  $ gpumem bench --only copy stream --json > bench.json\n  $ gpumem bench --device 0 1 --only peer --html peer.html\n\nBandwidth is GB/s with GB = 1e9 bytes; each row says how bytes were counted. Ctrl-C stops and frees everything.')
@@ -146,6 +147,7 @@ export interface BenchCliOptions {
   device?: number[];
   only?: string[];
   maxSize?: number;
+  gated?: boolean;
   json?: boolean;
   html?: string;
 }

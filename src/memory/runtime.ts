@@ -361,7 +361,7 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
     if (stream) stream.assertLive('copy');
     if (p.direction === 'PtoP') {
       this.backend.memcpyPeerAsync(p.dstAddress, p.dst.device!, p.srcAddress, p.src.device!, p.bytes, stream?.handle ?? 0);
-      if (!stream) this.backend.synchronizeStream(0);
+      if (!stream) this.backend.synchronizeStream(0, p.src.device);
     } else if (stream) {
       this.backend.memcpyAsync(p.dstAddress, p.srcAddress, p.bytes, p.kind, stream.handle);
     } else {
@@ -389,8 +389,9 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
     if (options.stream) {
       this.backend.memsetAsync(f.address, value, f.bytes, options.stream.handle);
     } else {
-      this.backend.memsetAsync(f.address, value, f.bytes, 0);
-      this.backend.synchronizeStream(0);
+      // The default stream of the memory's own device (another device's cannot reach it).
+      this.backend.memsetAsync(f.address, value, f.bytes, 0, a.device);
+      this.backend.synchronizeStream(0, a.device);
     }
   }
 

@@ -364,11 +364,14 @@ export abstract class NativeBackend implements Backend {
 
   memcpyPeerAsync(dst: Address, dstDevice: number, src: Address, srcDevice: number, bytes: number, stream: Handle): void {
     this.guard();
+    if (stream === 0) this.use(srcDevice);
     this.check(this.fn.MemcpyPeerAsync!(dst, dstDevice, src, srcDevice, bytes, stream) as number, `${this.name}MemcpyPeerAsync`);
   }
 
-  memsetAsync(address: Address, value: number, bytes: number, stream: Handle): void {
+  memsetAsync(address: Address, value: number, bytes: number, stream: Handle, device?: number): void {
     this.guard();
+    // Handle 0 is the legacy default stream of the current device: make it the memory's device.
+    if (stream === 0 && device !== undefined) this.use(device);
     this.check(this.fn.MemsetAsync!(address, value, bytes, stream) as number, `${this.name}MemsetAsync`);
   }
 
@@ -432,8 +435,9 @@ export abstract class NativeBackend implements Backend {
     this.check(this.fn.StreamDestroy!(stream) as number, `${this.name}StreamDestroy`);
   }
 
-  synchronizeStream(stream: Handle): void {
+  synchronizeStream(stream: Handle, device?: number): void {
     this.guardBlocking(`${this.name}StreamSynchronize`);
+    if (stream === 0 && device !== undefined) this.use(device);
     this.check(this.fn.StreamSynchronize!(stream) as number, `${this.name}StreamSynchronize`);
   }
 
