@@ -1,0 +1,296 @@
+/**
+ * `gpumem plan`: does the model fit, how, and where does each byte live. Builds the estimate for the most-loaded
+ * GPU, compares it with the GPU's capacity, places each part (device, pinned host, NVMe, managed), prices
+ * offloading from the link's bandwidth, and when it does not fit, tries the cheapest changes that make it fit.
+ */
+import { readFileSync } from 'node:fs';
+import { Ajv } from 'ajv';
+import { BadInputError } from '../errors.js';
+import { BENCH_JSON_SCHEMA, type BenchReport } from '../bench/schema.js';
+import { catalogueGpu, type GpuSpec } from './catalogue.js';
+import { estimate, type Estimate, type InferOptions, type PlanOptions, type TrainOptions } from './estimate.js';
+import type { ModelConfig } from './model-config.js';
+
+export interface Machine {
+  name: string;
+  capacityBytes: number;
+  capacitySource: string;
+  /** Host link one way, GB/s, and where the figure came from. */
+  hostLinkGBps: number;
+  hostLinkSource: string;
+  hostMemoryBytes: number | undefined;
+  nvmeGBps: number;
+}
+
+export interface Placement {
+  part: string;
+  bytes: number;
+  location: 'device' | 'pinned-host' | 'nvme' | 'managed';
+  why: string;
+  /** Time per training step (or per decode step) that the placement costs, in seconds, when it moves data. */
+  secondsPerStep?: number;
+}
+
+export interface Suggestion {
+  change: string;
+  totalBytes: number;
+  fits: boolean;
+  /** Extra cost of the change, in plain words. */
+  cost: string;
+}
+
+export interface PlanResult {
+  schema: 'gpumem.plan/1';
+  model: { name: string; parameters: number; activeParameters: number; layers: number; hidden: number; heads: number; kvHeads: number; vocab: number };
+  options: PlanOptions;
+  machine: Machine;
+  perGpu: {
+    parametersBytes: number;
+    gradientsBytes: number;
+    optimizerBytes: number;
+    activationsBytes: number;
+    kvCacheBytes: number;
+    overheadBytes: number;
+    totalBytes: number;
+  };
+  peakPhase: Estimate['peakPhase'];
+  sumBytes: number;
+  lines: Estimate['lines'];
+  capacityBytes: number;
+  fits: boolean;
+  /** capacity - total (negative: missing bytes). */
+  marginBytes: number;
+  placement: Placement[];
+  suggestions: Suggestion[];
+  largest: { batch?: number; seq?: number; context?: number };
+  notes: string[];
+}
+
+/** Reads a gpumem bench JSON for capacity and measured bandwidths. @throws BadInputError */
+export function machineFromBench(file: string): Machine {
+  let report: BenchReport;
+  try {
+    report = JSON.parse(readFileSync(file, 'utf8')) as BenchReport;
+  } catch (e) {
+    throw new BadInputError(`not a readable JSON file: ${(e as Error).message}`, file);
+  }
+  const ajv = new Ajv({ strict: false });
+  if (!ajv.validate(BENCH_JSON_SCHEMA, report)) throw new BadInputError(`not a gpumem bench JSON (schema gpumem.bench/1): ${ajv.errorsText(ajv.errors)}`, file);
+  const dev = report.environment.devices[0];
+  if (!dev?.totalBytes) throw new BadInputError('the bench JSON has no device capacity', file);
+  const pinned = report.results.filter((r) => r.device === dev.index && r.test === 'copy' && r.engine === 'copy-engine' && r.srcKind === 'pinned' && (r.direction === 'HtoD' || r.direction === 'DtoH') && r.medianGBps);
+  const top = Math.max(0, ...pinned.map((r) => r.bytes));
+  const atTop = pinned.filter((r) => r.bytes === top).map((r) => r.medianGBps!);
+  const link = atTop.length ? Math.min(...atTop) : dev.peaks.linkGBps ?? 16;
+  return {
+    name: `${dev.name ?? 'device'} (measured by gpumem bench, ${report.environment.date})`,
+    capacityBytes: dev.totalBytes,
+    capacitySource: `${file}: device ${dev.index} total memory`,
+    hostLinkGBps: link,
+    hostLinkSource: atTop.length ? `${file}: pinned copies at ${top} bytes, the slower direction` : `${file}: theoretical link`,
+    hostMemoryBytes: undefined,
+    nvmeGBps: 5,
+  };
+}
+
+export function machineFromCatalogue(name: string): Machine {
+  const g: GpuSpec = catalogueGpu(name);
+  return {
+    name: g.name,
+    capacityBytes: g.memoryBytes,
+    capacitySource: g.memorySource,
+    hostLinkGBps: g.hostLinkGBps,
+    hostLinkSource: 'catalogue: theoretical host link, one way',
+    hostMemoryBytes: undefined,
+    nvmeGBps: 5,
+  };
+}
+
+function placements(m: ModelConfig, o: PlanOptions, e: Estimate, mc: Machine): Placement[] {
+  const link = mc.hostLinkGBps * 1e9;
+  const out: Placement[] = [];
+  if (o.mode === 'train') {
+    const hostParams = o.offload === 'params';
+    out.push({
+      part: 'parameters',
+      bytes: hostParams ? e.hostParametersBytes : e.parametersBytes,
+      location: hostParams ? 'pinned-host' : 'device',
+      why: hostParams ? 'offloaded: fetched layer by layer for the forward and the backward pass' : 'read by every forward and backward pass',
+    });
+    out.push({ part: 'gradients', bytes: e.gradientsBytes, location: 'device', why: 'written by the backward pass, read by the optimizer' });
+    out.push({
+      part: 'optimizer states',
+      bytes: o.offload === 'none' ? e.optimizerBytes : e.hostOptimizerBytes,
+      location: o.offload === 'none' ? 'device' : 'pinned-host',
+      why: o.offload === 'none' ? 'updated once per step on the device' : 'offloaded: the step runs on the CPU; gradients go down and parameters come back every step',
+      ...(o.offload === 'none' ? {} : { secondsPerStep: e.offloadBytesPerStep / link }),
+    });
+    out.push({ part: 'activations', bytes: e.activationsBytes, location: 'device', why: o.recompute === 'none' ? 'kept from the forward to the backward pass' : `reduced by ${o.recompute} recomputation (recomputed in the backward pass)` });
+  } else {
+    out.push({ part: 'weights', bytes: e.parametersBytes, location: 'device', why: 'read once per decode step: they belong in the fastest memory' });
+    out.push({ part: 'KV cache', bytes: e.kvCacheBytes, location: 'device', why: 'read every decode step; if it does not fit, a quantised cache (fp8) halves it before offloading pays' });
+    out.push({ part: 'workspace', bytes: e.activationsBytes, location: 'device', why: 'transient buffers of the prefill and decode steps' });
+  }
+  if (m.moe && o.parallel.ep === 1) {
+    out.push({ part: 'inactive experts', bytes: 0, location: 'managed', why: `only ${m.moe.expertsPerToken} of ${m.moe.experts} experts run per token: with managed memory and prefetch by router statistics, cold experts can live in host memory (costs link bandwidth per miss)` });
+  }
+  return out;
+}
+
+type Variant = { change: string; cost: string; apply: (o: PlanOptions) => PlanOptions | undefined };
+
+function variants(m: ModelConfig, o: PlanOptions): Variant[] {
+  const v: Variant[] = [];
+  const par = o.parallel;
+  if (o.mode === 'train') {
+    const t = o;
+    if (par.zero < 3) v.push({ change: `ZeRO stage ${par.zero + 1}`, cost: 'more communication: shards over the data-parallel GPUs', apply: (x) => ({ ...(x as TrainOptions), parallel: { ...par, zero: (par.zero + 1) as 1 | 2 | 3 } }) });
+    if (par.zero < 3) v.push({ change: 'ZeRO stage 3 (FSDP)', cost: 'parameters all-gathered per layer in both passes', apply: (x) => ({ ...(x as TrainOptions), parallel: { ...par, zero: 3 } }) });
+    if (t.recompute === 'none') v.push({ change: 'selective recomputation', cost: 'recomputes attention in the backward pass (a few % more compute)', apply: (x) => ({ ...(x as TrainOptions), recompute: 'selective' }) });
+    if (t.recompute !== 'full') v.push({ change: 'full recomputation', cost: 'one more forward pass per step (about 33% more compute)', apply: (x) => ({ ...(x as TrainOptions), recompute: 'full' }) });
+    if (!t.flashAttention) v.push({ change: 'a fused (flash) attention kernel', cost: 'none: faster as a rule', apply: (x) => ({ ...(x as TrainOptions), flashAttention: true }) });
+    if (t.batch > 1) {
+      const half = Math.max(1, Math.floor(t.batch / 2));
+      v.push({ change: `micro-batch ${half} with gradient accumulation x${Math.ceil((t.batch * t.gradAccum) / half / t.gradAccum) * t.gradAccum}`, cost: 'same global batch, more steps of smaller matmuls', apply: (x) => ({ ...(x as TrainOptions), batch: half, gradAccum: (x as TrainOptions).gradAccum * 2 }) });
+    }
+    if (t.offload === 'none') v.push({ change: 'offload the optimizer to pinned host memory', cost: 'gradients and parameters cross the host link every step; the step runs on the CPU', apply: (x) => ({ ...(x as TrainOptions), offload: 'optimizer' }) });
+    if (t.offload !== 'params') v.push({ change: 'offload parameters and optimizer to pinned host memory', cost: 'parameters cross the host link in both passes', apply: (x) => ({ ...(x as TrainOptions), offload: 'params' }) });
+    if (t.precision === 'fp32') v.push({ change: 'bf16 mixed precision (amp-bf16)', cost: 'none on current GPUs', apply: (x) => ({ ...(x as TrainOptions), precision: 'amp-bf16' }) });
+  } else {
+    const i = o;
+    if (i.kvDtype === 'bf16' || i.kvDtype === 'fp16' || i.kvDtype === 'fp32') v.push({ change: 'an fp8 KV cache', cost: 'small accuracy loss; halves the cache', apply: (x) => ({ ...(x as InferOptions), kvDtype: 'fp8' }) });
+    if (i.weights === 'bf16' || i.weights === 'fp16' || i.weights === 'fp32') {
+      v.push({ change: 'int8 weights', cost: 'small accuracy loss; halves the weights', apply: (x) => ({ ...(x as InferOptions), weights: 'int8' }) });
+      v.push({ change: 'int4 weights', cost: 'some accuracy loss; a quarter of the weights', apply: (x) => ({ ...(x as InferOptions), weights: 'int4' }) });
+    }
+    if (i.batch > 1) v.push({ change: `batch ${Math.floor(i.batch / 2)}`, cost: 'half the concurrent sequences', apply: (x) => ({ ...(x as InferOptions), batch: Math.floor(i.batch / 2) }) });
+  }
+  for (const k of [2, 4, 8]) {
+    const gpus = par.gpus * k;
+    const tp = o.mode === 'infer' ? Math.min(par.tp * k, m.heads) : par.tp;
+    if (o.mode === 'infer' && tp === par.tp) continue;
+    v.push({
+      change: o.mode === 'train' ? `${gpus} GPUs (data parallel x${k}${par.zero === 0 ? ', ZeRO-3' : ''})` : `${gpus} GPUs (tensor parallel ${tp})`,
+      cost: `${k}x the GPUs`,
+      apply: (x) => ({ ...x, parallel: { ...par, gpus, tp, nodes: par.nodes, zero: o.mode === 'train' && par.zero === 0 ? 3 : par.zero } }) as PlanOptions,
+    });
+  }
+  return v;
+}
+
+function tryEstimate(m: ModelConfig, o: PlanOptions): Estimate | undefined {
+  try {
+    return estimate(m, o);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The largest value of `key` (1..limit) for which the plan fits, by bisection. */
+function largestFitting(m: ModelConfig, o: PlanOptions, cap: number, set: (o: PlanOptions, n: number) => PlanOptions, limit: number): number | undefined {
+  const fits = (n: number): boolean => (tryEstimate(m, set(o, n))?.totalBytes ?? Infinity) <= cap;
+  if (!fits(1)) return undefined;
+  let lo = 1;
+  let hi = 2;
+  while (hi <= limit && fits(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  hi = Math.min(hi, limit + 1);
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (fits(mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Plans `m` under `o` on `mc`. @throws InvalidArgumentError for layouts that do not divide the model. */
+export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
+  const e = estimate(m, o);
+  const cap = mc.capacityBytes;
+  const fits = e.totalBytes <= cap;
+  const suggestions: Suggestion[] = [];
+  if (!fits) {
+    // Single changes first, in order of cost; then, if none fits alone, the greedy combination of the changes that
+    // save the most until it fits.
+    for (const v of variants(m, o)) {
+      const next = v.apply(o);
+      const r = next && tryEstimate(m, next);
+      if (r && r.totalBytes < e.totalBytes) suggestions.push({ change: v.change, totalBytes: r.totalBytes, fits: r.totalBytes <= cap, cost: v.cost });
+    }
+    if (!suggestions.some((s) => s.fits)) {
+      let cur = o;
+      let curTotal = e.totalBytes;
+      const steps: Variant[] = [];
+      for (let round = 0; round < 5 && curTotal > cap; round++) {
+        let best: { v: Variant; o: PlanOptions; total: number } | undefined;
+        for (const v of variants(m, cur)) {
+          const next = v.apply(cur);
+          const r = next && tryEstimate(m, next);
+          if (r && r.totalBytes < curTotal && (!best || r.totalBytes < best.total)) best = { v, o: next, total: r.totalBytes };
+        }
+        if (!best) break;
+        steps.push(best.v);
+        cur = best.o;
+        curTotal = best.total;
+      }
+      if (steps.length > 1) suggestions.push({ change: steps.map((s) => s.change).join(', then '), totalBytes: curTotal, fits: curTotal <= cap, cost: steps.map((s) => s.cost).join('; ') });
+    }
+    suggestions.sort((a, b) => Number(b.fits) - Number(a.fits));
+  }
+  const largest: PlanResult['largest'] = {};
+  if (o.mode === 'train') {
+    const b = largestFitting(m, o, cap, (x, n) => ({ ...(x as TrainOptions), batch: n }), 4096);
+    if (b !== undefined) largest.batch = b;
+    const s = largestFitting(m, o, cap, (x, n) => ({ ...(x as TrainOptions), seq: n }), m.maxPositions ?? 1 << 20);
+    if (s !== undefined) largest.seq = s;
+  } else {
+    const b = largestFitting(m, o, cap, (x, n) => ({ ...(x as InferOptions), batch: n }), 1 << 16);
+    if (b !== undefined) largest.batch = b;
+    const total = o.prompt + o.newTokens;
+    const c = largestFitting(m, o, cap, (x, n) => ({ ...(x as InferOptions), prompt: Math.max(1, n - (x as InferOptions).newTokens), newTokens: Math.min((x as InferOptions).newTokens, n) }), m.maxPositions ?? 1 << 20);
+    if (c !== undefined) largest.context = c;
+    void total;
+  }
+  const notes: string[] = [];
+  if (o.mode === 'train') {
+    notes.push(`total = the peak of a step (${e.peakPhase === 'backward' ? 'the start of the backward pass: activations held, gradients not yet' : 'the optimizer step: gradients held, activations freed'}) plus the overhead lines; everything added up would be ${e.sumBytes} bytes`);
+    if (o.framework === 'pytorch') notes.push('activations follow PyTorch eager with Hugging Face blocks (see the note on each line); --framework megatron uses Korthikanti et al. 2022');
+  }
+  if (o.mode === 'infer' && m.maxPositions && o.prompt + o.newTokens > m.maxPositions) notes.push(`the context ${o.prompt + o.newTokens} exceeds the model's ${m.maxPositions} positions`);
+  return {
+    schema: 'gpumem.plan/1',
+    model: {
+      name: m.name,
+      parameters: e.params.total,
+      activeParameters: e.params.activePerToken,
+      layers: m.layers,
+      hidden: m.hidden,
+      heads: m.heads,
+      kvHeads: m.kvHeads,
+      vocab: m.vocab,
+    },
+    options: o,
+    machine: mc,
+    perGpu: {
+      parametersBytes: Math.round(e.parametersBytes),
+      gradientsBytes: Math.round(e.gradientsBytes),
+      optimizerBytes: Math.round(e.optimizerBytes),
+      activationsBytes: Math.round(e.activationsBytes),
+      kvCacheBytes: Math.round(e.kvCacheBytes),
+      overheadBytes: Math.round(e.overheadBytes),
+      totalBytes: e.totalBytes,
+    },
+    peakPhase: e.peakPhase,
+    sumBytes: e.sumBytes,
+    lines: e.lines.map((l) => ({ ...l, bytes: Math.round(l.bytes) })),
+    capacityBytes: cap,
+    fits,
+    marginBytes: cap - e.totalBytes,
+    placement: placements(m, o, e, mc),
+    suggestions,
+    largest,
+    notes,
+  };
+}

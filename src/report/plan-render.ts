@@ -1,0 +1,105 @@
+/** Text and HTML renderings of `gpumem plan`. GiB (2^30) and GB (1e9) are always labelled. */
+import type { PlanResult } from '../plan/plan.js';
+import { fmtCount } from '../plan/estimate.js';
+import { chartPlaceholder, esc, htmlTable, renderPage } from './html.js';
+import { table } from './text.js';
+
+const gib = (b: number): string => (b / 2 ** 30).toFixed(2);
+const gb = (b: number): string => (b / 1e9).toFixed(2);
+
+function describe(r: PlanResult): string {
+  const o = r.options;
+  const p = o.parallel;
+  const par = [
+    `${p.gpus} GPU${p.gpus > 1 ? 's' : ''}${p.nodes > 1 ? ` on ${p.nodes} nodes` : ''}`,
+    p.tp > 1 ? `TP ${p.tp}${p.sp ? '+SP' : ''}` : '',
+    p.pp > 1 ? `PP ${p.pp}` : '',
+    p.ep > 1 ? `EP ${p.ep}` : '',
+    o.mode === 'train' && p.zero > 0 ? `ZeRO-${p.zero}` : '',
+  ]
+    .filter(Boolean)
+    .join(', ');
+  if (o.mode === 'train') {
+    return `training, ${o.precision}, ${o.optimizer}${o.fusedOptimizer ? ' (fused)' : ''}, micro-batch ${o.batch} x ${o.seq} tokens${o.gradAccum > 1 ? `, ${o.gradAccum} accumulation steps` : ''}, recompute ${o.recompute}, ${o.flashAttention ? 'fused attention' : 'math attention'}, ${o.framework}${o.offload !== 'none' ? `, offload ${o.offload}` : ''}; ${par}`;
+  }
+  return `inference, ${o.weights} weights, ${o.kvDtype} KV cache${o.blockSize ? ` in ${o.blockSize}-token blocks` : ''}, batch ${o.batch}, ${o.prompt} prompt + ${o.newTokens} new tokens; ${par}`;
+}
+
+export function renderPlanText(r: PlanResult): string {
+  const out: string[] = [];
+  out.push(`gpumem plan: ${r.model.name} (${fmtCount(r.model.parameters)} parameters${r.model.activeParameters !== r.model.parameters ? `, ${fmtCount(r.model.activeParameters)} active per token` : ''})`);
+  out.push(`  ${describe(r)}`);
+  out.push(`machine: ${r.machine.name}, ${gib(r.capacityBytes)} GiB (${gb(r.capacityBytes)} GB) per GPU  [${r.machine.capacitySource}]`);
+  out.push('');
+  out.push('most-loaded GPU:');
+  out.push(
+    table(
+      ['line', '>GiB', '>GB', 'how'],
+      [
+        ...r.lines.map((l) => [l.name, gib(l.bytes), gb(l.bytes), l.note]),
+        ['total (peak of the step + overhead)', gib(r.perGpu.totalBytes), gb(r.perGpu.totalBytes), r.options.mode === 'train' ? `peak in the ${r.peakPhase === 'backward' ? 'backward pass' : 'optimizer step'}` : ''],
+        ['capacity', gib(r.capacityBytes), gb(r.capacityBytes), r.machine.capacitySource],
+      ],
+    ),
+  );
+  out.push('');
+  out.push(r.fits ? `fits: yes, ${gib(r.marginBytes)} GiB (${gb(r.marginBytes)} GB) to spare` : `fits: NO, ${gib(-r.marginBytes)} GiB (${gb(-r.marginBytes)} GB) short`);
+  out.push('');
+  out.push('placement:');
+  for (const p of r.placement) out.push(`  ${p.part.padEnd(18)} ${p.location.padEnd(12)} ${gib(p.bytes).padStart(9)} GiB  ${p.why}${p.secondsPerStep !== undefined ? `; costs ${(p.secondsPerStep * 1000).toFixed(0)} ms per step at ${r.machine.hostLinkGBps} GB/s (${r.machine.hostLinkSource})` : ''}`);
+  if (r.suggestions.length) {
+    out.push('');
+    out.push('changes that would make it fit (cheapest first), each with its new total:');
+    for (const s of r.suggestions) out.push(`  ${s.fits ? 'fits   ' : 'no     '} ${s.change}: ${gib(s.totalBytes)} GiB (${gb(s.totalBytes)} GB); ${s.cost}`);
+  }
+  const l = r.largest;
+  const parts: string[] = [];
+  if (l.batch !== undefined) parts.push(`${r.options.mode === 'train' ? 'micro-batch' : 'batch'} ${l.batch}`);
+  if (l.seq !== undefined) parts.push(`sequence length ${l.seq}`);
+  if (l.context !== undefined) parts.push(`context ${l.context} tokens`);
+  out.push('');
+  out.push(parts.length ? `largest that fits (one at a time, the rest as given): ${parts.join('; ')}` : 'nothing fits on this GPU even at batch 1');
+  for (const n of r.notes) out.push(`note: ${n}`);
+  return out.join('\n');
+}
+
+export function renderPlanHtml(r: PlanResult): string {
+  const parts: Array<[string, number, string]> = [
+    ['parameters', r.perGpu.parametersBytes, '#0969da'],
+    ['gradients', r.perGpu.gradientsBytes, '#8250df'],
+    ['optimizer states', r.perGpu.optimizerBytes, '#bc4c00'],
+    ['activations / workspace', r.perGpu.activationsBytes, '#1a7f37'],
+    ['KV cache', r.perGpu.kvCacheBytes, '#9a6700'],
+    ['overhead', r.perGpu.overheadBytes, '#57606a'],
+  ];
+  const chart = {
+    id: 'plan-bar',
+    title: 'Memory of the most-loaded GPU',
+    height: 220,
+    config: {
+      type: 'bar',
+      data: {
+        labels: ['this plan', 'capacity'],
+        datasets: [
+          ...parts.filter(([, b]) => b > 0).map(([label, b, color]) => ({ label, data: [Number(gib(b)), null], backgroundColor: color, stack: 'm' })),
+          { label: 'capacity', data: [null, Number(gib(r.capacityBytes))], backgroundColor: '#d0d7de', stack: 'm' },
+        ],
+      },
+      options: { indexAxis: 'y', plugins: { title: { display: true, text: 'GiB (2^30 bytes)' } }, scales: { x: { stacked: true, title: { display: true, text: 'GiB' } }, y: { stacked: true } } },
+    },
+  };
+  return renderPage({
+    title: `gpumem plan — ${r.model.name}`,
+    subtitle: `${describe(r)}. Machine: ${r.machine.name}.`,
+    sections: [
+      {
+        heading: r.fits ? `Fits, ${gib(r.marginBytes)} GiB to spare` : `Does not fit: ${gib(-r.marginBytes)} GiB short`,
+        html: `${chartPlaceholder('plan-bar')}${htmlTable(['line', 'GiB', 'GB', 'how'], [...r.lines.map((l) => [l.name, gib(l.bytes), gb(l.bytes), l.note]), ['total', gib(r.perGpu.totalBytes), gb(r.perGpu.totalBytes), ''], ['capacity', gib(r.capacityBytes), gb(r.capacityBytes), r.machine.capacitySource]])}`,
+      },
+      { heading: 'Placement', html: htmlTable(['part', 'where', 'GiB', 'why'], r.placement.map((p) => [p.part, p.location, gib(p.bytes), p.why])) },
+      ...(r.suggestions.length ? [{ heading: 'Changes that would make it fit', html: htmlTable(['change', 'fits', 'new total GiB', 'cost'], r.suggestions.map((s) => [s.change, s.fits ? 'yes' : 'no', gib(s.totalBytes), s.cost])) }] : []),
+      { heading: 'Notes', html: r.notes.map((n) => `<p class="note">${esc(n)}</p>`).join('') || '<p class="note">none</p>' },
+    ],
+    charts: [chart],
+  });
+}

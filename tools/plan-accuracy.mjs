@@ -1,0 +1,23 @@
+// Prints the planner against the peaks measured on an H200 (fixtures/plan/measured-peaks.json) as a Markdown table.
+// Usage: npm run build && node tools/plan-accuracy.mjs
+import { readFileSync } from 'node:fs';
+import { normaliseConfig } from '../dist/plan/model-config.js';
+import { estimate } from '../dist/plan/estimate.js';
+const d = JSON.parse(readFileSync(new URL('../fixtures/plan/measured-peaks.json', import.meta.url), 'utf8'));
+const par = { gpus: 1, nodes: 1, zero: 0, tp: 1, sp: false, pp: 1, ep: 1, inFlight: 1 };
+console.log(`Measured on ${d.device} with torch ${d.torch}, transformers ${d.transformers}; GiB = 2^30 bytes.\n`);
+console.log('| run | model | precision | batch x tokens | measured peak (GiB) | planner − overhead (GiB) | error | parameters error |');
+console.log('|---|---|---|---|---:|---:|---:|---:|');
+for (const r of d.rows) {
+  const m = normaliseConfig(r.config, 'fixture', r.model);
+  const fused = !(r.model === 'llama-mini' && r.precision === 'fp32');
+  const o = r.mode === 'train'
+    ? { mode: 'train', precision: r.precision, optimizer: 'adamw', fusedOptimizer: false, batch: r.batch, seq: r.seq, gradAccum: 1, recompute: 'none', flashAttention: fused, framework: 'pytorch', parallel: par, offload: 'none', fragmentation: 0.05 }
+    : { mode: 'infer', batch: r.batch, prompt: r.prompt, newTokens: r.newTokens, kvDtype: 'bf16', blockSize: undefined, weights: 'bf16', flashAttention: true, parallel: par, fragmentation: 0.05 };
+  const e = estimate(m, o);
+  const pred = e.totalBytes - e.overheadBytes;
+  const err = (pred / r.peakAllocatedBytes - 1) * 100;
+  const perr = ((e.localParams * (r.mode === 'train' ? 4 : 2)) / r.parameterBytes - 1) * 100;
+  const shape = r.mode === 'train' ? `${r.batch} x ${r.seq}` : `${r.batch} x (${r.prompt}+${r.newTokens})`;
+  console.log(`| ${r.mode === 'train' ? 'train, AdamW' : 'generate, KV cache'} | ${r.model} | ${r.precision ?? 'bf16 weights'} | ${shape} | ${(r.peakAllocatedBytes / 2 ** 30).toFixed(3)} | ${(pred / 2 ** 30).toFixed(3)} | ${err >= 0 ? '+' : ''}${err.toFixed(1)}% | ${perr.toFixed(2)}% |`);
+}
