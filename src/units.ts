@@ -44,3 +44,13 @@ export function parseBytes(text: string): number | undefined {
 export function gbps(bytes: number, seconds: number): number {
   return bytes / seconds / GB;
 }
+
+/** Formats nanoseconds with the unit that suits them: 950 → "950 ns", 12_300 → "12.3 µs", 4.2e9 → "4.20 s". */
+export function formatNs(ns: number): string {
+  if (!Number.isFinite(ns)) return String(ns);
+  const a = Math.abs(ns);
+  if (a < 1e3) return `${ns.toFixed(0)} ns`;
+  if (a < 1e6) return `${(ns / 1e3).toFixed(a < 1e4 ? 2 : 1)} µs`;
+  if (a < 1e9) return `${(ns / 1e6).toFixed(a < 1e7 ? 2 : 1)} ms`;
+  return `${(ns / 1e9).toFixed(2)} s`;
+}

@@ -4,41 +4,25 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
-import { main } from '../cli/program.js';
+import { CHROMIUM, inChromium, runCli } from '../testing/harness.js';
 import { BENCH_JSON_SCHEMA, type BenchReport } from './schema.js';
 import type { Report } from '../report/report.js';
 
 const cli = fileURLToPath(new URL('../cli.js', import.meta.url));
 
-async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(args, { out: (s) => out.push(s), err: (s) => err.push(s) });
-  return { code, out: out.join(''), err: err.join('') };
-}
-
-const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
+const run = runCli;
 
 /** Opens an HTML file in headless Chromium and answers what the page shows. */
 async function inBrowser(file: string): Promise<{ charts: number; drawn: number; canvases: number; text: string; errors: string[] }> {
-  const { chromium } = await import('playwright-core');
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM!,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-  });
-  try {
-    const page = await browser.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
-    await page.goto(`file://${file}`);
-    // Runs in the page (passed as text, so these tests need no DOM types).
-    const r = (await page.evaluate(`(() => {
+  const { value, errors } = await inChromium<{ charts: number; drawn: number; canvases: number; text: string }>(
+    file,
+    `(() => {
       const charts = window.gpumemCharts || [];
       let painted = 0;
       for (const c of document.querySelectorAll('canvas')) {
@@ -47,11 +31,9 @@ async function inBrowser(file: string): Promise<{ charts: number; drawn: number;
       }
       const withData = charts.filter((c) => c.data.datasets.some((d) => d.data.some((v) => typeof v === 'number'))).length;
       return { charts: charts.length, drawn: Math.min(withData, painted), canvases: document.querySelectorAll('canvas').length, text: document.body.innerText };
-    })()`)) as { charts: number; drawn: number; canvases: number; text: string };
-    return { ...r, errors };
-  } finally {
-    await browser.close();
-  }
+    })()`,
+  );
+  return { ...value, errors };
 }
 
 test('gpumem bench --json on the host backend: every test group, verified, valid against the schema', async () => {

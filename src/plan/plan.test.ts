@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { main } from '../cli/program.js';
+import { CHROMIUM, inChromium, runCli } from '../testing/harness.js';
 import { catalogueModel } from './catalogue.js';
 import { estimate, korthikantiLayerBytes, modelStateBytes, type InferOptions, type Parallelism, type TrainOptions } from './estimate.js';
 import { normaliseConfig } from './model-config.js';
@@ -128,12 +128,7 @@ test('against peaks measured with PyTorch on an H200: total - overhead within 10
   }
 });
 
-async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(args, { out: (s) => out.push(s), err: (s) => err.push(s) });
-  return { code, out: out.join(''), err: err.join('') };
-}
+const cli = runCli;
 
 test('gpumem plan --json has the documented shape; a plan that does not fit gets suggestions and the largest batch', async () => {
   const r = await cli(['plan', '--model', 'llama-2-70b', '--mode', 'train', '--precision', 'bf16', '--batch', '1', '--seq', '4096', '--gpus', '8', '--gpu', 'h100', '--flash-attention', '--json']);
@@ -209,40 +204,25 @@ test('bad input: unknown names list the closest, bad configs name the field, imp
 });
 
 test('the plan page has a stacked bar chart and the figures', async (t) => {
-  const chromium = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => {
-    try {
-      readFileSync(p);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-  if (!chromium) return t.skip('chromium is not installed (.ci/run installs it)');
+  if (!CHROMIUM) return t.skip('chromium is not installed (.ci/run installs it)');
   const dir = mkdtempSync(join(tmpdir(), 'gpumem-plan-html-'));
   try {
     const html = join(dir, 'plan.html');
     const r = await cli(['plan', '--model', 'llama-3-8b', '--mode', 'train', '--batch', '2', '--seq', '2048', '--flash-attention', '--html', html, '--json']);
     assert.equal(r.code, 0, r.err);
     const p = JSON.parse(r.out) as PlanResult;
-    const { chromium: browser } = await import('playwright-core');
-    const b = await browser.launch({ executablePath: chromium, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-    try {
-      const page = await b.newPage();
-      const errors: string[] = [];
-      page.on('pageerror', (e) => errors.push(String(e)));
-      await page.goto(`file://${html}`);
-      const info = (await page.evaluate(`(() => {
+    const { value: info, errors } = await inChromium<{ type: string; stacked: boolean; datasets: number; text: string }>(
+      html,
+      `(() => {
         const c = (window.gpumemCharts || [])[0];
         return { type: c && c.config.type, stacked: c && c.options.scales.x.stacked, datasets: c ? c.data.datasets.length : 0, text: document.body.innerText };
-      })()`)) as { type: string; stacked: boolean; datasets: number; text: string };
-      assert.deepEqual(errors, []);
-      assert.equal(info.type, 'bar');
-      assert.equal(info.stacked, true);
-      assert.ok(info.datasets >= 4);
-      assert.ok(info.text.includes((p.perGpu.totalBytes / 2 ** 30).toFixed(2)));
-    } finally {
-      await b.close();
-    }
+      })()`,
+    );
+    assert.deepEqual(errors, []);
+    assert.equal(info.type, 'bar');
+    assert.equal(info.stacked, true);
+    assert.ok(info.datasets >= 4);
+    assert.ok(info.text.includes((p.perGpu.totalBytes / 2 ** 30).toFixed(2)));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -3,10 +3,8 @@
  * GPU, compares it with the GPU's capacity, places each part (device, pinned host, NVMe, managed), prices
  * offloading from the link's bandwidth, and when it does not fit, tries the cheapest changes that make it fit.
  */
-import { readFileSync } from 'node:fs';
-import { Ajv } from 'ajv';
 import { BadInputError } from '../errors.js';
-import { BENCH_JSON_SCHEMA, type BenchReport } from '../bench/schema.js';
+import { largestCopyRows, readBenchReport } from '../bench/read-bench.js';
 import { catalogueGpu, type GpuSpec } from './catalogue.js';
 import { estimate, type Estimate, type InferOptions, type PlanOptions, type TrainOptions } from './estimate.js';
 import type { ModelConfig } from './model-config.js';
@@ -68,19 +66,12 @@ export interface PlanResult {
 
 /** Reads a gpumem bench JSON for capacity and measured bandwidths. @throws BadInputError */
 export function machineFromBench(file: string): Machine {
-  let report: BenchReport;
-  try {
-    report = JSON.parse(readFileSync(file, 'utf8')) as BenchReport;
-  } catch (e) {
-    throw new BadInputError(`not a readable JSON file: ${(e as Error).message}`, file);
-  }
-  const ajv = new Ajv({ strict: false });
-  if (!ajv.validate(BENCH_JSON_SCHEMA, report)) throw new BadInputError(`not a gpumem bench JSON (schema gpumem.bench/1): ${ajv.errorsText(ajv.errors)}`, file);
+  const report = readBenchReport(file);
   const dev = report.environment.devices[0];
   if (!dev?.totalBytes) throw new BadInputError('the bench JSON has no device capacity', file);
-  const pinned = report.results.filter((r) => r.device === dev.index && r.test === 'copy' && r.engine === 'copy-engine' && r.srcKind === 'pinned' && (r.direction === 'HtoD' || r.direction === 'DtoH') && r.medianGBps);
-  const top = Math.max(0, ...pinned.map((r) => r.bytes));
-  const atTop = pinned.filter((r) => r.bytes === top).map((r) => r.medianGBps!);
+  const rows = [...largestCopyRows(report, dev.index, 'HtoD', 'pinned'), ...largestCopyRows(report, dev.index, 'DtoH', 'pinned')];
+  const top = Math.max(0, ...rows.map((r) => r.bytes));
+  const atTop = rows.filter((r) => r.bytes === top).map((r) => r.medianGBps!);
   const link = atTop.length ? Math.min(...atTop) : dev.peaks.linkGBps ?? 16;
   return {
     name: `${dev.name ?? 'device'} (measured by gpumem bench, ${report.environment.date})`,

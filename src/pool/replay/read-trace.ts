@@ -3,12 +3,11 @@
  * .json.gz; read as a stream, so gigabyte files work), gpumem's own NDJSON log (LoggingAdaptor) or snapshot, and
  * RMM's CSV log (logging_resource_adaptor: Thread,Time,Action,Pointer,Size,Stream).
  */
-import { createReadStream, openSync, readSync, closeSync, statSync } from 'node:fs';
-import { createGunzip } from 'node:zlib';
-import { createInterface } from 'node:readline';
-import { Readable } from 'node:stream';
+import { statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { BadInputError } from '../../errors.js';
+import { openInput as input, sniffText } from '../../input/files.js';
+import { readLines } from '../../input/lines.js';
 
 const require = createRequire(import.meta.url);
 // stream-json is CommonJS; these are its documented entry points.
@@ -89,40 +88,9 @@ const ACTIONS: Record<string, EventKind> = {
   oom: EventKind.Oom,
 };
 
-function head(file: string, n = 4096): Buffer {
-  const fd = openSync(file, 'r');
-  try {
-    const b = Buffer.alloc(n);
-    const got = readSync(fd, b, 0, n, 0);
-    return b.subarray(0, got);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-function isGzip(file: string): boolean {
-  const h = head(file, 2);
-  return h.length === 2 && h[0] === 0x1f && h[1] === 0x8b;
-}
-
-function input(file: string): Readable {
-  const raw = createReadStream(file);
-  return isGzip(file) ? raw.pipe(createGunzip()) : raw;
-}
-
 /** Guesses a trace's format from its first bytes. */
 export async function detectFormat(file: string): Promise<TraceFormat> {
-  let text: string;
-  if (isGzip(file)) {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const c of input(file)) {
-      chunks.push(c as Buffer);
-      size += (c as Buffer).length;
-      if (size > 4096) break;
-    }
-    text = Buffer.concat(chunks).subarray(0, 4096).toString('utf8');
-  } else text = head(file).toString('utf8');
+  const text = sniffText(file);
   const t = text.trimStart();
   if (/^Thread\s*,\s*Time\s*,\s*Action/i.test(t)) return 'rmm';
   if (t.startsWith('{"t":') || /^\{\s*"t"\s*:/.test(t)) return 'gpumem';
@@ -195,12 +163,8 @@ async function readSnapshot(file: string, wantDevice: number | undefined): Promi
 /** Reads gpumem's NDJSON log (one object per line: { t, action, address, bytes, stream }). */
 async function readNdjson(file: string): Promise<Trace> {
   const events = new TraceEvents();
-  const rl = createInterface({ input: input(file), crlfDelay: Infinity });
-  let line = 0;
-  for await (const text of rl) {
-    line++;
+  for await (const [text, line] of readLines(file, { maxLine: 1 << 16 })) {
     if (text.trim() === '') continue;
-    if (text.length > 1 << 16) throw new BadInputError(`line ${line} is longer than 64 KiB`, file);
     let o: { action?: unknown; address?: unknown; bytes?: unknown; stream?: unknown };
     try {
       o = JSON.parse(text) as typeof o;
@@ -217,13 +181,9 @@ async function readNdjson(file: string): Promise<Trace> {
 /** Reads RMM's CSV log. */
 async function readRmmCsv(file: string): Promise<Trace> {
   const events = new TraceEvents();
-  const rl = createInterface({ input: input(file), crlfDelay: Infinity });
-  let line = 0;
   let cols: Record<string, number> | undefined;
-  for await (const text of rl) {
-    line++;
+  for await (const [text, line] of readLines(file, { maxLine: 1 << 16 })) {
     if (text.trim() === '') continue;
-    if (text.length > 1 << 16) throw new BadInputError(`line ${line} is longer than 64 KiB`, file);
     const cells = text.split(',').map((c) => c.trim());
     if (!cols) {
       cols = Object.fromEntries(cells.map((c, i) => [c.toLowerCase(), i]));
