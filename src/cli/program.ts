@@ -156,6 +156,35 @@ Environment:
       await runPlan(opts, io);
     });
 
+  program
+    .command('analyze')
+    .description('find memory problems in profiler and allocator traces: what to change and the time it saves (no GPU needed)')
+    .argument('<files...>', 'traces from one run: PyTorch profiler JSON(.gz), rocprofv3 CSV files or JSON, rocprof stats CSV, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation log')
+    .option('--json', 'print JSON (schema gpumem.analyze/1): { summary: {...}, findings: [ { rule, severity, count, bytes, timeNs, estimatedSavingNs, evidence, change } ] }')
+    .option('--html <file>', 'also write a self-contained HTML page with a timeline of copies against kernels per stream')
+    .option('--from-bench <file>', 'take the pinned copy rates for savings from a gpumem bench JSON (default: built in per device)')
+    .addOption(new Option('--format <format>', 'trace format of every file').choices(['auto', 'kineto', 'rocprofv3-json', 'rocprof-csv', 'nsys-sqlite', 'memory-snapshot', 'alloc-log']).default('auto'))
+    .option('--progress', 'report reading progress on stderr for every file (default: files over 32 MiB)')
+    .addHelpText(
+      'after',
+      `
+Record a trace:
+  PyTorch:   with torch.profiler.profile(activities=[CPU, CUDA], profile_memory=True) as p: ...
+             p.export_chrome_trace('trace.json')
+  rocprofv3: rocprofv3 --runtime-trace --memory-allocation-trace -d out -- python train.py
+  nsys:      nsys profile --trace=cuda,osrt python train.py && nsys export --type sqlite report1.nsys-rep
+
+Examples:
+  $ gpumem analyze trace.pt.trace.json.gz
+  $ gpumem analyze out/*_memory_copy_trace.csv out/*_kernel_trace.csv out/*_hip_api_trace.csv
+  $ gpumem analyze report1.sqlite --from-bench bench.json --html analysis.html
+  $ gpumem analyze snapshot.json.gz --json`,
+    )
+    .action(async (files: string[], opts: Record<string, unknown>) => {
+      const { runAnalyze } = await import('./analyze-command.js');
+      await runAnalyze(files, opts, io);
+    });
+
   const pool = program.command('pool').description('memory pool tools');
   pool
     .command('replay')

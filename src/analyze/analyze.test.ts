@@ -1,0 +1,178 @@
+/**
+ * gpumem analyze on real traces: the naive and tuned PyTorch pipelines recorded with torch.profiler on an H200, the
+ * same naive run in the nsys SQLite schema and rocprofv3's CSV and JSON layouts (synthesized from it by
+ * tools/make-analyze-fixtures.mjs), legacy rocprof statistics, and PyTorch memory snapshots. Expected figures are
+ * computed here from the files themselves, independently of the importers.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { gunzipSync } from 'node:zlib';
+import { analyzeFiles, detectTraceFormat } from './analyze.js';
+import type { AnalyzeResult, Finding } from './result.js';
+import { CHROMIUM, inChromium, runCli } from '../testing/harness.js';
+
+const fixture = (p: string): string => new URL(`../../fixtures/${p}`, import.meta.url).pathname;
+const NAIVE = fixture('traces/pytorch-cuda-naive.pt.trace.json.gz');
+const TUNED = fixture('traces/pytorch-cuda-tuned.pt.trace.json.gz');
+const NSYS = fixture('traces/nsys-naive.sqlite');
+const ROCPROF_JSON = fixture('traces/rocprofv3-naive.json.gz');
+const ROCPROF_DIR = fixture('traces/rocprofv3-naive');
+const ROCPROF_CSV = readdirSync(ROCPROF_DIR).map((f) => join(ROCPROF_DIR, f));
+const STATS = [fixture('traces/rocprof-naive.copy_stats.csv'), fixture('traces/rocprof-naive.hip_stats.csv')];
+const SNAPSHOT = fixture('snapshots/gpt2-train.snapshot.json.gz');
+
+type KEvent = { ph: string; cat?: string; name: string; dur: number; args: Record<string, number> };
+const naiveEvents = (JSON.parse(gunzipSync(readFileSync(NAIVE)).toString()) as { traceEvents: KEvent[] }).traceEvents;
+
+const rules = (r: AnalyzeResult): string[] => r.findings.map((f) => f.rule);
+const find = (r: AnalyzeResult, rule: string): Finding => {
+  const f = r.findings.find((x) => x.rule === rule);
+  assert.ok(f, `${rule} in ${rules(r).join(', ')}`);
+  return f;
+};
+
+test('the naive pipeline raises pageable-copy, small-copies and sync-storm; the tuned one none of the three', async () => {
+  const naive = await analyzeFiles([NAIVE]);
+  for (const rule of ['pageable-copy', 'small-copies', 'sync-storm']) find(naive, rule);
+  const tuned = await analyzeFiles([TUNED]);
+  for (const rule of ['pageable-copy', 'small-copies', 'sync-storm']) assert.ok(!rules(tuned).includes(rule), `tuned raised ${rule}`);
+  // the tuned trace's pinned copies are seen as pinned
+  assert.ok(tuned.summary.copies.groups.some((g) => g.direction === 'HtoD' && g.hostKind === 'pinned' && g.count === 18));
+});
+
+test('naive trace: figures match the trace file, savings are computed from it', async () => {
+  const r = await analyzeFiles([NAIVE]);
+  const copies = naiveEvents.filter((e) => e.cat === 'gpu_memcpy');
+  const pageable = copies.filter((e) => e.name.includes('Pageable -> Device'));
+  assert.equal(r.summary.copies.count, copies.length);
+  const g = r.summary.copies.groups.find((x) => x.direction === 'HtoD' && x.hostKind === 'pageable')!;
+  assert.equal(g.count, pageable.length);
+  assert.equal(g.bytes, pageable.reduce((s, e) => s + e.args.bytes!, 0));
+  assert.ok(Math.abs(g.timeNs - pageable.reduce((s, e) => s + e.dur * 1000, 0)) < 1000);
+  const syncs = naiveEvents.filter((e) => e.cat === 'cuda_runtime' && e.name === 'cudaStreamSynchronize').length;
+  assert.equal(r.summary.syncs.streamSync, syncs);
+  // pageable-copy counts only recurring sizes: the 4 one-time uploads (weights, 1 of each size) are left out
+  const sizes = new Map<number, number>();
+  for (const e of pageable) sizes.set(e.args.bytes!, (sizes.get(e.args.bytes!) ?? 0) + 1);
+  const recurring = pageable.filter((e) => sizes.get(e.args.bytes!)! >= 3);
+  const p = find(r, 'pageable-copy');
+  assert.equal(p.count, recurring.length);
+  assert.ok(p.estimatedSavingNs > 0 && p.estimatedSavingNs < p.timeNs, 'a saving below the time spent');
+  assert.match(p.evidence.join('\n'), /one-time pageable HtoD copies/);
+  const s = find(r, 'sync-storm');
+  assert.equal(s.count, syncs + naiveEvents.filter((e) => e.cat === 'cuda_runtime' && e.name === 'cudaDeviceSynchronize').length);
+  assert.match(s.evidence.join('\n'), /aten::item/);
+  assert.ok(r.findings.every((f, i) => i === 0 || r.findings[i - 1]!.estimatedSavingNs >= f.estimatedSavingNs), 'sorted by saving');
+  assert.match(r.summary.rates.source, /H200/);
+  assert.ok(r.summary.notApplicable.some((n) => n.rule === 'redundant-copy'));
+});
+
+test('the nsys export and the rocprofv3 JSON of the same run give the same findings as the Kineto trace', async () => {
+  const kineto = await analyzeFiles([NAIVE]);
+  for (const file of [NSYS, ROCPROF_JSON]) {
+    const r = await analyzeFiles([file]);
+    for (const rule of ['pageable-copy', 'small-copies', 'sync-storm']) {
+      const a = find(kineto, rule);
+      const b = find(r, rule);
+      assert.equal(b.count, a.count, `${file} ${rule} count`);
+      assert.equal(b.bytes, a.bytes, `${file} ${rule} bytes`);
+    }
+  }
+  // rocprofv3 JSON does not say pinned or pageable: inferred from the pinned allocation's address range
+  const j = await analyzeFiles([ROCPROF_JSON]);
+  assert.ok(j.summary.notes.some((n) => /inferred for 1222 copies .* 6 pinned, 1216 pageable/.test(n)), j.summary.notes.join('\n'));
+  assert.equal(j.summary.devices[0]?.name, 'AMD Instinct MI300X (gfx942)');
+  assert.match(j.summary.rates.source, /MI300X/);
+});
+
+test('rocprofv3 CSV: sizes and host kinds are not recorded, so those rules say they cannot judge; sync-storm still fires', async () => {
+  const r = await analyzeFiles(ROCPROF_CSV);
+  find(r, 'sync-storm');
+  const na = new Map(r.summary.notApplicable.map((n) => [n.rule, n.reason]));
+  assert.match(na.get('pageable-copy') ?? '', /unknown host memory kind/);
+  assert.match(na.get('small-copies') ?? '', /copy sizes/);
+  assert.ok(r.summary.notes.some((n) => /no byte counts/.test(n)));
+  assert.equal(r.summary.copies.count, naiveEvents.filter((e) => e.cat === 'gpu_memcpy').length);
+  assert.equal(r.summary.kernels.count, naiveEvents.filter((e) => e.cat === 'kernel').length);
+});
+
+test('legacy rocprof statistics become aggregates and an aggregate sync finding', async () => {
+  const r = await analyzeFiles(STATS);
+  assert.ok(r.summary.aggregates);
+  assert.deepEqual(
+    r.summary.aggregates.copies.map((c) => [c.direction, c.calls]),
+    [
+      ['HtoD', 1216],
+      ['DtoH', 6],
+    ],
+  );
+  const s = find(r, 'sync-storm');
+  assert.equal(s.count, 1224);
+  assert.equal(s.estimatedSavingNs, 0);
+});
+
+test('a PyTorch memory snapshot: segments summarised as the file says, fragmentation found', async () => {
+  const snap = JSON.parse(gunzipSync(readFileSync(SNAPSHOT)).toString()) as { segments: Array<{ total_size: number; allocated_size: number; blocks: Array<{ size: number; state: string }> }> };
+  const reserved = snap.segments.reduce((s, x) => s + x.total_size, 0);
+  const stranded = snap.segments.filter((x) => x.allocated_size > 0).flatMap((x) => x.blocks.filter((b) => b.state === 'inactive')).reduce((s, b) => s + b.size, 0);
+  const r = await analyzeFiles([SNAPSHOT]);
+  assert.equal(r.summary.allocations.segments?.reservedBytes, reserved);
+  assert.equal(r.summary.allocations.segments?.inactiveSplitBytes, stranded);
+  const f = find(r, 'fragmentation');
+  assert.equal(f.bytes, stranded);
+  assert.ok(!rules(r).includes('alloc-churn'), 'segment growth without frees is not churn');
+});
+
+test('formats are recognised by content', () => {
+  assert.equal(detectTraceFormat(NAIVE), 'kineto');
+  assert.equal(detectTraceFormat(NSYS), 'nsys-sqlite');
+  assert.equal(detectTraceFormat(ROCPROF_JSON), 'rocprofv3-json');
+  for (const f of [...ROCPROF_CSV, ...STATS]) assert.equal(detectTraceFormat(f), 'rocprof-csv');
+  assert.equal(detectTraceFormat(SNAPSHOT), 'memory-snapshot');
+  assert.equal(detectTraceFormat(fixture('pool/rmm-log.csv')), 'alloc-log');
+});
+
+test('gpumem analyze --json prints the documented shape; --from-bench takes the rates from a bench file', async () => {
+  const r = await runCli(['analyze', NAIVE, '--json', '--from-bench', fixture('../docs/gpu-runs/session4/bench.json')]);
+  assert.equal(r.code, 0, r.err);
+  const j = JSON.parse(r.out) as AnalyzeResult;
+  assert.equal(j.schema, 'gpumem.analyze/1');
+  assert.ok(j.summary && Array.isArray(j.findings));
+  for (const f of j.findings) {
+    for (const k of ['rule', 'severity', 'count', 'bytes', 'timeNs', 'estimatedSavingNs', 'evidence', 'change'] as const) assert.ok(k in f, `${f.rule} has ${k}`);
+    assert.ok(Array.isArray(f.evidence) && f.evidence.length > 0);
+  }
+  assert.match(j.summary.rates.source, /session4\/bench\.json: pinned copies of \d+ bytes measured by gpumem bench/);
+  const text = await runCli(['analyze', TUNED]);
+  assert.equal(text.code, 0, text.err);
+  assert.match(text.out, /copies \(GB\/s = 1e9/);
+  assert.match(text.out, /HtoD\s+pinned\s+18/);
+});
+
+test('the analyze page shows findings and a timeline of copies against kernels per stream', async (t) => {
+  if (!CHROMIUM) return t.skip('chromium is not installed (.ci/run installs it)');
+  const dir = mkdtempSync(join(tmpdir(), 'gpumem-analyze-html-'));
+  try {
+    const html = join(dir, 'a.html');
+    const r = await runCli(['analyze', NAIVE, '--html', html]);
+    assert.equal(r.code, 0, r.err);
+    const { value, errors } = await inChromium<{ lanes: string[]; series: string[]; bars: number; text: string }>(
+      html,
+      `(() => {
+        const c = window.gpumemCharts[0];
+        return { lanes: c.data.labels, series: c.data.datasets.map((d) => d.label), bars: c.data.datasets.reduce((s, d) => s + d.data.length, 0), text: document.body.innerText };
+      })()`,
+    );
+    assert.deepEqual(errors, []);
+    assert.deepEqual(value.lanes, ['GPU 0 stream 7']);
+    assert.ok(value.series.includes('kernel') && value.series.includes('copy HtoD pageable'), value.series.join());
+    assert.ok(value.bars > 100 && value.bars <= 3000);
+    assert.match(value.text, /sync-storm/);
+    assert.match(value.text, /pageable-copy/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

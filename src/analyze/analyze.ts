@@ -1,0 +1,131 @@
+/**
+ * `gpumem analyze`: recognise each file's format, import them into one event model (files from one run share its
+ * clock, as rocprofv3's CSV files do), infer what the traces leave unsaid, run the rules and summarise.
+ * Pure TypeScript: no GPU library is loaded.
+ */
+import { basename } from 'node:path';
+import { BadInputError } from '../errors.js';
+import { headBytes, sniffText, fileSize } from '../input/files.js';
+import { defaultRates, ratesFromBench, type CopyRates } from './bandwidth.js';
+import { AnalysisContext } from './context.js';
+import { inferHostKinds } from './infer.js';
+import { TraceModel } from './model.js';
+import type { AnalyzeResult, Finding, Summary } from './result.js';
+import { RULES } from './rules.js';
+import { summarize } from './summary.js';
+import { importKineto } from './importers/kineto.js';
+import { importRocprofCsv, importRocprofJson, rocprofCsvKind } from './importers/rocprof.js';
+import { importNsys, SQLITE_MAGIC } from './importers/nsys.js';
+import { importAllocLog, importSnapshot } from './importers/allocator.js';
+
+export const TRACE_FORMATS = ['kineto', 'rocprofv3-json', 'rocprof-csv', 'nsys-sqlite', 'memory-snapshot', 'alloc-log'] as const;
+export type TraceFormat = (typeof TRACE_FORMATS)[number];
+
+/** Splits a CSV header line into names (quotes removed). */
+function headerOf(line: string): string[] {
+  return line.split(',').map((c) => c.trim().replace(/^"(.*)"$/, '$1'));
+}
+
+/**
+ * Recognises a trace file's format from its first bytes.
+ * @throws BadInputError naming what was expected.
+ */
+export function detectTraceFormat(file: string): TraceFormat {
+  if (/\.(nsys-rep|qdrep)$/i.test(file)) throw new BadInputError('an Nsight Systems report must be exported first: nsys export --type sqlite --output trace.sqlite FILE.nsys-rep', file);
+  const text = sniffText(file);
+  if (headBytes(file, 16).toString('latin1') === SQLITE_MAGIC) return 'nsys-sqlite';
+  const t = text.replace(/^\uFEFF/, '').trimStart();
+  if (t.startsWith('{') || t.startsWith('[')) {
+    if (/^\{\s*"t"\s*:/.test(t)) return 'alloc-log';
+    if (t.includes('"rocprofiler-sdk-tool"')) return 'rocprofv3-json';
+    if (/"(segments|device_traces)"\s*:/.test(t) && !t.includes('"traceEvents"')) return 'memory-snapshot';
+    return 'kineto';
+  }
+  const first = t.split(/\r?\n/, 1)[0] ?? '';
+  if (/^Thread\s*,\s*Time\s*,\s*Action/i.test(first)) return 'alloc-log';
+  if (rocprofCsvKind(headerOf(first))) return 'rocprof-csv';
+  if (text.includes('\0')) throw new BadInputError('a binary file gpumem does not read (formats: Kineto JSON, rocprofv3 CSV/JSON, rocprof CSV, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation logs)', file);
+  throw new BadInputError(`not a trace gpumem reads (first line: ${JSON.stringify(first.slice(0, 80))}); formats: Kineto JSON, rocprofv3 CSV/JSON, rocprof CSV, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation logs`, file);
+}
+
+export interface AnalyzeOptions {
+  /** Force a format for every file (default: detect each). */
+  format?: TraceFormat;
+  /** gpumem bench JSON to take copy rates from. */
+  fromBench?: string;
+  /** Called as input is read: file, bytes read so far (rows, for SQLite), file size. */
+  progress?: (file: string, done: number, total: number) => void;
+}
+
+/**
+ * Imports trace files into one model.
+ * @throws BadInputError naming the file and what is wrong with it.
+ */
+export async function loadTraces(files: readonly string[], options: AnalyzeOptions = {}): Promise<TraceModel> {
+  if (files.length === 0) throw new BadInputError('no trace files given');
+  const model = new TraceModel();
+  for (const file of files) {
+    const format = options.format ?? detectTraceFormat(file);
+    const total = fileSize(file);
+    const progress = (n: number): void => options.progress?.(file, n, total);
+    try {
+      switch (format) {
+        case 'kineto':
+          await importKineto(file, model, progress);
+          break;
+        case 'rocprofv3-json':
+          await importRocprofJson(file, model, progress);
+          break;
+        case 'rocprof-csv':
+          await importRocprofCsv(file, model, progress);
+          break;
+        case 'nsys-sqlite':
+          await importNsys(file, model, progress);
+          break;
+        case 'memory-snapshot':
+          await importSnapshot(file, model, progress);
+          break;
+        case 'alloc-log':
+          await importAllocLog(file, model);
+          break;
+      }
+    } catch (e) {
+      if (e instanceof BadInputError) throw e;
+      throw new BadInputError(`cannot read it as ${format}: ${(e as Error).message}`, file, { cause: e });
+    }
+    model.files.push(file);
+  }
+  return model;
+}
+
+/** Runs the rules over an imported model. */
+export function analyzeModel(model: TraceModel, rates: CopyRates): AnalyzeResult {
+  inferHostKinds(model);
+  const ctx = new AnalysisContext(model, rates);
+  const findings: Finding[] = [];
+  const notApplicable: Summary['notApplicable'] = [];
+  for (const rule of RULES) {
+    const out = rule.run(ctx);
+    if (!out) continue;
+    if ('notApplicable' in out) notApplicable.push({ rule: rule.id, reason: out.notApplicable });
+    else findings.push(out);
+  }
+  findings.sort((a, b) => b.estimatedSavingNs - a.estimatedSavingNs || (b.bytes ?? 0) - (a.bytes ?? 0));
+  return { schema: 'gpumem.analyze/1', summary: summarize(ctx, notApplicable), findings };
+}
+
+/**
+ * Analyses trace files: imports, infers, applies every rule.
+ * @throws BadInputError for unreadable or malformed input, naming the file.
+ */
+export async function analyzeFiles(files: readonly string[], options: AnalyzeOptions = {}): Promise<AnalyzeResult> {
+  const model = await loadTraces(files, options);
+  const device = [...model.devices.values()][0];
+  const rates = options.fromBench ? ratesFromBench(options.fromBench) : defaultRates(device);
+  return analyzeModel(model, rates);
+}
+
+/** A file's short name for messages. */
+export function shortName(file: string): string {
+  return basename(file);
+}

@@ -1,0 +1,82 @@
+/**
+ * What the rules share, computed once per trace: each copy's host memory kind, the copy engine's fixed cost per
+ * direction as this trace shows it, kernel busy time per device, runtime calls by correlation and per thread.
+ */
+import type { CopyRates } from './bandwidth.js';
+import { coveredWithin, unionOf, type Union } from './intervals.js';
+import { Api, Direction, MemKind, type TraceModel } from './model.js';
+
+export class AnalysisContext {
+  readonly copyCount: number;
+  /** The host side's MemKind for HtoD / DtoH copies; MemKind.device for the others. */
+  readonly hostKind: Uint8Array;
+  /** Shortest copy per direction in this trace, ns: the fixed cost any copy pays here. */
+  readonly floorNs: Float64Array;
+  readonly kernelBusy = new Map<number, Union>();
+  readonly allKernels: Union;
+  readonly runtimeByCorrelation = new Map<number, number>();
+  readonly span: [number, number];
+
+  constructor(
+    readonly model: TraceModel,
+    readonly rates: CopyRates,
+  ) {
+    const c = model.copies;
+    this.copyCount = c.length;
+    this.hostKind = new Uint8Array(c.length);
+    this.floorNs = new Float64Array(6).fill(Infinity);
+    for (let i = 0; i < c.length; i++) {
+      const dir = c.get(i, 'dir');
+      this.hostKind[i] = dir === Direction.HtoD ? c.get(i, 'src') : dir === Direction.DtoH ? c.get(i, 'dst') : MemKind.device;
+      const d = c.get(i, 'end') - c.get(i, 'start');
+      if (d < this.floorNs[dir]!) this.floorNs[dir] = d;
+    }
+    for (let d = 0; d < 6; d++) if (this.floorNs[d] === Infinity) this.floorNs[d] = 0;
+    const k = model.kernels;
+    const devices = new Set<number>();
+    for (let i = 0; i < k.length; i++) devices.add(k.get(i, 'device'));
+    for (const dev of devices) this.kernelBusy.set(dev, unionOf(k.col('start'), k.col('end'), (i) => k.get(i, 'device') === dev));
+    this.allKernels = unionOf(k.col('start'), k.col('end'));
+    const r = model.runtime;
+    for (let i = 0; i < r.length; i++) {
+      const corr = r.get(i, 'correlation');
+      if (!Number.isNaN(corr)) this.runtimeByCorrelation.set(corr, i);
+    }
+    this.span = model.span();
+  }
+
+  get spanNs(): number {
+    return this.span[1] - this.span[0];
+  }
+
+  /** Pinned copy rate for a direction in bytes per ns (numerically GB/s, with GB = 1e9). */
+  pinnedRate(dir: number): number {
+    return dir === Direction.DtoH ? this.rates.DtoH : this.rates.HtoD;
+  }
+
+  /** What copy i would take from pinned memory at the stated rate: the fixed cost plus bytes over bandwidth. */
+  pinnedTimeNs(i: number): number {
+    const c = this.model.copies;
+    const dir = c.get(i, 'dir');
+    return this.floorNs[dir]! + c.get(i, 'bytes') / this.pinnedRate(dir);
+  }
+
+  /** Time of copy i during which a kernel ran on its device. */
+  overlapNs(i: number): number {
+    const c = this.model.copies;
+    const u = this.kernelBusy.get(c.get(i, 'device'));
+    return u ? coveredWithin(u, c.get(i, 'start'), c.get(i, 'end')) : 0;
+  }
+
+  /** Host time of the runtime call that issued copy i (0 when the trace does not link them). */
+  issueNs(i: number): number {
+    const corr = this.model.copies.get(i, 'correlation');
+    const r = Number.isNaN(corr) ? undefined : this.runtimeByCorrelation.get(corr);
+    return r === undefined ? 0 : this.model.runtime.get(r, 'end') - this.model.runtime.get(r, 'start');
+  }
+
+  /** True for runtime calls that block the host until the device catches up. */
+  static isBlocking(api: number): boolean {
+    return api === Api.streamSync || api === Api.deviceSync || api === Api.eventSync || api === Api.memcpySync;
+  }
+}

@@ -1,0 +1,139 @@
+/**
+ * PyTorch profiler (Kineto) Chrome traces, .json or .json.gz, read as a stream: the CUDA flavour names copies
+ * "Memcpy HtoD (Pageable -> Device)", the ROCm flavour "Memcpy HtoD (Host -> Device)" or "CopyHostToDevice", which
+ * does not say whether the host side was pinned. Timestamps are microseconds with fractions.
+ */
+import { BadInputError } from '../../errors.js';
+import { walkJson, type Json, type PathKey } from '../../input/json-stream.js';
+import { AllocLevel, Direction, MemKind, classifyApi, type TraceModel } from '../model.js';
+import { describe, directionCode, directionOf, memKindOf, optNumber } from './fields.js';
+
+type Obj = { [k: string]: Json };
+
+/** Framework ops that move memory or wait on the device; counted, and named in evidence. */
+const CPU_OPS = /^aten::(item|_local_scalar_dense|to|_to_copy|copy_|pin_memory|_pin_memory|nonzero|cpu|cuda|tolist|is_nonzero|equal|masked_select)$/;
+
+function isObj(v: Json): v is Obj {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** Parses a copy's name into direction and source / destination kinds. */
+export function parseCopyName(name: string): { dir: number; src: number; dst: number } {
+  const arrow = /(\w+)\s*->\s*(\w+)/.exec(name);
+  const code = /\b(HtoD|DtoH|DtoD|PtoP|HtoH|HtoA|AtoH|AtoD|DtoA|AtoA)\b/.exec(name);
+  const words = /Copy(Host|Device)To(Host|Device)/i.exec(name);
+  let dir: number = Direction.unknown;
+  let src: number = MemKind.unknown;
+  let dst: number = MemKind.unknown;
+  if (arrow) {
+    src = memKindOf(arrow[1]!);
+    dst = memKindOf(arrow[2]!);
+    dir = directionOf(arrow[1]!, arrow[2]!);
+  } else if (words) {
+    src = memKindOf(words[1]!);
+    dst = memKindOf(words[2]!);
+    dir = directionOf(words[1]!, words[2]!);
+  }
+  if (code) dir = directionCode(code[1]!);
+  return { dir, src, dst };
+}
+
+/**
+ * Reads a Kineto trace into the model.
+ * @throws BadInputError for malformed, truncated or non-Kineto input.
+ */
+export async function importKineto(file: string, model: TraceModel, progress?: (bytes: number) => void): Promise<void> {
+  let events = 0;
+  let sawEvents = false;
+  let bad = 0;
+  const opByExternal = new Map<number, number>();
+  const us = (v: Json, what: string): number => {
+    const n = optNumber(v, what, file);
+    if (n === undefined) throw new BadInputError(`${what} is missing`, file);
+    return n;
+  };
+  const select = (p: readonly PathKey[]): boolean =>
+    (p.length === 2 && typeof p[1] === 'number' && (p[0] === 'traceEvents' || p[0] === 'deviceProperties')) || (p.length === 1 && typeof p[0] === 'number');
+  const onValue = (p: readonly PathKey[], v: Json): void => {
+    if (p[0] === 'deviceProperties') {
+      if (isObj(v) && typeof v.name === 'string') model.devices.set(optNumber(v.id, 'deviceProperties id', file) ?? model.devices.size, v.name);
+      return;
+    }
+    sawEvents = true;
+    if (!isObj(v)) {
+      if (++bad > 1000) throw new BadInputError(`traceEvents[${String(p[p.length - 1])}] is ${describe(v)}, not an event object (and so were 1000 before it)`, file);
+      return;
+    }
+    events++;
+    const cat = typeof v.cat === 'string' ? v.cat.toLowerCase() : '';
+    const name = typeof v.name === 'string' ? v.name : '';
+    const args = isObj(v.args ?? null) ? (v.args as Obj) : {};
+    const where = `traceEvents[${String(p[p.length - 1])}]`;
+    if (v.ph === 'i' && name === '[memory]') {
+      if (optNumber(args['Device Type'], `${where} Device Type`, file) === 0) return;
+      const bytes = typeof args.Bytes === 'number' && Number.isFinite(args.Bytes) ? args.Bytes : Number.NaN;
+      if (Number.isNaN(bytes)) throw new BadInputError(`${where} [memory] Bytes is ${describe(args.Bytes)}`, file);
+      model.allocs.push({
+        time: model.time(us(v.ts ?? null, `${where} ts`) * 1000),
+        bytes,
+        device: optNumber(args['Device Id'], `${where} Device Id`, file) ?? 0,
+        address: optNumber(args.Addr, `${where} Addr`, file) ?? Number.NaN,
+        allocated: optNumber(args['Total Allocated'], `${where} Total Allocated`, file) ?? Number.NaN,
+        reserved: optNumber(args['Total Reserved'], `${where} Total Reserved`, file) ?? Number.NaN,
+        host: 0,
+        agent: -1,
+        level: AllocLevel.framework,
+      });
+      return;
+    }
+    if (v.ph !== 'X') return;
+    if (cat === 'cpu_op') {
+      if (CPU_OPS.test(name)) {
+        model.cpuOps.set(name, (model.cpuOps.get(name) ?? 0) + 1);
+        const ext = optNumber(args['External id'], `${where} External id`, file);
+        if (ext !== undefined && opByExternal.size < 1 << 22) opByExternal.set(ext, model.opIndex(name));
+      }
+      return;
+    }
+    const kinds = ['gpu_memcpy', 'gpu_memset', 'kernel', 'cuda_runtime', 'cuda_driver', 'hip_runtime', 'cuda_sync'];
+    if (!kinds.includes(cat)) return;
+    const startUs = us(v.ts ?? null, `${where} ts`);
+    const durUs = us(v.dur ?? null, `${where} dur`);
+    const start = model.time(startUs * 1000);
+    const end = start + durUs * 1000;
+    const stream = optNumber(args.stream, `${where} stream`, file) ?? (Number(v.tid ?? 0) || 0);
+    const device = optNumber(args.device, `${where} device`, file) ?? 0;
+    const correlation = optNumber(args.correlation, `${where} correlation`, file) ?? Number.NaN;
+    switch (cat) {
+      case 'gpu_memcpy': {
+        const { dir, src, dst } = parseCopyName(name);
+        const ext = optNumber(args['External id'], `${where} External id`, file);
+        const hostSide = dir === Direction.HtoD ? src : dir === Direction.DtoH ? dst : MemKind.device;
+        if (hostSide === MemKind.unknown) model.hostKindUnknown++;
+        model.copies.push({
+          start, end, dir, src, dst, stream, device, correlation,
+          bytes: optNumber(args.bytes, `${where} bytes`, file) ?? Number.NaN,
+          hostAddr: Number.NaN,
+          op: ext !== undefined ? (opByExternal.get(ext) ?? -1) : -1,
+        });
+        return;
+      }
+      case 'gpu_memset':
+        model.memsets.push({ start, end, stream, device, bytes: optNumber(args.bytes, `${where} bytes`, file) ?? Number.NaN });
+        return;
+      case 'kernel':
+        model.kernels.push({ start, end, stream, device });
+        model.addKernelName(name, end - start);
+        return;
+      case 'cuda_sync':
+        model.syncs.push({ start, end, stream: optNumber(args.stream, `${where} stream`, file) ?? -1 });
+        return;
+      default:
+        model.runtime.push({ start, end, api: classifyApi(name), thread: Number(v.tid ?? 0) || 0, correlation });
+    }
+  };
+  await walkJson(file, select, onValue, { progress });
+  if (!sawEvents) throw new BadInputError('no traceEvents array: not a PyTorch profiler / Chrome trace', file);
+  if (events === 0) throw new BadInputError('traceEvents holds no events', file);
+  model.formats.add('kineto');
+}

@@ -1,0 +1,136 @@
+/**
+ * Nsight Systems SQLite exports (`nsys export --type sqlite`), read with better-sqlite3: the CUPTI activity tables
+ * (MEMCPY, MEMSET, KERNEL, RUNTIME, SYNCHRONIZATION), CUDA_GPU_MEMORY_USAGE_EVENTS and the unified-memory page-fault
+ * tables. Tables are created lazily by nsys, so any may be missing; columns are checked before they are read.
+ * Kinds follow CUPTI's enums: copyKind 1 HtoD, 2 DtoH, 3 HtoA, 4 AtoH, 5 AtoA, 6 AtoD, 7 DtoA, 8 DtoD, 9 HtoH, 10 PtoP;
+ * memory kind 1 pageable, 2 pinned, 3 device, 4 array, 5 managed, 6 device static, 7 managed static.
+ */
+import { createRequire } from 'node:module';
+import type BetterSqlite3 from 'better-sqlite3';
+import { BadInputError } from '../../errors.js';
+import { AllocLevel, Direction, MemKind, classifyApi, type TraceModel } from '../model.js';
+
+const require = createRequire(import.meta.url);
+
+const COPY_KIND: Record<number, number> = { 1: Direction.HtoD, 2: Direction.DtoH, 3: Direction.HtoD, 4: Direction.DtoH, 5: Direction.DtoD, 6: Direction.DtoD, 7: Direction.DtoD, 8: Direction.DtoD, 9: Direction.HtoH, 10: Direction.PtoP };
+const MEM_KIND: Record<number, number> = { 1: MemKind.pageable, 2: MemKind.pinned, 3: MemKind.device, 4: MemKind.array, 5: MemKind.managed, 6: MemKind.device, 7: MemKind.managed };
+
+/** SQLite files start with this 16-byte header. */
+export const SQLITE_MAGIC = 'SQLite format 3\0';
+
+/**
+ * Reads an nsys SQLite export into the model.
+ * @throws BadInputError when the file is not SQLite or not an nsys export, or holds values of the wrong type.
+ */
+export async function importNsys(file: string, model: TraceModel, progress?: (rows: number) => void): Promise<void> {
+  const Database = require('better-sqlite3') as typeof BetterSqlite3;
+  let db: BetterSqlite3.Database;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true });
+  } catch (e) {
+    throw new BadInputError(`cannot open it as SQLite: ${(e as Error).message}`, file, { cause: e });
+  }
+  try {
+    read(db, file, model, progress);
+  } catch (e) {
+    if (e instanceof BadInputError) throw e;
+    throw new BadInputError(`cannot read it as an nsys export: ${(e as Error).message}`, file, { cause: e });
+  } finally {
+    db.close();
+  }
+  model.formats.add('nsys-sqlite');
+}
+
+function read(db: BetterSqlite3.Database, file: string, model: TraceModel, progress?: (rows: number) => void): void {
+  const tables = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((r) => r.name));
+  const known = ['CUPTI_ACTIVITY_KIND_MEMCPY', 'CUPTI_ACTIVITY_KIND_KERNEL', 'CUPTI_ACTIVITY_KIND_RUNTIME', 'CUPTI_ACTIVITY_KIND_MEMSET'];
+  if (!known.some((t) => tables.has(t))) throw new BadInputError('no CUPTI_ACTIVITY_KIND_* tables: not an Nsight Systems export with CUDA trace (nsys profile --trace=cuda; nsys export --type sqlite)', file);
+  const columns = (t: string): Set<string> => new Set((db.prepare(`PRAGMA table_info(${JSON.stringify(t)})`).all() as Array<{ name: string }>).map((r) => r.name));
+  const strings = new Map<number, string>();
+  if (tables.has('StringIds')) for (const r of db.prepare('SELECT id, value FROM StringIds').iterate() as Iterable<{ id: unknown; value: unknown }>) if (typeof r.id === 'number' && typeof r.value === 'string') strings.set(r.id, r.value);
+  if (tables.has('TARGET_INFO_GPU')) {
+    const c = columns('TARGET_INFO_GPU');
+    if (c.has('id') && c.has('name')) for (const r of db.prepare('SELECT id, name FROM TARGET_INFO_GPU').all() as Array<{ id: unknown; name: unknown }>) if (typeof r.id === 'number' && typeof r.name === 'string') model.devices.set(r.id, r.name);
+  }
+  let rows = 0;
+  /** Rows of a table with the wanted columns (missing optional ones read as NULL); start/end as bigints. */
+  const each = function* (t: string, need: string[], optional: string[] = []): Generator<Record<string, unknown>> {
+    if (!tables.has(t)) return;
+    const have = columns(t);
+    for (const c of need) if (!have.has(c)) throw new BadInputError(`table ${t} has no ${c} column`, file);
+    const cols = [...need, ...optional].map((c) => (have.has(c) ? `"${c}"` : `NULL AS "${c}"`)).join(', ');
+    const stmt = db.prepare(`SELECT ${cols} FROM "${t}"`).safeIntegers(true);
+    for (const r of stmt.iterate() as Iterable<Record<string, unknown>>) {
+      if (++rows % 200_000 === 0) progress?.(rows);
+      yield r;
+    }
+  };
+  const int = (t: string, c: string, v: unknown): number => {
+    if (v === null || v === undefined) return Number.NaN;
+    if (typeof v === 'bigint' && v >= 0n && v <= 2n ** 63n) return Number(v);
+    if (typeof v === 'number' && Number.isFinite(v)) return v;
+    throw new BadInputError(`table ${t} column ${c} holds ${typeof v === 'string' ? JSON.stringify(v.slice(0, 30)) : String(v)}, not an integer`, file);
+  };
+  const stamp = (t: string, c: string, v: unknown): number => {
+    if (typeof v === 'bigint' || (typeof v === 'number' && Number.isFinite(v))) return model.time(v);
+    throw new BadInputError(`table ${t} column ${c} holds ${String(v).slice(0, 30)}, not a timestamp`, file);
+  };
+  const span = (t: string, r: Record<string, unknown>): [number, number] => {
+    const s = stamp(t, 'start', r.start);
+    const e = stamp(t, 'end', r.end);
+    if (e < s) throw new BadInputError(`table ${t}: a row ends before it starts`, file);
+    return [s, e];
+  };
+
+  let T = 'CUPTI_ACTIVITY_KIND_MEMCPY';
+  for (const r of each(T, ['start', 'end', 'bytes', 'copyKind'], ['srcKind', 'dstKind', 'streamId', 'deviceId', 'correlationId', 'migrationCause'])) {
+    const [start, end] = span(T, r);
+    const dir = COPY_KIND[int(T, 'copyKind', r.copyKind)] ?? Direction.unknown;
+    // a unified-memory migration (nsys records its cause) moves managed pages, whatever the kinds say
+    const migration = int(T, 'migrationCause', r.migrationCause) > 0;
+    const src = migration ? MemKind.managed : (MEM_KIND[int(T, 'srcKind', r.srcKind)] ?? MemKind.unknown);
+    const dst = migration ? MemKind.managed : (MEM_KIND[int(T, 'dstKind', r.dstKind)] ?? MemKind.unknown);
+    if ((dir === Direction.HtoD && src === MemKind.unknown) || (dir === Direction.DtoH && dst === MemKind.unknown)) model.hostKindUnknown++;
+    model.copies.push({ start, end, dir, src, dst, bytes: int(T, 'bytes', r.bytes), stream: int(T, 'streamId', r.streamId) || 0, device: int(T, 'deviceId', r.deviceId) || 0, correlation: int(T, 'correlationId', r.correlationId), hostAddr: Number.NaN, op: -1 });
+  }
+  T = 'CUPTI_ACTIVITY_KIND_MEMSET';
+  for (const r of each(T, ['start', 'end'], ['bytes', 'streamId', 'deviceId'])) {
+    const [start, end] = span(T, r);
+    model.memsets.push({ start, end, bytes: int(T, 'bytes', r.bytes), stream: int(T, 'streamId', r.streamId) || 0, device: int(T, 'deviceId', r.deviceId) || 0 });
+  }
+  T = 'CUPTI_ACTIVITY_KIND_KERNEL';
+  for (const r of each(T, ['start', 'end'], ['shortName', 'demangledName', 'streamId', 'deviceId'])) {
+    const [start, end] = span(T, r);
+    model.kernels.push({ start, end, stream: int(T, 'streamId', r.streamId) || 0, device: int(T, 'deviceId', r.deviceId) || 0 });
+    const id = r.shortName ?? r.demangledName;
+    model.addKernelName(strings.get(int(T, 'shortName', id)) ?? 'kernel', end - start);
+  }
+  T = 'CUPTI_ACTIVITY_KIND_RUNTIME';
+  for (const r of each(T, ['start', 'end', 'nameId'], ['globalTid', 'correlationId'])) {
+    const [start, end] = span(T, r);
+    const name = strings.get(int(T, 'nameId', r.nameId)) ?? '';
+    model.runtime.push({ start, end, api: classifyApi(name), thread: int(T, 'globalTid', r.globalTid) || 0, correlation: int(T, 'correlationId', r.correlationId) });
+  }
+  T = 'CUPTI_ACTIVITY_KIND_SYNCHRONIZATION';
+  for (const r of each(T, ['start', 'end'], ['streamId'])) {
+    const [start, end] = span(T, r);
+    const stream = int(T, 'streamId', r.streamId);
+    model.syncs.push({ start, end, stream: Number.isNaN(stream) ? -1 : stream });
+  }
+  T = 'CUDA_GPU_MEMORY_USAGE_EVENTS';
+  for (const r of each(T, ['start', 'bytes', 'memoryOperationType'], ['address', 'deviceId', 'memKind'])) {
+    const op = int(T, 'memoryOperationType', r.memoryOperationType);
+    const bytes = int(T, 'bytes', r.bytes);
+    const kind = MEM_KIND[int(T, 'memKind', r.memKind)];
+    model.allocs.push({ time: stamp(T, 'start', r.start), bytes: op === 1 ? -bytes : bytes, device: int(T, 'deviceId', r.deviceId) || 0, address: int(T, 'address', r.address), allocated: Number.NaN, reserved: Number.NaN, host: kind === MemKind.pinned || kind === MemKind.pageable ? 1 : kind === undefined ? Number.NaN : 0, agent: -1, level: AllocLevel.driver });
+  }
+  T = 'CUDA_UM_GPU_PAGE_FAULT_EVENTS';
+  for (const r of each(T, ['start'], ['end', 'address', 'numberOfPageFaults'])) {
+    const time = stamp(T, 'start', r.start);
+    const end = r.end === null ? time : stamp(T, 'end', r.end);
+    model.faults.push({ time, duration: Math.max(0, end - time), bytes: Number.NaN, kind: 1, address: int(T, 'address', r.address) });
+  }
+  T = 'CUDA_UM_CPU_PAGE_FAULT_EVENTS';
+  for (const r of each(T, ['start'], ['address'])) model.faults.push({ time: stamp(T, 'start', r.start), duration: 0, bytes: Number.NaN, kind: 0, address: int(T, 'address', r.address) });
+  progress?.(rows);
+}

@@ -1,0 +1,250 @@
+/**
+ * ROCm profilers. rocprofv3 (rocprofiler-sdk) writes one CSV per trace kind — memory_copy_trace, kernel_trace,
+ * hip_api_trace, memory_allocation_trace, agent_info — sharing one nanosecond clock, and a JSON file holding all of
+ * them. Its documented memory copy rows carry no size and no host address; where a version writes them (a Bytes or
+ * address column, or bytes / src_address in JSON) they are used. Legacy rocprof and rocprofv3 --stats write
+ * aggregate tables (Name, Calls, TotalDurationNs, ...), kept as aggregates.
+ */
+import { BadInputError } from '../../errors.js';
+import { readCsv, type CsvRow } from '../../input/csv.js';
+import { walkJson, type Json, type PathKey } from '../../input/json-stream.js';
+import { AllocLevel, Direction, MemKind, classifyApi, type TraceModel } from '../model.js';
+import { describe, directionCode, optNumber, reqNumber, reqTimestamp } from './fields.js';
+
+type CsvKind = 'copies' | 'kernels' | 'api' | 'allocations' | 'agents' | 'stats' | 'copy-rows';
+
+/** Recognises a rocprof CSV by its header; undefined when it is not one. */
+export function rocprofCsvKind(columns: readonly string[]): CsvKind | undefined {
+  const has = (c: string): boolean => columns.includes(c);
+  if (has('Direction') && has('Start_Timestamp') && (has('Source_Agent_Id') || has('Destination_Agent_Id'))) return 'copies';
+  if (has('Kernel_Name') && has('Start_Timestamp') && has('End_Timestamp')) return 'kernels';
+  if (has('Domain') && has('Function') && has('Start_Timestamp')) return 'api';
+  if (has('Operation') && has('Allocation_Size')) return 'allocations';
+  if (has('Agent_Type') && (has('Node_Id') || has('Logical_Node_Id'))) return 'agents';
+  if (has('Name') && has('Calls') && has('TotalDurationNs')) return 'stats';
+  const begin = columns.find((c) => /^(Begin|Start)(Ns|_?Timestamp)?$/i.test(c));
+  const end = columns.find((c) => /^End(Ns|_?Timestamp)?$/i.test(c));
+  if (begin && end && columns.some((c) => /^(Direction|Name|Kind|Copy_?Kind)$/i.test(c))) return 'copy-rows';
+  return undefined;
+}
+
+const col = (columns: readonly string[], re: RegExp): string | undefined => columns.find((c) => re.test(c));
+
+/**
+ * Reads one rocprof / rocprofv3 CSV file into the model.
+ * @throws BadInputError for a CSV that is not a known rocprof table, or a malformed row.
+ */
+export async function importRocprofCsv(file: string, model: TraceModel, progress?: (bytes: number) => void): Promise<void> {
+  let kind: CsvKind | undefined;
+  let columns: string[] = [];
+  let bytesCol: string | undefined;
+  let srcAddrCol: string | undefined;
+  let dstAddrCol: string | undefined;
+  let beginCol = 'Start_Timestamp';
+  let endCol = 'End_Timestamp';
+  const onHeader = (cols: string[]): void => {
+    columns = cols;
+    kind = rocprofCsvKind(cols);
+    if (!kind) throw new BadInputError(`not a rocprof / rocprofv3 CSV table (header: ${cols.slice(0, 8).join(',').slice(0, 120)})`, file);
+    bytesCol = col(cols, /^(Bytes|Size|Copy_?Bytes|Memory_Copy_Size|Data_?Size|SizeBytes)$/i);
+    srcAddrCol = col(cols, /^(Src|Source)_?(Address|Addr|Ptr)$/i);
+    dstAddrCol = col(cols, /^(Dst|Destination)_?(Address|Addr|Ptr)$/i);
+    if (kind === 'copy-rows') {
+      beginCol = col(cols, /^(Begin|Start)(Ns|_?Timestamp)?$/i)!;
+      endCol = col(cols, /^End(Ns|_?Timestamp)?$/i)!;
+    }
+  };
+  const onRow = (r: CsvRow, n: number): void => {
+    const where = `row ${n}`;
+    const t = (c: string): number => model.time(reqTimestamp(r[c], `${where} ${c}`, file));
+    switch (kind) {
+      case 'copies':
+      case 'copy-rows': {
+        const dirText = r.Direction ?? r.Name ?? r.Kind ?? r.CopyKind ?? r.Copy_Kind ?? '';
+        const dir = directionCode(dirText.replace(/^Copy/i, ''));
+        if (kind === 'copies') {
+          const src = r.Source_Agent_Id ?? '';
+          const dst = r.Destination_Agent_Id ?? '';
+          if (dir === Direction.HtoD) model.setAgentType(src, 'CPU'), model.setAgentType(dst, 'GPU');
+          if (dir === Direction.DtoH) model.setAgentType(src, 'GPU'), model.setAgentType(dst, 'CPU');
+        }
+        const start = t(beginCol);
+        const end = t(endCol);
+        if (end < start) throw new BadInputError(`${where} ends before it starts`, file);
+        const hostCol = dir === Direction.HtoD ? srcAddrCol : dir === Direction.DtoH ? dstAddrCol : undefined;
+        model.copies.push({
+          start, end, dir,
+          src: dir === Direction.HtoD || dir === Direction.HtoH ? MemKind.unknown : MemKind.device,
+          dst: dir === Direction.DtoH || dir === Direction.HtoH ? MemKind.unknown : MemKind.device,
+          stream: optNumber(r.Stream_Id, `${where} Stream_Id`, file) ?? 0,
+          device: 0,
+          correlation: optNumber(r.Correlation_Id, `${where} Correlation_Id`, file) ?? Number.NaN,
+          bytes: bytesCol ? (optNumber(r[bytesCol], `${where} ${bytesCol}`, file) ?? Number.NaN) : Number.NaN,
+          hostAddr: hostCol ? (optNumber(r[hostCol], `${where} ${hostCol}`, file) ?? Number.NaN) : Number.NaN,
+          op: -1,
+        });
+        if (dir === Direction.HtoD || dir === Direction.DtoH) model.hostKindUnknown++;
+        return;
+      }
+      case 'kernels': {
+        const start = t('Start_Timestamp');
+        const end = t('End_Timestamp');
+        if (end < start) throw new BadInputError(`${where} ends before it starts`, file);
+        model.kernels.push({ start, end, stream: optNumber(r.Stream_Id ?? r.Queue_Id, `${where} Stream_Id`, file) ?? 0, device: optNumber(String(r.Agent_Id ?? '').replace(/^\D+/, ''), `${where} Agent_Id`, file) ?? 0 });
+        model.addKernelName(r.Kernel_Name ?? '', end - start);
+        return;
+      }
+      case 'api': {
+        if (!/^(HIP|HSA)/.test(r.Domain ?? '')) return;
+        const start = t('Start_Timestamp');
+        model.runtime.push({ start, end: t('End_Timestamp'), api: classifyApi(r.Function ?? ''), thread: optNumber(r.Thread_Id, `${where} Thread_Id`, file) ?? 0, correlation: optNumber(r.Correlation_Id, `${where} Correlation_Id`, file) ?? Number.NaN });
+        return;
+      }
+      case 'allocations': {
+        const op = (r.Operation ?? '').toUpperCase();
+        const isFree = /FREE|RELEASE/.test(op);
+        if (!isFree && !/ALLOCATE|CREATE/.test(op)) return;
+        const size = reqNumber(r.Allocation_Size, `${where} Allocation_Size`, file);
+        const agent = (r.Agent_Id ?? '').trim();
+        model.allocs.push({
+          time: t('Start_Timestamp'),
+          bytes: isFree ? -size : size,
+          device: -1,
+          address: reqNumber(r.Address, `${where} Address`, file),
+          allocated: Number.NaN,
+          reserved: Number.NaN,
+          host: Number.NaN,
+          agent: agent ? model.agentIndex(agent) : -1,
+          level: AllocLevel.driver,
+        });
+        return;
+      }
+      case 'agents': {
+        const type = (r.Agent_Type ?? '').toUpperCase();
+        if (type !== 'CPU' && type !== 'GPU') return;
+        for (const c of ['Logical_Node_Id', 'Node_Id']) if (r[c] !== undefined && r[c] !== '') model.setAgentType(r[c]!, type);
+        if (type === 'GPU' && r.Name) model.devices.set(optNumber(r.Logical_Node_Id ?? r.Node_Id, `${where} Node_Id`, file) ?? model.devices.size, `${r.Product_Name || r.Name} (${r.Name})`);
+        return;
+      }
+      case 'stats': {
+        const name = r.Name ?? '';
+        const calls = reqNumber(r.Calls, `${where} Calls`, file);
+        const totalNs = reqNumber(r.TotalDurationNs, `${where} TotalDurationNs`, file);
+        const dir = directionCode(name.replace(/^Copy/i, ''));
+        if (dir !== Direction.unknown) model.aggregateCopies.push({ direction: (['HtoD', 'DtoH', 'DtoD', 'PtoP', 'HtoH', 'unknown'] as const)[dir], calls, totalNs, bytes: undefined });
+        else model.aggregateApis.push({ name, calls, totalNs });
+        return;
+      }
+    }
+  };
+  const rows = await readCsv(file, onHeader, onRow, { progress });
+  if (!kind) throw new BadInputError('the file is empty', file);
+  if (rows === 0 && kind !== 'agents') model.note(`${file}: the ${kind} table has no rows`);
+  if (kind === 'copies' && !bytesCol) model.note('rocprofv3 memory_copy_trace rows carry no byte counts: bandwidth-based findings need an nsys or Kineto trace, or a rocprofv3 JSON with bytes');
+  model.formats.add(kind === 'stats' ? 'rocprof-stats' : kind === 'copy-rows' ? 'rocprof' : 'rocprofv3-csv');
+  void columns;
+}
+
+type Obj = { [k: string]: Json };
+const isObj = (v: Json | undefined): v is Obj => v !== null && v !== undefined && typeof v === 'object' && !Array.isArray(v);
+
+/** A numeric id or address as rocprofiler-sdk's JSON writes it: a number, or { handle } / { value } / { internal }. */
+function idOf(v: Json | undefined, what: string, file: string): number | undefined {
+  if (isObj(v)) return optNumber(v.handle ?? v.value ?? v.internal ?? v.ptr, what, file);
+  return optNumber(v, what, file);
+}
+
+/**
+ * Reads a rocprofv3 JSON file (`--output-format json`): agents, strings (kind and operation names), kernel_symbols,
+ * and buffer_records.{memory_copy, kernel_dispatch, hip_api, memory_allocation}, streamed.
+ * @throws BadInputError for malformed or non-rocprofv3 JSON.
+ */
+export async function importRocprofJson(file: string, model: TraceModel, progress?: (bytes: number) => void): Promise<void> {
+  const kinds: Array<{ kind: string; operations: string[] }> = [];
+  const agents = new Map<number, 'CPU' | 'GPU'>();
+  const symbols = new Map<number, string>();
+  type Rec = { cat: string; r: Obj; where: string };
+  const records: Rec[] = [];
+  let sawTool = false;
+  const opName = (r: Obj, where: string): string => {
+    const k = optNumber(r.kind, `${where}.kind`, file);
+    const o = optNumber(r.operation, `${where}.operation`, file);
+    return (k !== undefined && o !== undefined ? kinds[k]?.operations[o] : undefined) ?? '';
+  };
+  const time = (r: Obj, key: string, where: string): number => model.time(reqTimestamp(r[key], `${where}.${key}`, file));
+  // path: rocprofiler-sdk-tool [, i] , section , ...
+  const rel = (p: readonly PathKey[]): readonly PathKey[] | undefined => {
+    if (p[0] !== 'rocprofiler-sdk-tool') return undefined;
+    sawTool = true;
+    return typeof p[1] === 'number' ? p.slice(2) : p.slice(1);
+  };
+  const select = (p: readonly PathKey[]): boolean => {
+    const q = rel(p);
+    if (!q) return false;
+    if (q.length === 2 && q[0] === 'agents' && typeof q[1] === 'number') return true;
+    if (q.length === 2 && q[0] === 'kernel_symbols') return true;
+    if (q.length === 3 && q[0] === 'strings' && q[1] === 'buffer_records' && typeof q[2] === 'number') return true;
+    return q.length === 3 && q[0] === 'buffer_records' && typeof q[1] === 'string' && typeof q[2] === 'number' && ['memory_copy', 'kernel_dispatch', 'hip_api', 'memory_allocation'].includes(q[1]);
+  };
+  const onValue = (p: readonly PathKey[], v: Json): void => {
+    const q = rel(p)!;
+    const where = p.join('.');
+    if (!isObj(v)) throw new BadInputError(`${where} is ${describe(v)}, not an object`, file);
+    if (q[0] === 'agents') {
+      const id = idOf(v.id, `${where}.id`, file);
+      const type = v.type === 1 || v.type === 'CPU' ? 'CPU' : v.type === 2 || v.type === 'GPU' ? 'GPU' : undefined;
+      if (id !== undefined && type) agents.set(id, type);
+      if (type === 'GPU' && typeof v.name === 'string') model.devices.set(optNumber(v.logical_node_id, `${where}.logical_node_id`, file) ?? model.devices.size, `${typeof v.product_name === 'string' ? v.product_name : v.name} (${v.name})`);
+    } else if (q[0] === 'kernel_symbols') {
+      const id = idOf(v.kernel_id, `${where}.kernel_id`, file) ?? (typeof q[1] === 'number' ? q[1] : Number(q[1]));
+      const name = v.formatted_kernel_name ?? v.kernel_name ?? v.truncated_kernel_name;
+      if (typeof name === 'string' && Number.isFinite(id)) symbols.set(id, name);
+    } else if (q[0] === 'strings') {
+      kinds[q[2] as number] = { kind: typeof v.kind === 'string' ? v.kind : '', operations: Array.isArray(v.operations) ? v.operations.map(String) : [] };
+    } else if (kinds.length > 0) {
+      // rocprofv3 writes strings and agents before buffer_records: records are handled as they stream past
+      for (const rec of records.splice(0)) handle(rec);
+      handle({ cat: q[1] as string, r: v, where });
+    } else {
+      if (records.length >= 1_000_000) throw new BadInputError('more than a million records before the "strings" table: cannot name their operations', file);
+      records.push({ cat: q[1] as string, r: v, where });
+    }
+  };
+  let copiesWithoutBytes = 0;
+  function handle({ cat, r, where }: Rec): void {
+    const start = time(r, 'start_timestamp', where);
+    const end = cat === 'memory_allocation' && r.end_timestamp === undefined ? start : time(r, 'end_timestamp', where);
+    if (end < start) throw new BadInputError(`${where} ends before it starts`, file);
+    const correlation = isObj(r.correlation_id) ? (optNumber(r.correlation_id.internal, `${where}.correlation_id`, file) ?? Number.NaN) : Number.NaN;
+    if (cat === 'memory_copy') {
+      const s = agents.get(idOf(r.src_agent_id, `${where}.src_agent_id`, file) ?? -1);
+      const d = agents.get(idOf(r.dst_agent_id, `${where}.dst_agent_id`, file) ?? -1);
+      let dir = directionCode(opName(r, where));
+      if (dir === Direction.unknown && s && d) dir = s === 'CPU' ? (d === 'GPU' ? Direction.HtoD : Direction.HtoH) : d === 'CPU' ? Direction.DtoH : Direction.DtoD;
+      const bytes = optNumber(r.bytes ?? r.size, `${where}.bytes`, file) ?? Number.NaN;
+      if (Number.isNaN(bytes)) copiesWithoutBytes++;
+      const hostAddr = dir === Direction.HtoD ? idOf(r.src_address, `${where}.src_address`, file) : dir === Direction.DtoH ? idOf(r.dst_address, `${where}.dst_address`, file) : undefined;
+      if (dir === Direction.HtoD || dir === Direction.DtoH) model.hostKindUnknown++;
+      model.copies.push({ start, end, dir, src: dir === Direction.HtoD ? MemKind.unknown : MemKind.device, dst: dir === Direction.DtoH ? MemKind.unknown : MemKind.device, stream: idOf(r.stream_id, `${where}.stream_id`, file) ?? 0, device: 0, correlation, bytes, hostAddr: hostAddr ?? Number.NaN, op: -1 });
+    } else if (cat === 'kernel_dispatch') {
+      const info = isObj(r.dispatch_info) ? r.dispatch_info : {};
+      const kid = idOf(info.kernel_id, `${where}.dispatch_info.kernel_id`, file);
+      model.kernels.push({ start, end, stream: idOf(r.stream_id ?? info.queue_id, `${where}.stream_id`, file) ?? 0, device: 0 });
+      model.addKernelName(symbols.get(kid ?? -1) ?? `kernel ${kid ?? '?'}`, end - start);
+    } else if (cat === 'hip_api') {
+      model.runtime.push({ start, end, api: classifyApi(opName(r, where)), thread: optNumber(r.thread_id, `${where}.thread_id`, file) ?? 0, correlation });
+    } else {
+      const op = opName(r, where).toUpperCase();
+      const isFree = /FREE|RELEASE/.test(op);
+      const size = optNumber(r.allocation_size, `${where}.allocation_size`, file) ?? 0;
+      const agentId = idOf(r.agent_id, `${where}.agent_id`, file);
+      const type = agentId !== undefined ? agents.get(agentId) : undefined;
+      model.allocs.push({ time: start, bytes: isFree ? -size : size, device: -1, address: idOf(r.address, `${where}.address`, file) ?? Number.NaN, allocated: Number.NaN, reserved: Number.NaN, host: type === 'CPU' ? 1 : type === 'GPU' ? 0 : Number.NaN, agent: -1, level: AllocLevel.driver });
+    }
+  }
+  await walkJson(file, select, onValue, { progress });
+  if (!sawTool) throw new BadInputError('no "rocprofiler-sdk-tool" key: not a rocprofv3 JSON file', file);
+  for (const rec of records.splice(0)) handle(rec);
+  if (copiesWithoutBytes > 0) model.note(`${copiesWithoutBytes} rocprofv3 memory copies carry no byte count: bandwidth-based findings skip them`);
+  model.formats.add('rocprofv3-json');
+}

@@ -1,0 +1,236 @@
+/**
+ * The vendor-neutral event model every importer fills: copies, memsets, kernels, runtime calls, synchronisations,
+ * allocations, page faults, and aggregate rows where a tool only kept statistics. Events live in typed-array
+ * columns, so a trace of millions of events stays small in memory. Times are nanoseconds.
+ */
+
+/** A growable table of numeric columns. */
+export class Table<K extends string> {
+  private cols: Record<K, Float64Array>;
+  length = 0;
+
+  constructor(private readonly names: readonly K[]) {
+    this.cols = Object.fromEntries(names.map((n) => [n, new Float64Array(256)])) as Record<K, Float64Array>;
+  }
+
+  push(row: Record<K, number>): void {
+    if (this.length === this.cols[this.names[0]!].length) {
+      for (const n of this.names) {
+        const a = new Float64Array(this.length * 2);
+        a.set(this.cols[n]);
+        this.cols[n] = a;
+      }
+    }
+    for (const n of this.names) this.cols[n][this.length] = row[n];
+    this.length++;
+  }
+
+  col(name: K): Float64Array {
+    return this.cols[name].subarray(0, this.length);
+  }
+
+  get(i: number, name: K): number {
+    return this.cols[name][i]!;
+  }
+
+  set(i: number, name: K, v: number): void {
+    this.cols[name][i] = v;
+  }
+}
+
+export const Direction = { HtoD: 0, DtoH: 1, DtoD: 2, PtoP: 3, HtoH: 4, unknown: 5 } as const;
+export const DIRECTIONS = ['HtoD', 'DtoH', 'DtoD', 'PtoP', 'HtoH', 'unknown'] as const;
+export type DirectionName = (typeof DIRECTIONS)[number];
+
+export const MemKind = { unknown: 0, pageable: 1, pinned: 2, device: 3, managed: 4, array: 5 } as const;
+export const MEM_KINDS = ['unknown', 'pageable', 'pinned', 'device', 'managed', 'array'] as const;
+export type MemKindName = (typeof MEM_KINDS)[number];
+
+export const AllocLevel = { framework: 0, driver: 1 } as const;
+
+/** Runtime API calls that rules look at. */
+export const Api = {
+  other: 0,
+  memcpySync: 1,
+  memcpyAsync: 2,
+  streamSync: 3,
+  deviceSync: 4,
+  eventSync: 5,
+  malloc: 6,
+  free: 7,
+  hostAlloc: 8,
+  hostFree: 9,
+  mallocManaged: 10,
+  launch: 11,
+  memset: 12,
+  mallocAsync: 13,
+  freeAsync: 14,
+  hostRegister: 15,
+} as const;
+export const API_NAMES = Object.keys(Api) as Array<keyof typeof Api>;
+
+/** Classifies a CUDA / HIP runtime or driver function name. */
+export function classifyApi(name: string): number {
+  const n = name.replace(/^(cuda|hip|cu|hsa_amd_|hsa_)/, '').replace(/_v\d+$|_ptsz$|_ptds$/, '');
+  if (/^Memcpy(Peer|2D|3D|ToSymbol|FromSymbol|HtoD|DtoH|DtoD)?$/i.test(n) && !/Async/.test(name)) return Api.memcpySync;
+  if (/^Memcpy.*Async$/i.test(n) || /^MemcpyWithStream$/.test(n)) return Api.memcpyAsync;
+  if (/^StreamSynchronize$/i.test(n)) return Api.streamSync;
+  if (/^(Device|Ctx)Synchronize$/i.test(n)) return Api.deviceSync;
+  if (/^EventSynchronize$/i.test(n)) return Api.eventSync;
+  if (/^(Malloc|MemAlloc|ExtMallocWithFlags|MallocPitch)$/i.test(n)) return Api.malloc;
+  if (/^(Free|MemFree)$/i.test(n)) return Api.free;
+  if (/^(HostAlloc|MallocHost|HostMalloc|ExtHostAlloc|MemAllocHost|MemHostAlloc)$/i.test(n)) return Api.hostAlloc;
+  if (/^(FreeHost|HostFree|MemFreeHost)$/i.test(n)) return Api.hostFree;
+  if (/^(MallocManaged|MemAllocManaged)$/i.test(n)) return Api.mallocManaged;
+  if (/^(MallocAsync|MallocFromPoolAsync|MemAllocAsync)$/i.test(n)) return Api.mallocAsync;
+  if (/^(FreeAsync|MemFreeAsync)$/i.test(n)) return Api.freeAsync;
+  if (/^(HostRegister|MemHostRegister)$/i.test(n)) return Api.hostRegister;
+  if (/^(LaunchKernel|LaunchKernelExC|LaunchKernelEx|ModuleLaunchKernel|ExtLaunchKernel|LaunchCooperativeKernel|GraphLaunch)/i.test(n)) return Api.launch;
+  if (/^Memset/i.test(n)) return Api.memset;
+  return Api.other;
+}
+
+export interface AggregateCopy {
+  direction: DirectionName;
+  calls: number;
+  totalNs: number;
+  bytes: number | undefined;
+}
+
+export interface AggregateApi {
+  name: string;
+  calls: number;
+  totalNs: number;
+}
+
+/** A caching allocator's segment as a snapshot shows it. */
+export interface SnapshotSegment {
+  totalBytes: number;
+  allocatedBytes: number;
+  activeBytes: number;
+  requestedBytes: number;
+  /** Free blocks inside a segment that also holds allocated blocks. */
+  inactiveSplitBytes: number;
+  inactiveSplitBlocks: number;
+  largestFreeBlock: number;
+  stream: number;
+}
+
+export class TraceModel {
+  /** bytes is NaN where the trace does not record it; op indexes opNames (-1: not known). */
+  readonly copies = new Table(['start', 'end', 'bytes', 'dir', 'src', 'dst', 'stream', 'device', 'correlation', 'hostAddr', 'op'] as const);
+  readonly memsets = new Table(['start', 'end', 'bytes', 'stream', 'device'] as const);
+  readonly kernels = new Table(['start', 'end', 'stream', 'device'] as const);
+  readonly runtime = new Table(['start', 'end', 'api', 'thread', 'correlation'] as const);
+  readonly syncs = new Table(['start', 'end', 'stream'] as const);
+  /**
+   * Allocator events: bytes is negative for a free; host is 1 for host (pinned) memory, 0 for device memory, NaN when
+   * the trace names an agent whose type is resolved later (agent indexes agentNames, -1 none). level is
+   * AllocLevel.framework for a caching allocator's tensor events, AllocLevel.driver for memory from the driver.
+   */
+  readonly allocs = new Table(['time', 'bytes', 'device', 'address', 'allocated', 'reserved', 'host', 'agent', 'level'] as const);
+  readonly faults = new Table(['time', 'duration', 'bytes', 'kind', 'address'] as const);
+  /** Agent names as traces write them ("Agent 0", "CPU 0", "2") and their types where known. */
+  readonly agentNames: string[] = [];
+  readonly agentTypes = new Map<string, 'CPU' | 'GPU'>();
+  readonly aggregateCopies: AggregateCopy[] = [];
+  readonly aggregateApis: AggregateApi[] = [];
+  readonly segments: SnapshotSegment[] = [];
+  /** Out-of-memory events seen in allocator traces. */
+  ooms = 0;
+  readonly kernelNames = new Map<string, { count: number; ns: number }>();
+  readonly devices = new Map<number, string>();
+  readonly formats = new Set<string>();
+  readonly files: string[] = [];
+  readonly notes: string[] = [];
+  /** Set when a copy's pinned/pageable kind is unknown and could not be inferred. */
+  hostKindUnknown = 0;
+  /** Counts of CPU-side framework ops that matter for memory (aten::item, aten::to, pin_memory...). */
+  readonly cpuOps = new Map<string, number>();
+  /** Names of the framework ops that launched copies (copies.op indexes it). */
+  readonly opNames: string[] = [];
+  private base: bigint | undefined;
+
+  /** The index of an agent name in agentNames, added when new. */
+  agentIndex(name: string): number {
+    const key = name.trim();
+    let i = this.agentNames.indexOf(key);
+    if (i < 0) i = this.agentNames.push(key) - 1;
+    return i;
+  }
+
+  /** Records an agent's type under all the spellings traces use for it. */
+  setAgentType(id: string, type: 'CPU' | 'GPU'): void {
+    const n = /(\d+)\s*$/.exec(id.trim())?.[1];
+    this.agentTypes.set(id.trim(), type);
+    if (n !== undefined) for (const k of [n, `Agent ${n}`, `${type} ${n}`]) this.agentTypes.set(k, type);
+  }
+
+  /** The type of an agent by any of its spellings, if known. */
+  agentType(id: string): 'CPU' | 'GPU' | undefined {
+    const t = id.trim();
+    const word = /^(CPU|GPU)\b/i.exec(t)?.[1]?.toUpperCase();
+    if (word === 'CPU' || word === 'GPU') return word;
+    return this.agentTypes.get(t);
+  }
+
+  /** The index of an op name in opNames, added when new. */
+  opIndex(name: string): number {
+    let i = this.opNames.indexOf(name);
+    if (i < 0 && this.opNames.length < 1000) i = this.opNames.push(name) - 1;
+    return i;
+  }
+
+  /**
+   * Nanoseconds since the first timestamp this model saw, from a timestamp in nanoseconds as the trace wrote it
+   * (a decimal string or a bigint keeps full precision for clocks beyond 2^53 ns).
+   */
+  time(ns: bigint | number | string): number {
+    let v: bigint;
+    if (typeof ns === 'bigint') v = ns;
+    else if (typeof ns === 'number') v = BigInt(Math.round(ns));
+    else v = /^\d{1,30}$/.test(ns) ? BigInt(ns) : BigInt(Math.round(Number(ns)));
+    if (this.base === undefined) this.base = v;
+    return Number(v - this.base);
+  }
+
+  note(text: string): void {
+    if (!this.notes.includes(text)) this.notes.push(text);
+  }
+
+  addKernelName(name: string, ns: number): void {
+    const key = name.length > 200 ? `${name.slice(0, 200)}…` : name;
+    const k = this.kernelNames.get(key);
+    if (k) {
+      k.count++;
+      k.ns += ns;
+    } else if (this.kernelNames.size < 5000) this.kernelNames.set(key, { count: 1, ns });
+  }
+
+  /** The time span of all recorded activity, or [0, 0]. */
+  span(): [number, number] {
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const t of [this.copies, this.kernels, this.memsets] as const) {
+      const s = t.col('start');
+      const e = t.col('end');
+      for (let i = 0; i < s.length; i++) {
+        if (s[i]! < lo) lo = s[i]!;
+        if (e[i]! > hi) hi = e[i]!;
+      }
+    }
+    const rs = this.runtime.col('start');
+    const re = this.runtime.col('end');
+    for (let i = 0; i < rs.length; i++) {
+      if (rs[i]! < lo) lo = rs[i]!;
+      if (re[i]! > hi) hi = re[i]!;
+    }
+    for (const t of [this.allocs.col('time'), this.faults.col('time')]) {
+      for (const v of t) {
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
+      }
+    }
+    return lo === Infinity ? [0, 0] : [lo, hi];
+  }
+}

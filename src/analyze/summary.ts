@@ -1,0 +1,117 @@
+/** The summary of a trace's memory activity: copies by direction and host kind, overlap, syncs, allocations. */
+import type { AnalysisContext } from './context.js';
+import { unionLength } from './intervals.js';
+import { Api, AllocLevel, DIRECTIONS, MEM_KINDS } from './model.js';
+import type { CopyGroup, Summary } from './result.js';
+
+/** Sums a column, or null when every value is NaN (the trace never records it). */
+function knownSum(values: Float64Array): number | null {
+  let s = 0;
+  let any = false;
+  for (const v of values) {
+    if (Number.isNaN(v)) continue;
+    s += v;
+    any = true;
+  }
+  return any ? s : null;
+}
+
+export function summarize(ctx: AnalysisContext, notApplicable: Summary['notApplicable']): Summary {
+  const m = ctx.model;
+  const c = m.copies;
+  const groups = new Map<string, CopyGroup & { knownBytes: number; knownNs: number }>();
+  let overlapped = 0;
+  let copyNs = 0;
+  for (let i = 0; i < c.length; i++) {
+    const dir = DIRECTIONS[c.get(i, 'dir')] ?? 'unknown';
+    const kind = MEM_KINDS[ctx.hostKind[i]!] ?? 'unknown';
+    const key = `${dir}/${kind}`;
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = { direction: dir, hostKind: kind, count: 0, bytes: null, timeNs: 0, achievedGBps: null, knownBytes: 0, knownNs: 0 }));
+    const d = c.get(i, 'end') - c.get(i, 'start');
+    const b = c.get(i, 'bytes');
+    g.count++;
+    g.timeNs += d;
+    copyNs += d;
+    if (!Number.isNaN(b)) {
+      g.knownBytes += b;
+      g.knownNs += d;
+      g.bytes = (g.bytes ?? 0) + b;
+    }
+    overlapped += ctx.overlapNs(i);
+  }
+  const copyGroups: CopyGroup[] = [...groups.values()]
+    .map(({ knownBytes, knownNs, ...g }) => ({ ...g, achievedGBps: knownNs > 0 ? +(knownBytes / knownNs).toFixed(3) : null }))
+    .sort((a, b) => b.timeNs - a.timeNs);
+
+  const r = m.runtime;
+  const syncs = { streamSync: 0, deviceSync: 0, eventSync: 0, memcpySync: 0, hostBlockedNs: 0, deviceRecords: m.syncs.length };
+  const calls = { mallocCalls: 0, freeCalls: 0, hostAllocCalls: 0, hostFreeCalls: 0, managedAllocCalls: 0 };
+  for (let i = 0; i < r.length; i++) {
+    const api = r.get(i, 'api');
+    const d = r.get(i, 'end') - r.get(i, 'start');
+    if (api === Api.streamSync) syncs.streamSync++;
+    else if (api === Api.deviceSync) syncs.deviceSync++;
+    else if (api === Api.eventSync) syncs.eventSync++;
+    else if (api === Api.memcpySync) syncs.memcpySync++;
+    if (api === Api.streamSync || api === Api.deviceSync || api === Api.eventSync || api === Api.memcpySync) syncs.hostBlockedNs += d;
+    if (api === Api.malloc || api === Api.mallocAsync) calls.mallocCalls++;
+    else if (api === Api.free || api === Api.freeAsync) calls.freeCalls++;
+    else if (api === Api.hostAlloc) calls.hostAllocCalls++;
+    else if (api === Api.hostFree) calls.hostFreeCalls++;
+    else if (api === Api.mallocManaged) calls.managedAllocCalls++;
+  }
+  const a = m.allocs;
+  let driverAllocEvents = 0;
+  let frameworkAllocEvents = 0;
+  let peakAllocated: number | null = null;
+  let peakReserved: number | null = null;
+  for (let i = 0; i < a.length; i++) {
+    if (a.get(i, 'bytes') > 0) {
+      if (a.get(i, 'level') === AllocLevel.driver) driverAllocEvents++;
+      else frameworkAllocEvents++;
+    }
+    const al = a.get(i, 'allocated');
+    const re = a.get(i, 'reserved');
+    if (!Number.isNaN(al) && (peakAllocated === null || al > peakAllocated)) peakAllocated = al;
+    if (!Number.isNaN(re) && (peakReserved === null || re > peakReserved)) peakReserved = re;
+  }
+  const seg = m.segments;
+  let gpuFaults = 0;
+  for (let i = 0; i < m.faults.length; i++) if (m.faults.get(i, 'kind') === 1) gpuFaults++;
+  const k = m.kernels;
+  let kernelNs = 0;
+  for (let i = 0; i < k.length; i++) kernelNs += k.get(i, 'end') - k.get(i, 'start');
+  let memsetNs = 0;
+  for (let i = 0; i < m.memsets.length; i++) memsetNs += m.memsets.get(i, 'end') - m.memsets.get(i, 'start');
+  return {
+    files: [...m.files],
+    formats: [...m.formats],
+    devices: [...m.devices].map(([id, name]) => ({ id, name })),
+    spanNs: ctx.spanNs,
+    copies: { count: c.length, bytes: knownSum(c.col('bytes')), timeNs: copyNs, groups: copyGroups, overlappedWithKernelsNs: overlapped, overlapFraction: copyNs > 0 && k.length > 0 ? +(overlapped / copyNs).toFixed(4) : null },
+    kernels: {
+      count: k.length,
+      timeNs: kernelNs,
+      busyNs: [...ctx.kernelBusy.values()].reduce((s, u) => s + unionLength(u), 0),
+      top: [...m.kernelNames].sort((x, y) => y[1].ns - x[1].ns).slice(0, 5).map(([name, v]) => ({ name, count: v.count, timeNs: v.ns })),
+    },
+    memsets: { count: m.memsets.length, bytes: knownSum(m.memsets.col('bytes')), timeNs: memsetNs },
+    syncs,
+    allocations: {
+      ...calls,
+      driverAllocEvents,
+      frameworkAllocEvents,
+      peakAllocatedBytes: peakAllocated,
+      peakReservedBytes: peakReserved,
+      ooms: m.ooms,
+      segments: seg.length > 0 ? { count: seg.length, reservedBytes: seg.reduce((s, x) => s + x.totalBytes, 0), allocatedBytes: seg.reduce((s, x) => s + x.allocatedBytes, 0), inactiveSplitBytes: seg.reduce((s, x) => s + x.inactiveSplitBytes, 0) } : null,
+    },
+    faults: { gpu: gpuFaults, cpu: m.faults.length - gpuFaults },
+    cpuOps: Object.fromEntries(m.cpuOps),
+    aggregates: m.aggregateCopies.length + m.aggregateApis.length > 0 ? { copies: m.aggregateCopies, apis: [...m.aggregateApis].sort((x, y) => y.totalNs - x.totalNs).slice(0, 15) } : null,
+    rates: ctx.rates,
+    notes: [...m.notes],
+    notApplicable,
+  };
+}
