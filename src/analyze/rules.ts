@@ -6,7 +6,7 @@
 import { formatBytes, formatNs, KiB, MiB, GiB } from '../units.js';
 import { AnalysisContext } from './context.js';
 import { coveredWithin, unionLength, unionOf } from './intervals.js';
-import { Api, AllocLevel, Direction, DIRECTIONS, MemKind, classifyApi } from './model.js';
+import { Api, AllocLevel, Direction, DIRECTIONS, MemKind, classifyApi, type AggregateApi } from './model.js';
 import type { Finding, Severity } from './result.js';
 
 export type RuleOutcome = Finding | { notApplicable: string } | undefined;
@@ -101,6 +101,22 @@ function pageableRule(id: string, dir: number): Rule {
             : 'Copy into a pinned buffer allocated once (torch.empty(..., pin_memory=True) and .copy_(x, non_blocking=True)), then wait on an event before reading it: a copy into pageable memory is staged and synchronous.',
       };
     },
+  };
+}
+
+/** A finding from a tool's aggregate table (calls and total time per function): no saving can be computed from totals. */
+function aggregateFinding(rule: string, severity: Severity, title: string, rows: AggregateApi[], cannotTell: string, change: string): Finding {
+  return {
+    rule,
+    severity,
+    title,
+    count: rows.reduce((s, a) => s + a.calls, 0),
+    bytes: null,
+    timeNs: rows.reduce((s, a) => s + a.totalNs, 0),
+    estimatedSavingNs: 0,
+    savingHow: `not computed: aggregate statistics cannot tell ${cannotTell}`,
+    evidence: rows.map((a) => `${a.name}: ${a.calls} calls, ${formatNs(a.totalNs)}`),
+    change,
   };
 }
 
@@ -202,15 +218,8 @@ const syncStorm: Rule = {
     }
     const agg = ctx.model.aggregateApis.filter((a) => /Synchronize$|signal_wait/i.test(a.name));
     if (n === 0 && agg.length > 0) {
-      const calls = agg.reduce((s, a) => s + a.calls, 0);
-      if (calls < SYNC_STORM_COUNT) return undefined;
-      const t = agg.reduce((s, a) => s + a.totalNs, 0);
-      return {
-        rule: 'sync-storm', severity: 'medium', title: 'Many host synchronisations (from aggregate statistics)', count: calls, bytes: null, timeNs: t, estimatedSavingNs: 0,
-        savingHow: 'not computed: aggregate statistics do not say which synchronisations wait on copies',
-        evidence: agg.map((a) => `${a.name}: ${a.calls} calls, ${formatNs(a.totalNs)}`),
-        change: 'Synchronise once per step at most: non_blocking copies from pinned memory, events instead of stream or device synchronisation, metrics read back every N steps.',
-      };
+      if (agg.reduce((s, a) => s + a.calls, 0) < SYNC_STORM_COUNT) return undefined;
+      return aggregateFinding('sync-storm', 'medium', 'Many host synchronisations (from aggregate statistics)', agg, 'which synchronisations wait on copies', 'Synchronise once per step at most: non_blocking copies from pinned memory, events instead of stream or device synchronisation, metrics read back every N steps.');
     }
     if (n < SYNC_STORM_COUNT) return undefined;
     const items = (ctx.model.cpuOps.get('aten::item') ?? 0) + (ctx.model.cpuOps.get('aten::tolist') ?? 0);
@@ -336,15 +345,8 @@ function churnRule(id: string, apis: number[], host: boolean): Rule {
       if (!churnCalls) idx.length = 0;
       const aggregate = ctx.model.aggregateApis.filter((x) => apis.includes(classifyApi(x.name)));
       if (idx.length < need && events < need) {
-        const calls = aggregate.reduce((s, x) => s + x.calls, 0);
-        if (calls < need * 2 || r.length > 0) return undefined;
-        return {
-          rule: id, severity: 'low', title: host ? 'Pinned memory allocated many times (aggregate statistics)' : 'Many device allocations (aggregate statistics)', count: calls, bytes: null,
-          timeNs: aggregate.reduce((s, x) => s + x.totalNs, 0), estimatedSavingNs: 0,
-          savingHow: 'not computed: aggregate statistics cannot tell steady-state allocations from warm-up',
-          evidence: aggregate.map((x) => `${x.name}: ${x.calls} calls, ${formatNs(x.totalNs)}`),
-          change: host ? 'Allocate pinned buffers once and reuse them.' : 'Keep memory in a caching pool rather than allocating and freeing it every step.',
-        };
+        if (aggregate.reduce((s, x) => s + x.calls, 0) < need * 2 || r.length > 0) return undefined;
+        return aggregateFinding(id, 'low', host ? 'Pinned memory allocated many times (aggregate statistics)' : 'Many device allocations (aggregate statistics)', aggregate, 'steady-state allocations from warm-up', host ? 'Allocate pinned buffers once and reuse them.' : 'Keep memory in a caching pool rather than allocating and freeing it every step.');
       }
       const t = sum(idx, (i) => r.get(i, 'end') - r.get(i, 'start'));
       const poolHitNs = 300;

@@ -137,6 +137,21 @@ export class DeviceAllocation extends Allocation {
   }
 }
 
+/**
+ * A range of device address space reserved through the virtual memory API (a growable pool segment), registered so
+ * that copies and fills into the blocks carved from it are checked like any device allocation. Physical memory is
+ * mapped into parts of it by its source; freeing it gives the address space back.
+ */
+export class ReservedDeviceRange extends Allocation {
+  constructor(owner: AllocationOwner, address: Address, bytes: number, device: number, private readonly giveBack: () => void) {
+    super(owner, 'device', address, bytes, device, address);
+  }
+
+  protected release(): void {
+    this.giveBack();
+  }
+}
+
 /** Options of pinned host memory. `coherent` and `numaUser` are AMD's. */
 export interface PinnedOptions {
   portable?: boolean;

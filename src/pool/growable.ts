@@ -4,9 +4,10 @@
  * On a GPU this is the virtual memory API (cuMemAddressReserve / cuMemCreate / cuMemMap, hipMemAddressReserve /
  * hipMemCreate / hipMemMap); for replays a simulated device counts the same bytes with nothing behind them.
  */
-import { OutOfMemoryError } from '../errors.js';
+import { ErrorCode, InvalidArgumentError, OutOfMemoryError } from '../errors.js';
 import type { Backend, VirtualMemoryApi } from '../backend/backend.js';
-import type { Device } from '../memory/runtime.js';
+import type { Device, Runtime } from '../memory/runtime.js';
+import { ReservedDeviceRange } from '../memory/allocation.js';
 
 /** Address space with physical memory mapped in chunks; a chunk is unmapped whole. */
 export abstract class GrowableSource {
@@ -85,26 +86,37 @@ export class VmmSource extends GrowableSource {
   readonly granularity: number;
   readonly reserveBytes: number;
   private readonly vmm: VirtualMemoryApi;
+  private readonly rt: Runtime;
+  private readonly ranges = new Map<number, ReservedDeviceRange>();
 
-  /** @throws InvalidArgumentError (UNSUPPORTED) when the backend has no virtual memory API. */
+  /** @throws InvalidArgumentError (UNSUPPORTED) when the backend has no virtual memory API, INVALID_SIZE for a bad reserveBytes. */
   constructor(dev: Device, options: { reserveBytes?: number } = {}) {
     super();
+    const r = options.reserveBytes;
+    if (r !== undefined && (!Number.isSafeInteger(r) || r <= 0)) throw new InvalidArgumentError(`reserveBytes must be a positive whole number of bytes, got ${String(r)}`, ErrorCode.INVALID_SIZE);
     const rt = dev.runtime;
     if (!rt.backend.vmm) throw rt.unsupported('growable segments (the virtual memory API)');
+    this.rt = rt;
     this.backend = rt.backend;
     this.vmm = rt.backend.vmm;
     this.device = dev.index;
     this.granularity = this.vmm.granularity(dev.index);
-    const total = dev.memGetInfo().totalBytes;
-    this.reserveBytes = Math.ceil((options.reserveBytes ?? total) / this.granularity) * this.granularity;
+    const want = options.reserveBytes ?? dev.memGetInfo().totalBytes;
+    this.reserveBytes = Math.ceil(want / this.granularity) * this.granularity;
   }
 
   reserve(bytes: number): number {
-    return this.vmm.reserve(bytes, this.granularity);
+    const address = this.vmm.reserve(bytes, this.granularity);
+    // registered with the runtime, so that copies into the pool's blocks are checked like any device memory
+    this.ranges.set(address, this.rt.adopt(new ReservedDeviceRange(this.rt, address, bytes, this.device, () => this.vmm.free(address, bytes))));
+    return address;
   }
 
   protected freeRange(address: number, bytes: number): void {
-    this.vmm.free(address, bytes);
+    const r = this.ranges.get(address);
+    this.ranges.delete(address);
+    if (r) r.free();
+    else this.vmm.free(address, bytes);
   }
 
   protected createAndMap(address: number, bytes: number): number {

@@ -8,7 +8,7 @@ import { ErrorCode, GpuError, OutOfMemoryError } from '../errors.js';
 import { openRuntime, type Runtime } from '../memory/runtime.js';
 import { LimitingAdaptor, LoggingAdaptor, StatisticsAdaptor, TrackingAdaptor } from './adaptors.js';
 import { CachingPool } from './caching-pool.js';
-import { SimulatedGrowableSource } from './growable.js';
+import { SimulatedGrowableSource, VmmSource } from './growable.js';
 import { resourceConformance, type ResourceUnderTest } from './resource.case.js';
 import { AsyncPoolResource, DeviceResource, ManagedResource, PinnedResource, SimulatedResource } from './sources.js';
 
@@ -297,4 +297,75 @@ test('a cache hit makes no native call', () => {
   assert.deepEqual(calls, []);
   p[Symbol.dispose]();
   rt[Symbol.dispose]();
+});
+
+// The pool on the real device backends present here: fixed segments from cudaMalloc / hipMalloc, and growable segments
+// through the virtual memory API, with data written into blocks and read back.
+for (const name of ['cuda', 'hip'] as const) {
+  let devices = 0;
+  let vmm = false;
+  let why = '';
+  try {
+    using rt = openRuntime({ backend: name });
+    devices = rt.devices.length;
+    vmm = rt.backend.capabilities.virtualMemory;
+    why = rt.backend.noDeviceReason() ?? '';
+  } catch (e) {
+    why = (e as Error).message.split('\n')[0]!;
+  }
+  const onDevice = (make: (rt: Runtime) => Omit<ResourceUnderTest, 'cleanup'>): (() => ResourceUnderTest) => () => {
+    const rt = openRuntime({ backend: name });
+    return { ...make(rt), cleanup: () => rt[Symbol.dispose]() };
+  };
+  if (devices === 0) {
+    test(`${name}: the pool on a device`, { skip: `no ${name} device here (${why})` }, () => {});
+    continue;
+  }
+  resourceConformance(`${name}: CachingPool(DeviceResource)`, onDevice((rt) => {
+    const p = new CachingPool(new DeviceResource(rt.device(0)));
+    return { resource: p, observe: poolObserve(p) };
+  }));
+  if (!vmm) {
+    test(`${name}: growable segments`, { skip: `the ${name} backend has no virtual memory API here` }, () => {});
+    continue;
+  }
+  resourceConformance(`${name}: CachingPool(growable, VmmSource)`, onDevice((rt) => {
+    const p = new CachingPool(undefined, { growable: new VmmSource(rt.device(0), { reserveBytes: 4 * 2 ** 30 }) });
+    return { resource: p, observe: poolObserve(p) };
+  }));
+  test(`${name}: growable segments hold data across growth, and give their memory back`, async () => {
+    using rt = openRuntime({ backend: name });
+    const d = rt.device(0);
+    const g = new VmmSource(d, { reserveBytes: 4 * 2 ** 30 });
+    using p = new CachingPool(undefined, { growable: g });
+    using s = d.createStream();
+    const sizes = [1 * MiB, 5 * MiB, 40 * MiB, 3 * MiB];
+    const blocks = sizes.map((n) => p.allocate(n, { stream: s }));
+    assert.ok(g.mapCalls >= 2, 'the segment grew');
+    using src = rt.allocPinned(40 * MiB);
+    using back = rt.allocPinned(40 * MiB);
+    for (const [i, a] of blocks.entries()) {
+      src.view(0, sizes[i]!).fill(i + 1);
+      rt.copy(a, src, { stream: s, bytes: sizes[i]! });
+      rt.copy(back, a, { stream: s, bytes: sizes[i]! });
+      await s.synchronize();
+      const v = back.view(0, sizes[i]!);
+      assert.ok(v[0] === i + 1 && v[sizes[i]! - 1] === i + 1, `block ${i} read back what was written`);
+    }
+    assert.throws(() => rt.copy(blocks[0]! + 8 * 1024 ** 3, src, { bytes: 16 }), (e: unknown) => e instanceof GpuError && e.code === ErrorCode.FOREIGN_ADDRESS);
+    for (const [i, a] of blocks.entries()) p.deallocate(a, sizes[i]!, { stream: s });
+    await s.synchronize();
+    p.trim();
+    assert.equal(g.mappedBytes, 0, 'every chunk unmapped');
+    assert.equal(p.stats().reservedBytes.current, 0);
+  });
+}
+
+test('VmmSource refuses a bad reservation size before any native call, and a backend without the virtual memory API', () => {
+  using rt = host();
+  const d = rt.device(0);
+  for (const bad of [0, -1, 2.5, 4 << 30, Number.NaN]) {
+    assert.throws(() => new VmmSource(d, { reserveBytes: bad }), (e: unknown) => e instanceof GpuError && e.code === ErrorCode.INVALID_SIZE, String(bad));
+  }
+  assert.throws(() => new VmmSource(d), (e: unknown) => e instanceof GpuError && e.code === ErrorCode.UNSUPPORTED);
 });
