@@ -5,7 +5,7 @@
  * computed here from the files themselves, independently of the importers.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -172,6 +172,50 @@ test('the analyze page shows findings and a timeline of copies against kernels p
     assert.ok(value.bars > 100 && value.bars <= 3000);
     assert.match(value.text, /sync-storm/);
     assert.match(value.text, /pageable-copy/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('copy names of both Kineto flavours and runtime names of CUDA, HIP and nsys are understood', async () => {
+  const { parseCopyName } = await import('./importers/kineto.js');
+  const { classifyApi, Api, Direction, MemKind } = await import('./model.js');
+  assert.deepEqual(parseCopyName('Memcpy HtoD (Pageable -> Device)'), { dir: Direction.HtoD, src: MemKind.pageable, dst: MemKind.device });
+  assert.deepEqual(parseCopyName('Memcpy DtoH (Device -> Pinned)'), { dir: Direction.DtoH, src: MemKind.device, dst: MemKind.pinned });
+  assert.deepEqual(parseCopyName('Memcpy HtoD (Host -> Device)'), { dir: Direction.HtoD, src: MemKind.unknown, dst: MemKind.device });
+  assert.deepEqual(parseCopyName('CopyDeviceToHost'), { dir: Direction.DtoH, src: MemKind.device, dst: MemKind.unknown });
+  assert.equal(parseCopyName('Memcpy DtoD (Device -> Device)').dir, Direction.DtoD);
+  const cases: Array<[string, number]> = [
+    ['cudaMemcpyAsync', Api.memcpyAsync],
+    ['hipMemcpyWithStream', Api.memcpyAsync],
+    ['cudaMemcpy', Api.memcpySync],
+    ['hipMemcpyHtoD', Api.memcpySync],
+    ['cudaStreamSynchronize_v3020', Api.streamSync],
+    ['hipDeviceSynchronize', Api.deviceSync],
+    ['cuCtxSynchronize', Api.deviceSync],
+    ['cudaHostAlloc', Api.hostAlloc],
+    ['hipHostMalloc', Api.hostAlloc],
+    ['hipMallocManaged', Api.mallocManaged],
+    ['cudaMallocAsync', Api.mallocAsync],
+    ['cudaLaunchKernel', Api.launch],
+    ['cudaGetDevice', Api.other],
+  ];
+  for (const [name, api] of cases) assert.equal(classifyApi(name), api, name);
+});
+
+test('a ROCm-flavour Kineto trace: host kind unknown, said so, and the rules that need it do not guess', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gpumem-rocm-kineto-'));
+  try {
+    const text = gunzipSync(readFileSync(NAIVE)).toString().replace(/Memcpy (HtoD|DtoH) \((Pageable|Pinned|Device) -> (Device|Pageable|Pinned)\)/g, (_, d: string) => (d === 'HtoD' ? 'Memcpy HtoD (Host -> Device)' : 'Memcpy DtoH (Device -> Host)'));
+    const file = join(dir, 'rocm.json');
+    writeFileSync(file, text);
+    const r = await analyzeFiles([file]);
+    assert.ok(r.summary.copies.groups.every((g) => g.hostKind === 'unknown'));
+    assert.ok(!rules(r).includes('pageable-copy'));
+    assert.ok(r.summary.notApplicable.some((n) => n.rule === 'pageable-copy'));
+    assert.ok(r.summary.notes.some((n) => /ROCm traces do not/.test(n)));
+    find(r, 'small-copies');
+    find(r, 'sync-storm');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -5,13 +5,18 @@
 import type { CopyRates } from './bandwidth.js';
 import { coveredWithin, unionOf, type Union } from './intervals.js';
 import { Api, Direction, MemKind, type TraceModel } from './model.js';
+import { formatNs } from '../units.js';
 
 export class AnalysisContext {
   readonly copyCount: number;
   /** The host side's MemKind for HtoD / DtoH copies; MemKind.device for the others. */
   readonly hostKind: Uint8Array;
-  /** Shortest copy per direction in this trace, ns: the fixed cost any copy pays here. */
+  /**
+   * The fixed cost any copy pays here, per direction: the shortest copy of at most 64 KiB in this trace (0 where
+   * the trace has no small copy in that direction; floorKnown says which).
+   */
   readonly floorNs: Float64Array;
+  readonly floorKnown: boolean[];
   readonly kernelBusy = new Map<number, Union>();
   readonly allKernels: Union;
   readonly runtimeByCorrelation = new Map<number, number>();
@@ -29,8 +34,9 @@ export class AnalysisContext {
       const dir = c.get(i, 'dir');
       this.hostKind[i] = dir === Direction.HtoD ? c.get(i, 'src') : dir === Direction.DtoH ? c.get(i, 'dst') : MemKind.device;
       const d = c.get(i, 'end') - c.get(i, 'start');
-      if (d < this.floorNs[dir]!) this.floorNs[dir] = d;
+      if (c.get(i, 'bytes') <= 64 * 1024 && d < this.floorNs[dir]!) this.floorNs[dir] = d;
     }
+    this.floorKnown = Array.from(this.floorNs, (f) => f !== Infinity);
     for (let d = 0; d < 6; d++) if (this.floorNs[d] === Infinity) this.floorNs[d] = 0;
     const k = model.kernels;
     const devices = new Set<number>();
@@ -52,6 +58,13 @@ export class AnalysisContext {
   /** Pinned copy rate for a direction in bytes per ns (numerically GB/s, with GB = 1e9). */
   pinnedRate(dir: number): number {
     return dir === Direction.DtoH ? this.rates.DtoH : this.rates.HtoD;
+  }
+
+  /** How the fixed cost of a copy in `dir` was found, for savingHow texts. */
+  floorText(dir: number): string {
+    return this.floorKnown[dir]
+      ? `the fixed cost of a copy here (the shortest copy of 64 KiB or less in this trace, ${formatNs(this.floorNs[dir]!)})`
+      : 'no fixed cost (the trace has no copy of 64 KiB or less in this direction to measure it by, so the saving is high by a few µs per copy)';
   }
 
   /** What copy i would take from pinned memory at the stated rate: the fixed cost plus bytes over bandwidth. */

@@ -93,7 +93,7 @@ function pageableRule(id: string, dir: number): Rule {
         bytes,
         timeNs,
         estimatedSavingNs: saving,
-        savingHow: `each copy's measured time minus what it takes from pinned memory: the shortest ${name} copy in this trace (${formatNs(ctx.floorNs[dir]!)}) plus its bytes at ${ctx.pinnedRate(dir)} GB/s`,
+        savingHow: `each copy's measured time minus what it takes from pinned memory: ${ctx.floorText(dir)} plus its bytes at ${ctx.pinnedRate(dir)} GB/s`,
         evidence,
         change:
           dir === Direction.HtoD
@@ -184,7 +184,7 @@ const smallCopies: Rule = {
       bytes,
       timeNs: deviceNs + issueNs,
       estimatedSavingNs: saving,
-      savingHow: `copy-engine plus issuing time of the small copies, minus one copy per burst (${bursts.length}): the trace's shortest copy, the burst's bytes at the pinned rate, and the median issuing call`,
+      savingHow: `copy-engine plus issuing time of the small copies, minus one copy per burst (${bursts.length}): ${ctx.floorText(Direction.HtoD)}, the burst's bytes at the pinned rate, and the median issuing call`,
       evidence,
       change: 'Pack small tensors into one buffer (torch.cat into a preallocated pinned staging tensor, or one struct) and copy it once per step; keep scalars such as counters, masks or learning rates on the device instead of uploading them.',
     };
@@ -484,7 +484,7 @@ const lowBandwidth: Rule = {
       bytes,
       timeNs: t,
       estimatedSavingNs: saving,
-      savingHow: 'each copy\'s time minus its bytes at the stated pinned rate plus the trace\'s shortest copy',
+      savingHow: `each copy's time minus its bytes at the stated pinned rate plus ${ctx.floorText(Direction.HtoD)}`,
       evidence,
       change: "Check the link (gpumem info shows the PCIe generation and width the GPU trained at), allocate pinned buffers on the GPU's NUMA node (numactl --membind, or hipHostMalloc's NUMA flags), make sure the memory is really pinned, and avoid several copies in one direction at once.",
     };
