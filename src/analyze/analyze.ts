@@ -3,7 +3,6 @@
  * clock, as rocprofv3's CSV files do), infer what the traces leave unsaid, run the rules and summarise.
  * Pure TypeScript: no GPU library is loaded.
  */
-import { basename } from 'node:path';
 import { BadInputError } from '../errors.js';
 import { headBytes, sniffText, fileSize } from '../input/files.js';
 import { defaultRates, ratesFromBench, type CopyRates } from './bandwidth.js';
@@ -123,9 +122,4 @@ export async function analyzeFiles(files: readonly string[], options: AnalyzeOpt
   const device = [...model.devices.values()][0];
   const rates = options.fromBench ? ratesFromBench(options.fromBench) : defaultRates(device);
   return analyzeModel(model, rates);
-}
-
-/** A file's short name for messages. */
-export function shortName(file: string): string {
-  return basename(file);
 }

@@ -1,5 +1,5 @@
 /** The summary of a trace's memory activity: copies by direction and host kind, overlap, syncs, allocations. */
-import type { AnalysisContext } from './context.js';
+import { AnalysisContext } from './context.js';
 import { unionLength } from './intervals.js';
 import { Api, AllocLevel, DIRECTIONS, MEM_KINDS } from './model.js';
 import type { CopyGroup, Summary } from './result.js';
@@ -54,7 +54,7 @@ export function summarize(ctx: AnalysisContext, notApplicable: Summary['notAppli
     else if (api === Api.deviceSync) syncs.deviceSync++;
     else if (api === Api.eventSync) syncs.eventSync++;
     else if (api === Api.memcpySync) syncs.memcpySync++;
-    if (api === Api.streamSync || api === Api.deviceSync || api === Api.eventSync || api === Api.memcpySync) syncs.hostBlockedNs += d;
+    if (AnalysisContext.isBlocking(api)) syncs.hostBlockedNs += d;
     if (api === Api.malloc || api === Api.mallocAsync) calls.mallocCalls++;
     else if (api === Api.free || api === Api.freeAsync) calls.freeCalls++;
     else if (api === Api.hostAlloc) calls.hostAllocCalls++;

@@ -14,6 +14,12 @@ const { parser } = require('stream-json') as { parser: (o?: object) => NodeJS.Re
 type Token = { name: string; value?: string };
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 export type PathKey = string | number;
+export type JsonObject = { [k: string]: Json };
+
+/** True for a JSON object (not an array, not null). */
+export function isJsonObject(v: Json | undefined): v is JsonObject {
+  return v !== null && v !== undefined && typeof v === 'object' && !Array.isArray(v);
+}
 
 export interface JsonLimits {
   /** Deepest nesting of the whole document. */
@@ -57,7 +63,6 @@ export async function walkJson(
   let buildDepth = 0;
   /** Characters and values held by the value being assembled. */
   let buildChars = 0;
-  let inKey = false;
   let text = '';
   let cut = false;
   let bytes = 0;
@@ -102,9 +107,6 @@ export async function walkJson(
     if (!f) fail('unbalanced brackets');
     if (f!.build) buildDepth--;
     finish(f!.build ?? null, f!.root);
-    if (!f!.build) {
-      // a walked container: nothing to hand over
-    }
   };
 
   /** Counts what the value being assembled holds (a value costs its key and, for strings, its text). */
@@ -137,12 +139,10 @@ export async function walkJson(
       case 'endArray':
         return endContainer();
       case 'startKey':
-        inKey = true;
         text = '';
         cut = false;
         return;
       case 'endKey': {
-        inKey = false;
         const f = top();
         if (f) f.key = text;
         return;
@@ -168,7 +168,6 @@ export async function walkJson(
       case 'nullValue':
         return scalar(null);
     }
-    void inKey;
   };
 
   const input = openInput(file);

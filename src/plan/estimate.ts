@@ -88,7 +88,8 @@ export interface Line {
   note: string;
 }
 
-export interface Estimate {
+/** The byte totals of one GPU, as the plan's JSON prints them. */
+export interface PerGpuBytes {
   parametersBytes: number;
   gradientsBytes: number;
   optimizerBytes: number;
@@ -97,6 +98,9 @@ export interface Estimate {
   overheadBytes: number;
   /** The predicted peak (see peakPhase) plus the overhead lines. */
   totalBytes: number;
+}
+
+export interface Estimate extends PerGpuBytes {
   /** Everything added up as if all of it were held at once (an upper bound). */
   sumBytes: number;
   peakPhase: 'backward' | 'optimizer-step' | 'inference';

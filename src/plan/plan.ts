@@ -6,7 +6,7 @@
 import { BadInputError } from '../errors.js';
 import { largestCopyRows, readBenchReport } from '../bench/read-bench.js';
 import { catalogueGpu, type GpuSpec } from './catalogue.js';
-import { estimate, type Estimate, type InferOptions, type PlanOptions, type TrainOptions } from './estimate.js';
+import { estimate, type Estimate, type PerGpuBytes, type InferOptions, type PlanOptions, type TrainOptions } from './estimate.js';
 import type { ModelConfig } from './model-config.js';
 
 export interface Machine {
@@ -42,15 +42,7 @@ export interface PlanResult {
   model: { name: string; parameters: number; activeParameters: number; layers: number; hidden: number; heads: number; kvHeads: number; vocab: number };
   options: PlanOptions;
   machine: Machine;
-  perGpu: {
-    parametersBytes: number;
-    gradientsBytes: number;
-    optimizerBytes: number;
-    activationsBytes: number;
-    kvCacheBytes: number;
-    overheadBytes: number;
-    totalBytes: number;
-  };
+  perGpu: PerGpuBytes;
   peakPhase: Estimate['peakPhase'];
   sumBytes: number;
   lines: Estimate['lines'];

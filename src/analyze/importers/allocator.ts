@@ -4,13 +4,11 @@
  * gpumem's NDJSON pool log and RMM's CSV log give allocation events.
  */
 import { BadInputError } from '../../errors.js';
-import { walkJson, type Json, type PathKey } from '../../input/json-stream.js';
+import { isJsonObject as isObj, walkJson, type Json, type JsonObject as Obj, type PathKey } from '../../input/json-stream.js';
 import { EventKind, readTrace } from '../../pool/replay/read-trace.js';
 import { AllocLevel, type SnapshotSegment, type TraceModel } from '../model.js';
-import { describe, optNumber } from './fields.js';
+import { describe, optNumber } from '../../input/numbers.js';
 
-type Obj = { [k: string]: Json };
-const isObj = (v: Json | undefined): v is Obj => v !== null && v !== undefined && typeof v === 'object' && !Array.isArray(v);
 
 /** Reads one snapshot segment into gpumem's summary of it. */
 function segmentOf(v: Obj, where: string, file: string): SnapshotSegment {

@@ -4,18 +4,13 @@
  * does not say whether the host side was pinned. Timestamps are microseconds with fractions.
  */
 import { BadInputError } from '../../errors.js';
-import { walkJson, type Json, type PathKey } from '../../input/json-stream.js';
+import { isJsonObject as isObj, walkJson, type Json, type JsonObject as Obj, type PathKey } from '../../input/json-stream.js';
 import { AllocLevel, Direction, MemKind, classifyApi, type TraceModel } from '../model.js';
-import { describe, directionCode, directionOf, memKindOf, optNumber } from './fields.js';
-
-type Obj = { [k: string]: Json };
+import { describe, optNumber } from '../../input/numbers.js';
+import { directionCode, directionOf, memKindOf } from './fields.js';
 
 /** Framework ops that move memory or wait on the device; counted, and named in evidence. */
 const CPU_OPS = /^aten::(item|_local_scalar_dense|to|_to_copy|copy_|pin_memory|_pin_memory|nonzero|cpu|cuda|tolist|is_nonzero|equal|masked_select)$/;
-
-function isObj(v: Json): v is Obj {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 /** Parses a copy's name into direction and source / destination kinds. */
 export function parseCopyName(name: string): { dir: number; src: number; dst: number } {

@@ -7,9 +7,10 @@
  */
 import { BadInputError } from '../../errors.js';
 import { readCsv, type CsvRow } from '../../input/csv.js';
-import { walkJson, type Json, type PathKey } from '../../input/json-stream.js';
-import { AllocLevel, Direction, MemKind, classifyApi, type TraceModel } from '../model.js';
-import { describe, directionCode, optNumber, reqNumber, reqTimestamp } from './fields.js';
+import { isJsonObject as isObj, walkJson, type Json, type JsonObject as Obj, type PathKey } from '../../input/json-stream.js';
+import { AllocLevel, DIRECTIONS, Direction, MemKind, classifyApi, type TraceModel } from '../model.js';
+import { describe, optNumber, reqNumber, reqTimestamp } from '../../input/numbers.js';
+import { directionCode } from './fields.js';
 
 type CsvKind = 'copies' | 'kernels' | 'api' | 'allocations' | 'agents' | 'stats' | 'copy-rows';
 
@@ -36,14 +37,12 @@ const col = (columns: readonly string[], re: RegExp): string | undefined => colu
  */
 export async function importRocprofCsv(file: string, model: TraceModel, progress?: (bytes: number) => void): Promise<void> {
   let kind: CsvKind | undefined;
-  let columns: string[] = [];
   let bytesCol: string | undefined;
   let srcAddrCol: string | undefined;
   let dstAddrCol: string | undefined;
   let beginCol = 'Start_Timestamp';
   let endCol = 'End_Timestamp';
   const onHeader = (cols: string[]): void => {
-    columns = cols;
     kind = rocprofCsvKind(cols);
     if (!kind) throw new BadInputError(`not a rocprof / rocprofv3 CSV table (header: ${cols.slice(0, 8).join(',').slice(0, 120)})`, file);
     bytesCol = col(cols, /^(Bytes|Size|Copy_?Bytes|Memory_Copy_Size|Data_?Size|SizeBytes)$/i);
@@ -131,7 +130,7 @@ export async function importRocprofCsv(file: string, model: TraceModel, progress
         const calls = reqNumber(r.Calls, `${where} Calls`, file);
         const totalNs = reqNumber(r.TotalDurationNs, `${where} TotalDurationNs`, file);
         const dir = directionCode(name.replace(/^Copy/i, ''));
-        if (dir !== Direction.unknown) model.aggregateCopies.push({ direction: (['HtoD', 'DtoH', 'DtoD', 'PtoP', 'HtoH', 'unknown'] as const)[dir], calls, totalNs, bytes: undefined });
+        if (dir !== Direction.unknown) model.aggregateCopies.push({ direction: DIRECTIONS[dir]!, calls, totalNs, bytes: undefined });
         else model.aggregateApis.push({ name, calls, totalNs });
         return;
       }
@@ -142,11 +141,8 @@ export async function importRocprofCsv(file: string, model: TraceModel, progress
   if (rows === 0 && kind !== 'agents') model.note(`${file}: the ${kind} table has no rows`);
   if (kind === 'copies' && !bytesCol) model.note('rocprofv3 memory_copy_trace rows carry no byte counts: bandwidth-based findings need an nsys or Kineto trace, or a rocprofv3 JSON with bytes');
   model.formats.add(kind === 'stats' ? 'rocprof-stats' : kind === 'copy-rows' ? 'rocprof' : 'rocprofv3-csv');
-  void columns;
 }
 
-type Obj = { [k: string]: Json };
-const isObj = (v: Json | undefined): v is Obj => v !== null && v !== undefined && typeof v === 'object' && !Array.isArray(v);
 
 /** A numeric id or address as rocprofiler-sdk's JSON writes it: a number, or { handle } / { value } / { internal }. */
 function idOf(v: Json | undefined, what: string, file: string): number | undefined {

@@ -4,16 +4,11 @@
  * RMM's CSV log (logging_resource_adaptor: Thread,Time,Action,Pointer,Size,Stream).
  */
 import { statSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { BadInputError } from '../../errors.js';
-import { openInput as input, sniffText } from '../../input/files.js';
+import { sniffText } from '../../input/files.js';
+import { isJsonObject, walkJson, type PathKey } from '../../input/json-stream.js';
 import { readLines } from '../../input/lines.js';
-
-const require = createRequire(import.meta.url);
-// stream-json is CommonJS; these are its documented entry points.
-const { parser } = require('stream-json') as { parser: (o?: object) => NodeJS.ReadWriteStream };
-const { pick } = require('stream-json/filters/Pick') as { pick: (o: object) => NodeJS.ReadWriteStream };
-const { streamValues } = require('stream-json/streamers/StreamValues') as { streamValues: () => NodeJS.ReadWriteStream };
+import { reqNumber } from '../../input/numbers.js';
 
 export type TraceFormat = 'pytorch' | 'gpumem' | 'rmm';
 
@@ -98,59 +93,32 @@ export async function detectFormat(file: string): Promise<TraceFormat> {
   throw new BadInputError('not a recognised allocation trace (expected a PyTorch/gpumem snapshot JSON, a gpumem NDJSON log or an RMM CSV log)', file);
 }
 
+/** An address, size or stream as a trace writes it (decimal or 0x hex; an empty CSV cell reads as 0). */
 function num(v: unknown, what: string, file: string): number {
-  const n = typeof v === 'string' && /^0x[0-9a-f]+$/i.test(v) ? Number.parseInt(v, 16) : typeof v === 'string' ? Number(v) : (v as number);
-  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0 || n > Number.MAX_SAFE_INTEGER) throw new BadInputError(`${what} is not a valid number: ${JSON.stringify(v)?.slice(0, 60)}`, file);
-  return n;
+  return reqNumber(typeof v === 'string' && v.trim() === '' ? 0 : v, what, file, Number.MAX_SAFE_INTEGER);
 }
 
 /** Reads the device_traces of a PyTorch (or gpumem) snapshot, streaming. */
 async function readSnapshot(file: string, wantDevice: number | undefined): Promise<Trace> {
   const perDevice = new Map<number, TraceEvents>();
-  const deviceQueue: number[] = [];
   let freeCompleted = false;
   let settings: Record<string, unknown> | undefined;
   let sawTraces = false;
-  await new Promise<void>((resolve, reject) => {
-    const src = input(file);
-    const p = parser();
-    const picked = pick({
-      filter: (stack: Array<string | number | null>) => {
-        if (stack.length === 3 && stack[0] === 'device_traces') {
-          deviceQueue.push(Number(stack[1]));
-          sawTraces = true;
-          return true;
-        }
-        return stack.length === 1 && stack[0] === 'allocator_settings';
-      },
-    });
-    const values = streamValues();
-    const fail = (e: unknown): void => {
-      src.destroy();
-      reject(e instanceof BadInputError ? e : new BadInputError(`malformed JSON: ${(e as Error).message}`, file));
-    };
-    src.on('error', fail);
-    p.on('error', fail);
-    picked.on('error', fail);
-    values.on('error', fail);
-    values.on('data', (d: { value: unknown }) => {
-      const v = d.value as Record<string, unknown>;
-      if (v && typeof v === 'object' && 'action' in v) {
-        const device = deviceQueue.shift() ?? 0;
-        const kind = ACTIONS[String(v.action)];
-        if (kind === undefined) return; // snapshot markers and other actions do not change memory
-        if (kind === EventKind.Free) freeCompleted = true;
-        let ev = perDevice.get(device);
-        if (!ev) perDevice.set(device, (ev = new TraceEvents()));
-        try {
-          ev.push(kind, num(v.addr ?? 0, 'addr', file), num(v.size ?? 0, 'size', file), num(v.stream ?? 0, 'stream', file));
-        } catch (e) {
-          fail(e);
-        }
-      } else if (v && typeof v === 'object' && !Array.isArray(v)) settings = v;
-    });
-    values.on('end', () => resolve());
-    src.pipe(p).pipe(picked).pipe(values);
+  const select = (p: readonly PathKey[]): boolean => (p.length === 3 && p[0] === 'device_traces' && typeof p[2] === 'number') || (p.length === 1 && p[0] === 'allocator_settings');
+  await walkJson(file, select, (p, v) => {
+    if (p[0] === 'allocator_settings') {
+      if (isJsonObject(v)) settings = v;
+      return;
+    }
+    sawTraces = true;
+    if (!isJsonObject(v) || !('action' in v)) return;
+    const kind = ACTIONS[String(v.action)];
+    if (kind === undefined) return; // snapshot markers and other actions do not change memory
+    if (kind === EventKind.Free) freeCompleted = true;
+    const device = p[1] as number;
+    let ev = perDevice.get(device);
+    if (!ev) perDevice.set(device, (ev = new TraceEvents()));
+    ev.push(kind, num(v.addr ?? 0, 'addr', file), num(v.size ?? 0, 'size', file), num(v.stream ?? 0, 'stream', file));
   });
   if (!sawTraces) throw new BadInputError('the snapshot has no device_traces (record with torch.cuda.memory._record_memory_history and save torch.cuda.memory._snapshot() as JSON)', file);
   const devices = [...perDevice.keys()].sort((a, b) => a - b);
