@@ -78,9 +78,7 @@ class Segment {
 class Block implements TreeNode {
   size = 0;
   address = 0;
-  left: TreeNode | null = null;
-  right: TreeNode | null = null;
-  priority = 0;
+  heapIndex = -1;
   requested = 0;
   segment!: Segment;
   prev: Block | null = null;
@@ -316,7 +314,7 @@ export class CachingPool extends ResourceBase {
 
   private newBlock(): Block {
     const b = this.spare.pop() ?? new Block();
-    b.left = b.right = null;
+    b.heapIndex = -1;
     b.prev = b.next = null;
     b.allocated = false;
     b.inTree = false;

@@ -45,7 +45,8 @@ export abstract class ResourceBase implements MemoryResource {
   /** Checks the arguments of allocate; answers the alignment to use. */
   protected checkAllocate(bytes: number, options: AllocateOptions | undefined, defaultAlignment: number): number {
     this.assertOpen();
-    checkSize(bytes, `${this.constructor.name}.allocate`);
+    // The common valid case without building the message label (this is every pool hit's path).
+    if (!(typeof bytes === 'number' && bytes >= 1 && bytes <= Number.MAX_SAFE_INTEGER && Number.isInteger(bytes))) checkSize(bytes, `${this.constructor.name}.allocate`);
     return options?.alignment === undefined ? defaultAlignment : checkAlignment(options.alignment, `${this.constructor.name}.allocate`);
   }
 
