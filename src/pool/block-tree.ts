@@ -135,7 +135,7 @@ export class BlockTree<T extends TreeNode> {
     const exact = this.bySize.get(size);
     if (exact !== undefined && exact.heap.length > 0) return exact.heap[0]!;
     // The smallest bucket of at least `size`; past empty ones (at most EMPTY_KEPT) to the next size up.
-    for (let want = size; ; ) {
+    for (let want = exact === undefined ? size : size + 1; ; ) {
       let at = this.root;
       let best: Bucket<T> | null = null;
       while (at !== null) {

@@ -524,7 +524,7 @@ export class CachingPool extends ResourceBase {
     const stream = options?.stream;
     const key = streamKey(stream);
     this.live.delete(address);
-    this.trace.record('free_requested', address, bytes, key);
+    const at = this.trace.record('free_requested', address, bytes, key);
     if (key !== b.stream && typeof stream === 'object') (b.usedOn ??= []).push(stream);
     this.requested.sub(b.requested);
     this.allocated.sub(b.size);
@@ -536,7 +536,7 @@ export class CachingPool extends ResourceBase {
       this.pending.push(b);
       return;
     }
-    this.release(b);
+    this.release(b, at);
   }
 
   /** The error for an address that is not a live allocation: free memory of ours is a double free, anything else foreign. */
@@ -554,10 +554,10 @@ export class CachingPool extends ResourceBase {
     return new InvalidArgumentError(`CachingPool: ${hex} was not allocated by this pool`, ErrorCode.FOREIGN_ADDRESS);
   }
 
-  /** A block no stream uses any more: back to its free list, merged with free neighbours. */
-  private release(b: Block): void {
+  /** A block no stream uses any more: back to its free list, merged with free neighbours. `at`: the trace time, when the free completes in the call that requested it. */
+  private release(b: Block, at = -1): void {
     this.active.sub(b.size);
-    this.trace.record('free_completed', b.userAddress, b.requested, b.stream);
+    this.trace.record('free_completed', b.userAddress, b.requested, b.stream, at);
     b.allocated = false;
     b.requested = 0;
     const seg = b.segment;

@@ -35,17 +35,26 @@ export class TraceRing {
     this.time = new Float64Array(capacity);
   }
 
-  record(action: TraceAction, addr: number, size: number, stream: number): void {
-    if (this.capacity === 0) return;
+  /** Microseconds since the epoch, as PyTorch's time_us (timeOrigin read once: its getter costs as much as now()). */
+  private readonly originUs = performance.timeOrigin * 1000;
+
+  /**
+   * Records one event at `timeUs` (default: now) and answers the time used, so that events of one call can share
+   * one clock read (a clock read is most of what recording costs).
+   */
+  record(action: TraceAction, addr: number, size: number, stream: number, timeUs = -1): number {
+    if (this.capacity === 0) return 0;
+    const t = timeUs >= 0 ? timeUs : this.originUs + performance.now() * 1000;
     const i = this.head;
     this.action[i] = ACTION_INDEX[action];
     this.addr[i] = addr;
     this.size[i] = size;
     this.stream[i] = stream;
-    this.time[i] = (performance.timeOrigin + performance.now()) * 1000;
+    this.time[i] = t;
     this.head = i + 1 === this.capacity ? 0 : i + 1;
     if (this.count < this.capacity) this.count++;
     else this.dropped++;
+    return t;
   }
 
   /** The events, oldest first. */
