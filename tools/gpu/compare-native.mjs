@@ -1,9 +1,20 @@
-// Side by side: the native yardstick (../shared/reference/native-bandwidth.cu) against gpumem bench, from one run.
-// Usage: node tools/gpu/compare-native.mjs native.txt bench.json
+// Side by side: the native yardstick (../shared/reference/native-bandwidth.cu) against gpumem bench, from one command.
+// Usage: node tools/gpu/compare-native.mjs native-1.txt [native-2.txt ...] bench-1.json [bench-2.json ...]
+// Files ending in .json are gpumem bench outputs; the others the yardstick's output. With several runs of each (run
+// interleaved: C, gpumem, C, gpumem, ...), each cell compares the median over runs of each run's figure (itself the
+// median of that run's timed copies), and shows both sides' run-to-run range, so that the gap can be read against
+// the yardstick's own variation between two runs of the same binary.
 import { readFileSync } from 'node:fs';
-const [nativeFile, benchFile] = process.argv.slice(2);
-const native = readFileSync(nativeFile, 'utf8').split('\n');
-const bench = JSON.parse(readFileSync(benchFile, 'utf8'));
+
+const files = process.argv.slice(2);
+const nativeFiles = files.filter((f) => !f.endsWith('.json'));
+const benchFiles = files.filter((f) => f.endsWith('.json'));
+if (!nativeFiles.length || !benchFiles.length) {
+  console.error('usage: compare-native.mjs native.txt... bench.json...');
+  process.exit(2);
+}
+const natives = nativeFiles.map((f) => readFileSync(f, 'utf8').split('\n'));
+const benches = benchFiles.map((f) => JSON.parse(readFileSync(f, 'utf8')));
 const cols = ['H2D_pinned', 'D2H_pinned', 'H2D_pageable', 'D2H_pageable', 'D2D'];
 const pick = {
   H2D_pinned: (r) => r.test === 'copy' && r.direction === 'HtoD' && r.srcKind === 'pinned' && r.engine === 'copy-engine',
@@ -12,26 +23,55 @@ const pick = {
   D2H_pageable: (r) => r.test === 'copy' && r.direction === 'DtoH' && r.dstKind === 'pageable' && r.engine === 'copy-engine',
   D2D: (r) => r.test === 'copy' && r.direction === 'DtoD' && r.engine === 'copy-engine',
 };
-const rows = [];
-for (const line of native) {
-  const cells = line.trim().split(/\t+/);
-  if (cells.length !== 6 || !/^\d+$/.test(cells[0])) continue;
-  const bytes = Number(cells[0]);
-  cols.forEach((c, i) => {
-    const nat = Number(cells[i + 1]);
-    const g = bench.results.find((r) => pick[c](r) && r.bytes === bytes);
-    if (!g) return;
-    const diff = ((g.medianGBps - nat) / nat) * 100;
-    const bar = bytes >= 16 << 20 ? 3 : bytes >= 64 << 10 ? 10 : null;
-    rows.push({ bytes, c, nat, g: g.medianGBps, diff, ok: bar === null ? 'n/a' : Math.abs(diff) <= bar ? `within ${bar}%` : `OUTSIDE ${bar}%` });
-  });
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+/** bytes -> column -> figures, one per native run. */
+const nativeCells = new Map();
+for (const lines of natives) {
+  for (const line of lines) {
+    const cells = line.trim().split(/\t+/);
+    if (cells.length !== 6 || !/^\d+$/.test(cells[0])) continue;
+    const bytes = Number(cells[0]);
+    if (!nativeCells.has(bytes)) nativeCells.set(bytes, new Map());
+    cols.forEach((c, i) => {
+      const m = nativeCells.get(bytes);
+      if (!m.has(c)) m.set(c, []);
+      m.get(c).push(Number(cells[i + 1]));
+    });
+  }
 }
 const fmt = (b) => (b >= 1 << 30 ? `${b / 2 ** 30} GiB` : b >= 1 << 20 ? `${b / 2 ** 20} MiB` : `${b / 1024} KiB`);
-console.log('| size | copy | native CUDA C (GB/s) | gpumem (GB/s) | difference | bar |');
-console.log('|---:|---|---:|---:|---:|---|');
-for (const r of rows) console.log(`| ${fmt(r.bytes)} | ${r.c} | ${r.nat.toFixed(2)} | ${r.g.toFixed(2)} | ${r.diff >= 0 ? '+' : ''}${r.diff.toFixed(1)}% | ${r.ok} |`);
-const triad = bench.results.find((r) => r.test === 'stream' && r.direction === 'triad');
-const d2d = Math.max(...bench.results.filter((r) => r.test === 'copy' && r.direction === 'DtoD').map((r) => r.medianGBps));
-if (triad) console.log(`\nSTREAM triad ${triad.medianGBps.toFixed(0)} GB/s = ${((triad.medianGBps / d2d) * 100).toFixed(1)}% of the best device-to-device copy (${d2d.toFixed(0)} GB/s, read+write)`);
-for (const l of native) if (/us per allocate\+free|managed prefetch/.test(l)) console.log(`native: ${l.trim()}`);
-for (const r of bench.results.filter((x) => x.test === 'alloc')) console.log(`gpumem: ${r.direction} ${r.srcKind} ${r.engine} ${r.bytes} bytes: ${r.medianUs} us (median)`);
+const g2 = (x) => (x >= 100 ? x.toFixed(0) : x.toFixed(2));
+const range = (xs) => (xs.length > 1 ? ` (${g2(Math.min(...xs))}–${g2(Math.max(...xs))})` : '');
+const spread = (xs) => (xs.length > 1 ? `${(((Math.max(...xs) - Math.min(...xs)) / median(xs)) * 100).toFixed(1)}%` : '–');
+console.log(`${nativeFiles.length} run(s) of the C yardstick and ${benchFiles.length} of gpumem bench, interleaved; a cell is the median over runs (range in brackets).`);
+console.log('');
+console.log('| size | copy | native CUDA C (GB/s) | gpumem (GB/s) | difference | C run-to-run spread | bar |');
+console.log('|---:|---|---:|---:|---:|---:|---|');
+let inside = 0;
+let outside = 0;
+for (const [bytes, m] of [...nativeCells].sort((a, b) => a[0] - b[0])) {
+  for (const c of cols) {
+    const nat = m.get(c);
+    const ours = benches.map((b) => b.results.find((r) => pick[c](r) && r.bytes === bytes)).filter(Boolean).map((r) => r.medianGBps);
+    if (!ours.length) continue;
+    const n = median(nat);
+    const g = median(ours);
+    const diff = ((g - n) / n) * 100;
+    const bar = bytes >= 16 << 20 ? 3 : bytes >= 64 << 10 ? 10 : null;
+    const ok = bar === null ? 'n/a' : Math.abs(diff) <= bar ? `within ${bar}%` : `OUTSIDE ${bar}%`;
+    if (bar !== null) Math.abs(diff) <= bar ? inside++ : outside++;
+    console.log(`| ${fmt(bytes)} | ${c} | ${g2(n)}${range(nat)} | ${g2(g)}${range(ours)} | ${diff >= 0 ? '+' : ''}${diff.toFixed(1)}% | ${spread(nat)} | ${ok} |`);
+  }
+}
+console.log(`\n${inside} cells within their bar, ${outside} outside (bars: 3% from 16 MiB, 10% from 64 KiB).`);
+const all = benches.flatMap((b) => b.results);
+const triad = all.find((r) => r.test === 'stream' && r.direction === 'triad');
+if (triad) {
+  const d2d = Math.max(...all.filter((r) => r.test === 'copy' && r.direction === 'DtoD').map((r) => r.medianGBps));
+  console.log(`STREAM triad ${triad.medianGBps.toFixed(0)} GB/s = ${((triad.medianGBps / d2d) * 100).toFixed(1)}% of the best device-to-device copy (${d2d.toFixed(0)} GB/s, read+write)`);
+}
+for (const l of natives[0]) if (/us per allocate\+free|managed prefetch/.test(l)) console.log(`native: ${l.trim()}`);
+for (const r of all.filter((x) => x.test === 'alloc')) console.log(`gpumem: ${r.direction} ${r.srcKind} ${r.engine} ${r.bytes} bytes: ${r.medianUs} us (median)`);

@@ -2,6 +2,7 @@
 // several ways on one stream, median of 41 runs each, microseconds per copy:
 //   raw-koffi   cudaEventRecord / cudaMemcpyAsync / cudaEventRecord bound here directly (the C yardstick's loop)
 //   gpumem      gpumem's events and prepared copy (what `bench` does, as-native timing)
+//   gpumem-warm the same after 3000 warm-up runs (JIT-compiled)
 //   waitvalue   the same three calls behind cuStreamWaitValue32 on a mapped word (device time, no kernel in front)
 //   graph       a captured graph [event, copy, event], one cudaGraphLaunch per run (device time)
 //   batch20     event, 20 copies, event (per copy; back-to-back throughput)
@@ -50,8 +51,11 @@ const ms = [0];
 const REPS = 41;
 const median = (xs) => xs.sort((x, y) => x - y)[xs.length >> 1];
 
-function time(run, per = 1) {
-  for (let i = 0; i < 3; i++) run();
+function time(run, per = 1, warm = 3) {
+  for (let i = 0; i < warm; i++) {
+    run();
+    if (i % 100 === 99) ck(f.ssync(S), 'sync');
+  }
   ck(f.ssync(S), 'sync');
   const out = [];
   for (let i = 0; i < REPS; i++) {
@@ -69,7 +73,26 @@ for (const n of [64 * 1024, 256 * 1024, MiB]) {
   cases.push(['D2H_pinned', n, pinned.address, a.address, 2, () => rt.prepareCopy(pinned, a, { bytes: n, stream: s })]);
   cases.push(['D2D', n, b.address, a.address, 3, () => rt.prepareCopy(b, a, { bytes: n, stream: s })]);
 }
-console.log('copy\tbytes\traw-koffi us\tgpumem us\twaitvalue us\tgraph us\tbatch20 us\thost submit us\t(GB/s one way, raw / gpumem / waitvalue / graph / batch20)');
+// Host cost per call, steady state (JIT warm): event record and a 4-byte device copy, raw and through gpumem.
+{
+  const tiny = rt.prepareCopy(b, a, { bytes: 4, stream: s });
+  const per = (fn) => {
+    for (let k = 0; k < 3; k++) {
+      for (let i = 0; i < 2000; i++) fn();
+      ck(f.ssync(S), 'sync');
+    }
+    const xs = [];
+    for (let k = 0; k < 21; k++) {
+      const t0 = performance.now();
+      for (let i = 0; i < 500; i++) fn();
+      xs.push(((performance.now() - t0) * 1000) / 500);
+      ck(f.ssync(S), 'sync');
+    }
+    return median(xs).toFixed(3);
+  };
+  console.log(`host us per call (median of 21 x 500): raw cudaEventRecord ${per(() => f.rec(E0, S))}, gpumem event.record ${per(() => e0.record(s))}, raw cudaMemcpyAsync 4 B D2D ${per(() => f.cpy(b.address, a.address, 4, 3, S))}, gpumem prepared copy ${per(() => tiny.run())}`);
+}
+console.log('copy\tbytes\traw-koffi us\tgpumem us\tgpumem-warm us\twaitvalue us\tgraph us\tbatch20 us\thost submit us\t(GB/s, raw / gpumem / gpumem-warm / waitvalue / graph / batch20)');
 for (const [name, n, dst, src, kind] of cases.map((c) => c)) {
   const prepared = cases.find((c) => c[0] === name && c[1] === n)[5]();
   const raw = time(() => {
@@ -82,6 +105,11 @@ for (const [name, n, dst, src, kind] of cases.map((c) => c)) {
     prepared.run();
     e1.record(s);
   });
+  const gmWarm = time(() => {
+    e0.record(s);
+    prepared.run();
+    e1.record(s);
+  }, 1, 3000);
   const wv = time(() => {
     word[0] = 0;
     ck(f.wait(S, dptr[0], 1, 0), 'cuStreamWaitValue32');
@@ -115,7 +143,7 @@ for (const [name, n, dst, src, kind] of cases.map((c) => c)) {
   ck(f.ssync(S), 'sync');
   const gbps = (us) => ((name === 'D2D' ? 2 : 1) * n) / us / 1e3;
   console.log(
-    `${name}\t${n}\t${raw.toFixed(2)}\t${gm.toFixed(2)}\t${wv.toFixed(2)}\t${gr.toFixed(2)}\t${bt.toFixed(2)}\t${host.toFixed(2)}\t(${[raw, gm, wv, gr, bt].map((x) => gbps(x).toFixed(1)).join(' / ')})`,
+    `${name}\t${n}\t${raw.toFixed(2)}\t${gm.toFixed(2)}\t${gmWarm.toFixed(2)}\t${wv.toFixed(2)}\t${gr.toFixed(2)}\t${bt.toFixed(2)}\t${host.toFixed(2)}\t(${[raw, gm, gmWarm, wv, gr, bt].map((x) => gbps(x).toFixed(1)).join(' / ')})`,
   );
 }
 rt[Symbol.dispose]();
