@@ -2,10 +2,14 @@
 // on the path): tells whether a gap between gpumem's bench and the C yardstick comes from the process (Node) or from
 // gpumem. Variants (argument): "as-c" = the C program's buffers and stream (cudaMallocHost 1 GiB, malloc'd pageable
 // via libc, cudaStreamCreate); "as-gpumem" = gpumem bench's (cudaHostAlloc portable, an ArrayBuffer for pageable,
-// a non-blocking stream). Prints the C program's table format.
+// a non-blocking stream); either with "+async" waits for the stream on koffi's worker thread after each warm-up.
+// Prints the C program's table format.
 import koffi from 'koffi';
 
 const variant = process.argv[2] ?? 'as-c';
+// "+async": after the warm-up copies, wait for the stream on koffi's worker thread (as gpumem's bench does with
+// `await stream.synchronize()`) instead of on this thread.
+const asyncSync = variant.endsWith('+async');
 const cudart = koffi.load(process.env.CUDART ?? 'libcudart.so.13');
 const libc = koffi.load('libc.so.6');
 const C = {
@@ -32,7 +36,7 @@ const o1 = out(), o2 = out(), o3 = out(), os = out(), oa = out(), ob = out();
 ck(C.malloc(o1, big), 'cudaMalloc');
 ck(C.malloc(o2, big), 'cudaMalloc');
 let pageable;
-if (variant === 'as-c') {
+if (variant.startsWith('as-c')) {
   ck(C.mallocHost(o3, big), 'cudaMallocHost');
   pageable = C.cmalloc(big);
   C.memset(pageable, 7, big);
@@ -52,9 +56,11 @@ ck(C.eventCreate(oa), 'event');
 ck(C.eventCreate(ob), 'event');
 const [a, b] = [oa[0], ob[0]];
 const ms = [0];
-const medianMs = (dst, src, n, k, reps) => {
+const syncOnWorker = () => new Promise((resolve, reject) => C.ssync.async(st, (err, r) => (err || r !== 0 ? reject(err ?? new Error(`sync ${r}`)) : resolve())));
+const medianMs = async (dst, src, n, k, reps) => {
   for (let i = 0; i < 3; i++) ck(C.cpy(dst, src, n, k, st), 'copy');
-  ck(C.ssync(st), 'sync');
+  if (asyncSync) await syncOnWorker();
+  else ck(C.ssync(st), 'sync');
   const r = [];
   for (let i = 0; i < reps; i++) {
     ck(C.rec(a, st), 'rec');
@@ -70,9 +76,9 @@ const medianMs = (dst, src, n, k, reps) => {
 console.log(`# node port of native-bandwidth.cu, variant ${variant}`);
 console.log('bytes\tH2D_pinned\tD2H_pinned\tH2D_pageable\tD2H_pageable\tD2D_read+write  (GB/s)');
 for (const n of [2 ** 12, 2 ** 16, 2 ** 20, 2 ** 24, 2 ** 28, 2 ** 30]) {
-  const h2d = medianMs(dev, pinned, n, 1, 20), d2h = medianMs(pinned, dev, n, 2, 20);
-  const h2dp = medianMs(dev, pageable, n, 1, 10), d2hp = medianMs(pageable, dev, n, 2, 10);
-  const d2d = medianMs(dev2, dev, n, 3, 20);
+  const h2d = await medianMs(dev, pinned, n, 1, 20), d2h = await medianMs(pinned, dev, n, 2, 20);
+  const h2dp = await medianMs(dev, pageable, n, 1, 10), d2hp = await medianMs(pageable, dev, n, 2, 10);
+  const d2d = await medianMs(dev2, dev, n, 3, 20);
   const g = (t, m = 1) => ((m * n) / t / 1e6).toFixed(2);
   console.log(`${n}\t${g(h2d)}\t${g(d2h)}\t${g(h2dp)}\t${g(d2hp)}\t${((2 * n) / d2d / 1e6).toFixed(1)}`);
 }
