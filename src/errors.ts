@@ -35,6 +35,8 @@ export const ErrorCode = {
   COMPILE_FAILED: 'GPUMEM_COMPILE_FAILED',
   /** An input file (trace, config, bench JSON) is malformed. */
   BAD_INPUT: 'GPUMEM_BAD_INPUT',
+  /** The monitor's HTTP server could not listen (the port is in use, or the address cannot be bound). */
+  LISTEN_FAILED: 'GPUMEM_LISTEN_FAILED',
 } as const;
 export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -93,6 +93,30 @@ export interface DeviceInfo {
 }
 
 /** PCIe link state read from sysfs: generation (from the transfer rate), width in lanes, current and maximum. */
+/** Memory a process holds on a device, as the management library reports it. */
+export interface ProcessMemoryUse {
+  pid: number;
+  /** Bytes, or undefined where the library cannot say (NVML inside some containers). */
+  usedBytes: number | undefined;
+}
+
+/** A device's memory as a monitor sees it: totals, and the processes holding memory where they can be listed. */
+export interface DeviceMemoryUse {
+  name?: string | undefined;
+  totalBytes: number;
+  freeBytes: number;
+  usedBytes: number;
+  /** Processes with memory on the device; undefined where this backend cannot list them. */
+  processes: ProcessMemoryUse[] | undefined;
+  /**
+   * Where the figures come from: `nvml` (the management library: no context is created on the device), `runtime`
+   * (the runtime's memGetInfo: creates this process's context on the device, itself a few hundred MiB), `host`.
+   */
+  source: 'nvml' | 'runtime' | 'host';
+  /** Why the figures come from a fallback (the management library's error), when they do. */
+  note?: string | undefined;
+}
+
 export interface PcieLink {
   generation?: number | undefined;
   width?: number | undefined;
@@ -239,6 +263,8 @@ export interface Backend {
   noDeviceReason(): string | undefined;
   deviceInfo(device: number): DeviceInfo;
   memGetInfo(device: number): { freeBytes: number; totalBytes: number };
+  /** The device's memory use for a monitor, through the management library where there is one. */
+  memoryUse(device: number): DeviceMemoryUse;
   synchronizeDevice(device: number): void;
 
   malloc(device: number, bytes: number, flags?: DeviceMallocFlags): Address;

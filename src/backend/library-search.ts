@@ -117,13 +117,13 @@ export function realPath(path: string): string {
 }
 
 /** Directories searched for CUDA libraries. */
-export function cudaLibraryDirs(kind: 'cudart' | 'nvrtc' | 'driver'): string[] {
+export function cudaLibraryDirs(kind: 'cudart' | 'nvrtc' | 'driver' | 'nvml'): string[] {
   const homes = [process.env.CUDA_HOME, process.env.CUDA_PATH].filter((x): x is string => !!x);
   const dirs: string[] = [];
   for (const h of homes) dirs.push(join(h, 'lib64'), join(h, 'lib'), join(h, 'targets/*/lib'));
-  if (kind === 'driver') dirs.push('/usr/local/nvidia/lib64', '/usr/lib/x86_64-linux-gnu', '/usr/lib64', '/usr/lib/wsl/lib');
+  if (kind === 'driver' || kind === 'nvml') dirs.push('/usr/local/nvidia/lib64', '/usr/lib/x86_64-linux-gnu', '/usr/lib64', '/usr/lib/wsl/lib');
   dirs.push('/usr/local/cuda/lib64', '/usr/local/cuda/targets/*/lib', '/usr/local/cuda-*/lib64', '/usr/local/cuda-*/targets/*/lib');
-  if (kind !== 'driver') {
+  if (kind === 'cudart' || kind === 'nvrtc') {
     const wheel = kind === 'cudart' ? 'cuda_runtime' : 'cuda_nvrtc';
     for (const sp of pythonSitePackages()) dirs.push(join(sp, 'nvidia/cu13/lib'), join(sp, `nvidia/${wheel}/lib`));
   }

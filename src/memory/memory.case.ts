@@ -260,6 +260,23 @@ export function memoryConformance(label: string, open: () => Runtime): void {
     assert.equal(a.bytes, 64 << 20);
   });
 
+  withRt("memoryUse: the monitor's figures follow an allocation, and this process is listed where processes are", (rt) => {
+    const d = rt.device(0);
+    using a = d.alloc(256 << 20);
+    const use = d.memoryUse();
+    assert.ok(use.freeBytes <= use.totalBytes && use.usedBytes <= use.totalBytes, `used ${use.usedBytes}, free ${use.freeBytes}, total ${use.totalBytes}`);
+    assert.ok(use.usedBytes >= a.bytes, `used ${use.usedBytes} holds the ${a.bytes}-byte allocation`);
+    assert.ok(['nvml', 'runtime', 'host'].includes(use.source));
+    if (use.processes) {
+      const me = use.processes.find((p) => p.pid === process.pid);
+      // NVML inside a container may list host pids; where it lists ours, it holds at least the allocation.
+      if (me?.usedBytes !== undefined) assert.ok(me.usedBytes >= a.bytes, `this process holds ${me.usedBytes}`);
+      if (use.source === 'host') assert.ok(me, 'the host backend lists this process');
+    }
+    const after = d.memoryUse();
+    assert.equal(after.totalBytes, use.totalBytes);
+  });
+
   withRt('kernels: fill and verify a pattern; triad computes; a corrupted word is counted', async (rt, t) => {
     if (!rt.backend.capabilities.kernels) return t.skip('the backend has no kernel compiler');
     const d = rt.device(0);

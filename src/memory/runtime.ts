@@ -13,7 +13,7 @@
  * ```
  */
 import { DisposedError, ErrorCode, InvalidArgumentError, OutOfMemoryError } from '../errors.js';
-import type { Backend, DeviceInfo, KernelSource, MemLocation } from '../backend/backend.js';
+import type { Backend, DeviceInfo, DeviceMemoryUse, KernelSource, MemLocation } from '../backend/backend.js';
 import { openBackend, type BackendSelection, type OpenBackendOptions } from '../backend/select.js';
 import { GpuEvent, type EventCreateOptions, type EventOwner } from '../stream/event.js';
 import { Stream, type StreamCreateOptions, type StreamOwner } from '../stream/stream.js';
@@ -93,6 +93,15 @@ export class Device {
   memGetInfo(): { freeBytes: number; totalBytes: number } {
     this.rt.assertOpen();
     return this.rt.backend.memGetInfo(this.index);
+  }
+
+  /**
+   * The device's memory as a monitor sees it: total, free and used bytes and, where the backend can list them, the
+   * processes holding memory. On CUDA through NVML (no context is created); elsewhere through memGetInfo.
+   */
+  memoryUse(): DeviceMemoryUse {
+    this.rt.assertOpen();
+    return this.rt.backend.memoryUse(this.index);
   }
 
   /**

@@ -2,14 +2,14 @@
  * The CUDA backend: libcudart for memory, streams and events; libcuda for modules, launches and virtual memory;
  * libnvrtc for kernels. AMD's allocation options are reported unsupported through `capabilities`.
  */
-import type { Address, Backend, DeviceInfo, DeviceMallocFlags, Handle, MemLocation, PinnedFlags } from '../backend.js';
+import type { Address, Backend, DeviceInfo, DeviceMallocFlags, DeviceMemoryUse, Handle, MemLocation, PinnedFlags, ProcessMemoryUse } from '../backend.js';
 import { dropUndefined } from '../device-info.js';
 import { NativeBackend } from '../native/native-backend.js';
 import type { RtcCompiler } from '../native/rtc.js';
 import { RUNTIME_FLAGS, type StatusTable } from '../native/runtime-api.js';
 import { pciFacts } from '../sysfs.js';
 import { memLocation } from '../native/ffi.js';
-import { loadCuda, type CudaBindings } from './ffi.js';
+import { loadCuda, NVML_ERROR_INSUFFICIENT_SIZE, NVML_MEMORY_BYTES, NVML_PROCESS_INFO_BYTES, NVML_SUCCESS, type CudaBindings } from './ffi.js';
 
 /** CUDA status codes (driver_types.h; the driver API's CUresult agrees for these). */
 export const CUDA_STATUS: StatusTable = {
@@ -48,8 +48,14 @@ function formatCudaVersion(v: number): string | undefined {
   return v > 0 ? `${Math.floor(v / 1000)}.${Math.floor((v % 1000) / 10)}` : undefined;
 }
 
+/** usedGpuMemory when NVML cannot tell (NVML_VALUE_NOT_AVAILABLE). */
+const NVML_NOT_AVAILABLE = 0xffff_ffff_ffff_ffffn;
+
 class CudaBackend extends NativeBackend {
   private readonly b: CudaBindings;
+  /** NVML: undefined until first used, then true, or the reason it cannot be used. */
+  private nvmlReady: true | string | undefined;
+  private readonly nvmlDevices = new Map<number, number>();
 
   constructor(b: CudaBindings) {
     const driverVersion = [0];
@@ -108,14 +114,7 @@ class CudaBackend extends NativeBackend {
       const v = a(attr);
       return v === undefined ? undefined : v !== 0;
     };
-    const info: DeviceInfo = { index: device };
-    if (this.b.driver?.DeviceGet && this.b.driver.DeviceGetName) {
-      const dev = [0];
-      const buf = Buffer.alloc(256);
-      if ((this.b.driver.DeviceGet(dev, device) as number) === 0 && (this.b.driver.DeviceGetName(buf, buf.length, dev[0]) as number) === 0) {
-        info.name = buf.toString('utf8', 0, Math.max(0, buf.indexOf(0)));
-      }
-    }
+    const info: DeviceInfo = { index: device, name: this.deviceName(device) };
     const major = a(ATTR.ccMajor);
     const minor = a(ATTR.ccMinor);
     if (major !== undefined && minor !== undefined) {
@@ -146,6 +145,94 @@ class CudaBackend extends NativeBackend {
       Object.assign(info, pciFacts(bus));
     }
     return dropUndefined(info);
+  }
+
+  protected deviceName(device: number): string | undefined {
+    if (!this.b.driver?.DeviceGet || !this.b.driver.DeviceGetName) return undefined;
+    const dev = [0];
+    const buf = Buffer.alloc(256);
+    if ((this.b.driver.DeviceGet(dev, device) as number) !== 0 || (this.b.driver.DeviceGetName(buf, buf.length, dev[0]) as number) !== 0) return undefined;
+    return buf.toString('utf8', 0, Math.max(0, buf.indexOf(0)));
+  }
+
+  /**
+   * Memory and processes from NVML, matched to the CUDA device by PCI bus id (CUDA's order and NVML's may differ);
+   * the runtime's memGetInfo, with a note saying why, where NVML is absent or refuses.
+   */
+  override memoryUse(device: number): DeviceMemoryUse {
+    this.guard();
+    const handle = this.nvmlDevice(device);
+    if (typeof handle === 'string') return { ...super.memoryUse(device), note: handle };
+    const nvml = this.b.nvml!;
+    const mem = Buffer.alloc(NVML_MEMORY_BYTES);
+    const status = nvml.nvmlDeviceGetMemoryInfo!(handle, mem) as number;
+    if (status !== NVML_SUCCESS) return { ...super.memoryUse(device), note: `nvmlDeviceGetMemoryInfo: ${this.nvmlError(status)}` };
+    const u64 = (off: number): number => Number(mem.readBigUInt64LE(off));
+    const processes = new Map<number, ProcessMemoryUse>();
+    for (const fn of ['nvmlDeviceGetComputeRunningProcesses_v3', 'nvmlDeviceGetGraphicsRunningProcesses_v3']) {
+      for (const p of this.nvmlProcesses(fn, handle) ?? []) if (!processes.has(p.pid)) processes.set(p.pid, p);
+    }
+    return { name: this.deviceName(device), totalBytes: u64(0), freeBytes: u64(8), usedBytes: u64(16), processes: [...processes.values()], source: 'nvml' };
+  }
+
+  /** The NVML handle of a CUDA device, or why there is none. Initialises NVML once. */
+  private nvmlDevice(device: number): number | string {
+    const nvml = this.b.nvml;
+    if (!nvml?.nvmlInit_v2 || !nvml.nvmlDeviceGetHandleByPciBusId_v2 || !nvml.nvmlDeviceGetMemoryInfo) return 'NVML (libnvidia-ml) not found';
+    if (this.nvmlReady === undefined) {
+      const status = nvml.nvmlInit_v2() as number;
+      this.nvmlReady = status === NVML_SUCCESS ? true : `nvmlInit_v2: ${this.nvmlError(status)}`;
+    }
+    if (this.nvmlReady !== true) return this.nvmlReady;
+    const known = this.nvmlDevices.get(device);
+    if (known !== undefined) return known;
+    const bus = this.pciBusId(device);
+    if (!bus) return `no PCI bus id for CUDA device ${device}`;
+    const out = [0];
+    const status = nvml.nvmlDeviceGetHandleByPciBusId_v2(bus, out) as number;
+    if (status !== NVML_SUCCESS) return `nvmlDeviceGetHandleByPciBusId_v2(${bus}): ${this.nvmlError(status)}`;
+    this.nvmlDevices.set(device, out[0]!);
+    return out[0]!;
+  }
+
+  /** One of NVML's process lists, growing the buffer when NVML says it is too small; undefined when refused. */
+  private nvmlProcesses(fn: string, handle: number): ProcessMemoryUse[] | undefined {
+    const call = this.b.nvml![fn];
+    if (!call) return undefined;
+    let capacity = 64;
+    for (let attempt = 0; attempt < 4; attempt++) {
+      const count = [capacity];
+      const buf = Buffer.alloc(capacity * NVML_PROCESS_INFO_BYTES);
+      const status = call(handle, count, buf) as number;
+      if (status === NVML_ERROR_INSUFFICIENT_SIZE) {
+        capacity = Math.max(capacity * 2, count[0]! + 16);
+        continue;
+      }
+      if (status !== NVML_SUCCESS) return undefined;
+      const out: ProcessMemoryUse[] = [];
+      for (let i = 0; i < Math.min(count[0]!, capacity); i++) {
+        const at = i * NVML_PROCESS_INFO_BYTES;
+        const used = buf.readBigUInt64LE(at + 8);
+        out.push({ pid: buf.readUInt32LE(at), usedBytes: used === NVML_NOT_AVAILABLE ? undefined : Number(used) });
+      }
+      return out;
+    }
+    return undefined;
+  }
+
+  private nvmlError(status: number): string {
+    try {
+      const text = this.b.nvml?.nvmlErrorString?.(status) as string | null | undefined;
+      return text ? `${text} (${status})` : `nvmlReturn ${status}`;
+    } catch {
+      return `nvmlReturn ${status}`;
+    }
+  }
+
+  override dispose(): void {
+    if (this.nvmlReady === true) this.b.nvml?.nvmlShutdown?.();
+    this.nvmlReady = 'NVML shut down';
+    super.dispose();
   }
 
   protected deviceMallocStatus(out: number[], bytes: number, _flags: DeviceMallocFlags): number {

@@ -38,11 +38,33 @@ const DRIVER_PROTOTYPES = [
   'int cuMemSetAccess(uintptr_t ptr, size_t size, const GpumemMemAccessDesc *desc, size_t count)',
 ];
 
+/**
+ * NVML, for a monitor: memory and processes per device without creating a context on it. Structs are passed as
+ * byte buffers and read at the offsets nvml.h gives (nvmlMemory_t: total, free, used as u64; nvmlProcessInfo_t v2/v3:
+ * pid u32, 4 bytes padding, usedGpuMemory u64, gpuInstanceId u32, computeInstanceId u32 = 24 bytes).
+ */
+const NVML_PROTOTYPES = [
+  'int nvmlInit_v2()',
+  'int nvmlShutdown()',
+  'const char *nvmlErrorString(int result)',
+  'int nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, _Out_ uintptr_t *device)',
+  'int nvmlDeviceGetMemoryInfo(uintptr_t device, void *memory)',
+  'int nvmlDeviceGetComputeRunningProcesses_v3(uintptr_t device, _Inout_ unsigned int *count, void *infos)',
+  'int nvmlDeviceGetGraphicsRunningProcesses_v3(uintptr_t device, _Inout_ unsigned int *count, void *infos)',
+];
+export const NVML_PROCESS_INFO_BYTES = 24;
+export const NVML_MEMORY_BYTES = 24;
+/** nvmlReturn_t values read here. */
+export const NVML_SUCCESS = 0;
+export const NVML_ERROR_INSUFFICIENT_SIZE = 7;
+
 /** Everything the CUDA backend binds. */
 export interface CudaBindings {
   rt: Record<string, NativeFn>;
   driver: Record<string, NativeFn> | undefined;
   nvrtc: Record<string, NativeFn> | undefined;
+  /** NVML (libnvidia-ml), where present; initialised on first use. */
+  nvml: Record<string, NativeFn> | undefined;
   runtimeVersion: number;
   /** True when prefetch and advise take a location struct (CUDA 13 and later). */
   locationStruct: boolean;
@@ -76,13 +98,16 @@ export function loadCuda(): CudaBindings {
   const nvrtc = nvrtcLib.loaded
     ? declare(nvrtcLib.loaded.lib, [...RTC_PROTOTYPES, 'int {P}GetCUBINSize(uintptr_t prog, _Out_ size_t *size)', 'int {P}GetCUBIN(uintptr_t prog, void *buf)'], 'nvrtc')
     : undefined;
+  const nvmlLib = tryLoadLibrary({ envVar: 'GPUMEM_LIBNVML', names: ['libnvidia-ml.so.1', 'libnvidia-ml.so'], dirs: cudaLibraryDirs('nvml') }, 'management', 'cuda');
+  const nvml = nvmlLib.loaded ? declare(nvmlLib.loaded.lib, NVML_PROTOTYPES) : undefined;
   return {
     rt,
     driver,
     nvrtc,
+    nvml,
     runtimeVersion,
     locationStruct,
     vmmLayoutOk: VMM_LAYOUT_OK,
-    libraries: [cudart.record, driverLib.record, nvrtcLib.record],
+    libraries: [cudart.record, driverLib.record, nvrtcLib.record, nvmlLib.record],
   };
 }

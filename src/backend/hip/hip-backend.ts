@@ -124,6 +124,11 @@ class HipBackend extends NativeBackend {
     return name;
   }
 
+  protected deviceName(device: number): string | undefined {
+    const buf = Buffer.alloc(256);
+    return this.b.rt.DeviceGetName && (this.b.rt.DeviceGetName(buf, buf.length, device) as number) === 0 ? cString(buf) || undefined : undefined;
+  }
+
   deviceInfo(device: number): DeviceInfo {
     this.guard();
     const a = (attr: number): number | undefined => this.attribute(attr, device);
@@ -131,9 +136,7 @@ class HipBackend extends NativeBackend {
       const v = a(attr);
       return v === undefined ? undefined : v !== 0;
     };
-    const info: DeviceInfo = { index: device };
-    const buf = Buffer.alloc(256);
-    if (this.b.rt.DeviceGetName && (this.b.rt.DeviceGetName(buf, buf.length, device) as number) === 0) info.name = cString(buf) || undefined;
+    const info: DeviceInfo = { index: device, name: this.deviceName(device) };
     info.archName = this.archName(device);
     info.arch = info.archName?.split(':')[0];
     info.xnack = xnackState(info.archName);

@@ -13,6 +13,7 @@ import { parseBytes } from '../../units.js';
 import type {
   Address,
   Backend,
+  DeviceMemoryUse,
   BackendCapabilities,
   CompiledModule,
   CopyKind,
@@ -139,6 +140,13 @@ class HostBackend implements Backend {
   memGetInfo(device: number): { freeBytes: number; totalBytes: number } {
     this.guard();
     return { freeBytes: this.capacity - this.used[device]!, totalBytes: this.capacity };
+  }
+
+  /** The logical device's capacity and what this process holds on it (the only process a host device has). */
+  memoryUse(device: number): DeviceMemoryUse {
+    const { freeBytes, totalBytes } = this.memGetInfo(device);
+    const used = totalBytes - freeBytes;
+    return { name: this.deviceInfo(device).name, totalBytes, freeBytes, usedBytes: used, processes: [{ pid: process.pid, usedBytes: used }], source: 'host' };
   }
 
   synchronizeDevice(_device: number): void {

@@ -14,6 +14,7 @@ import type {
   CopyKind,
   DeviceInfo,
   DeviceMallocFlags,
+  DeviceMemoryUse,
   EventOptions,
   Handle,
   KernelArg,
@@ -231,6 +232,15 @@ export abstract class NativeBackend implements Backend {
     this.check(this.fn.MemGetInfo!(this.outA, this.outB) as number, `${this.name}MemGetInfo`);
     return { freeBytes: this.outA[0]!, totalBytes: this.outB[0]! };
   }
+
+  /** Through the runtime's memGetInfo (a context on the device); backends with a management library override it. */
+  memoryUse(device: number): DeviceMemoryUse {
+    const { freeBytes, totalBytes } = this.memGetInfo(device);
+    return { name: this.deviceName(device), totalBytes, freeBytes, usedBytes: totalBytes - freeBytes, processes: undefined, source: 'runtime' };
+  }
+
+  /** The device's marketing name, without creating a context; undefined when the runtime cannot tell. */
+  protected abstract deviceName(device: number): string | undefined;
 
   synchronizeDevice(device: number): void {
     this.guardBlocking(`${this.name}DeviceSynchronize`);
