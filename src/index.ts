@@ -6,6 +6,8 @@ export type {
   BackendName,
   BackendCapabilities,
   DeviceInfo,
+  DeviceMemoryUse,
+  ProcessMemoryUse,
   PcieLink,
   LibraryRecord,
   KernelSource,
@@ -44,3 +46,4 @@ export { GpuEvent, type EventCreateOptions } from './stream/event.js';
 export { KernelModule, Kernel, type LaunchOptions, type LaunchArg, type PointerArg, type PreparedLaunch } from './kernels/module.js';
 export { BENCH_KERNELS, patternWord } from './kernels/bench-kernels.js';
 export * from './pool/index.js';
+export * from './monitor/index.js';

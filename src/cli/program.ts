@@ -6,6 +6,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { readFileSync } from 'node:fs';
 import { ErrorCode, GpuError } from '../errors.js';
 import { parseBytes } from '../units.js';
+import type { MonitorCliOptions } from './monitor-command.js';
 import { UsageError } from './usage-error.js';
 
 export { UsageError };
@@ -59,6 +60,7 @@ Examples:
   $ gpumem info --json --backend cuda
   $ gpumem plan --model llama-3.1-8b --mode train --gpus 8 --zero 3   what fits, and where it lives
   $ gpumem pool replay snapshot.json.gz   replay a PyTorch allocator trace against pool configurations
+  $ gpumem monitor --serve           live memory per GPU and process: web dashboard and Prometheus /metrics
 
 Environment:
   GPUMEM_BACKEND                     default backend (auto, cuda, hip, host)
@@ -185,6 +187,36 @@ Examples:
       await runAnalyze(files, opts, io);
     });
 
+  program
+    .command('monitor')
+    .description('live memory per device and per process: a terminal view, JSON lines, Prometheus text, or a web dashboard with a Prometheus endpoint')
+    .addOption(backendOption())
+    .option('--device <n...>', 'devices to watch (default: all)', collectInts('--device'), undefined)
+    .option('--interval <seconds>', 'seconds between samples, 0.1 to 3600', (v) => parseSeconds(v, '--interval'), 1)
+    .option('--once', 'print one sample and exit')
+    .option('--count <n>', 'stop after n samples', (v) => parsePositive(v, '--count'))
+    .option('--json', 'one JSON sample per line (schema gpumem.monitor/1)')
+    .option('--prometheus', "print samples in Prometheus' text format (e.g. for node_exporter's textfile collector)")
+    .option('--serve', 'serve the web dashboard at / and Prometheus metrics at /metrics until Ctrl-C')
+    .option('--port <n>', 'port for --serve (0 picks a free one)', (v) => parsePort(v), 9464)
+    .option('--host <address>', 'address for --serve to listen on (0.0.0.0 to let other machines scrape it)', '127.0.0.1')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ gpumem monitor                      redraws every second until Ctrl-C
+  $ gpumem monitor --once --json
+  $ gpumem monitor --serve --host 0.0.0.0 --port 9464     dashboard at http://HOST:9464/, scrape /metrics
+
+On NVIDIA the figures and the per-process list come from NVML (no context is created on the GPUs); elsewhere from
+the runtime's memGetInfo, without a process list. Bytes are bytes; the terminal view prints GiB = 2^30.`,
+    )
+    .action(async (opts: MonitorCliOptions) => {
+      if ([opts.json, opts.prometheus, opts.serve].filter(Boolean).length > 1) throw new UsageError('choose one of --json, --prometheus and --serve');
+      const { runMonitor } = await import('./monitor-command.js');
+      await runMonitor(opts, io);
+    });
+
   const pool = program.command('pool').description('memory pool tools');
   pool
     .command('replay')
@@ -243,6 +275,20 @@ export function parseSizeOption(v: string, name: string): number {
 export function parsePositive(v: string, name: string): number {
   const n = parseIntOption(v, name);
   if (n < 1) throw new InvalidArgumentError(`${name} must be at least 1, got ${v}`);
+  return n;
+}
+
+/** Seconds from 0.1 to 3600. */
+export function parseSeconds(v: string, name: string): number {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n) || n < 0.1 || n > 3600) throw new InvalidArgumentError(`${name} must be a number of seconds from 0.1 to 3600, got "${v}"`);
+  return n;
+}
+
+/** A TCP port from 0 to 65535. */
+export function parsePort(v: string): number {
+  const n = parseIntOption(v, '--port');
+  if (n > 65535) throw new InvalidArgumentError(`--port must be from 0 to 65535, got ${v}`);
   return n;
 }
 

@@ -9,7 +9,8 @@ import { dirname, join } from 'node:path';
 const require = createRequire(import.meta.url);
 
 let chartJs: string | undefined;
-function chartLibrary(): string {
+/** Chart.js (UMD build) as text, for pages that inline it. */
+export function chartLibrary(): string {
   if (chartJs === undefined) {
     // chart.js exports no package.json subpath: resolve its main file (dist/chart.cjs) and read the UMD build beside it.
     const dir = dirname(require.resolve('chart.js'));

@@ -14,8 +14,8 @@ export async function runCli(args: string[]): Promise<{ code: number; out: strin
 export const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
 
 /**
- * Opens an HTML file in headless Chromium, runs `script` (an expression, as text so tests need no DOM types) in the
- * page and returns its value with the page's errors.
+ * Opens an HTML file (or an http:// URL) in headless Chromium, runs `script` (an expression, as text so tests need
+ * no DOM types; a promise is awaited) in the page and returns its value with the page's errors.
  */
 export async function inChromium<T>(file: string, script: string): Promise<{ value: T; errors: string[] }> {
   if (!CHROMIUM) throw new Error('chromium is not installed');
@@ -28,7 +28,7 @@ export async function inChromium<T>(file: string, script: string): Promise<{ val
     const page = await browser.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(String(e)));
-    await page.goto(`file://${file}`);
+    await page.goto(/^https?:\/\//.test(file) ? file : `file://${file}`);
     return { value: (await page.evaluate(script)) as T, errors };
   } finally {
     await browser.close();

@@ -1,0 +1,124 @@
+/**
+ * The monitor over HTTP: the dashboard page at /, the latest sample and the history as JSON at /api/sample and
+ * /api/history, and Prometheus' text format at /metrics (a fresh sample per scrape). A timer samples every
+ * interval for the history. Only GET and HEAD are answered.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ErrorCode, GpuError, InvalidArgumentError } from '../errors.js';
+import { dashboardPage } from './dashboard.js';
+import type { MemoryMonitor } from './monitor.js';
+import { PROMETHEUS_CONTENT_TYPE, toPrometheus } from './prometheus.js';
+
+export interface MonitorServerOptions {
+  /** TCP port; 0 picks a free one (default 9464). */
+  port?: number;
+  /** Address to listen on (default 127.0.0.1; 0.0.0.0 for a cluster's Prometheus to reach it). */
+  host?: string;
+  /** Sampling interval for the history and the page's polling, in milliseconds (default 1000). */
+  intervalMs?: number;
+}
+
+export class MonitorServer implements AsyncDisposable {
+  private readonly server: Server;
+  private timer: NodeJS.Timeout | undefined;
+  private page: string | undefined;
+  private closed = false;
+  readonly intervalMs: number;
+
+  constructor(
+    readonly monitor: MemoryMonitor,
+    private readonly options: MonitorServerOptions = {},
+  ) {
+    const interval = options.intervalMs ?? 1000;
+    if (typeof interval !== 'number' || !Number.isFinite(interval) || interval < 100 || interval > 3_600_000) {
+      throw new InvalidArgumentError(`the sampling interval must be from 100 ms to 1 hour, got ${String(interval)} ms`, ErrorCode.INVALID_ARGUMENT);
+    }
+    const port = options.port ?? 9464;
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError(`port must be a whole number from 0 to 65535, got ${String(port)}`, ErrorCode.INVALID_ARGUMENT);
+    this.intervalMs = interval;
+    this.server = createServer((req, res) => this.handle(req, res));
+  }
+
+  /**
+   * Starts listening and sampling.
+   * @throws GpuError (LISTEN_FAILED) when the address is taken or cannot be used, naming it.
+   */
+  async listen(): Promise<{ url: string; port: number }> {
+    const host = this.options.host ?? '127.0.0.1';
+    const port = this.options.port ?? 9464;
+    await new Promise<void>((resolve, reject) => {
+      const onError = (e: NodeJS.ErrnoException): void => {
+        reject(new GpuError(ErrorCode.LISTEN_FAILED, `cannot listen on ${host}:${port}: ${e.code === 'EADDRINUSE' ? 'the port is in use' : e.message}`, { cause: e }));
+      };
+      this.server.once('error', onError);
+      this.server.listen(port, host, () => {
+        this.server.off('error', onError);
+        resolve();
+      });
+    });
+    this.monitor.sample();
+    this.timer = setInterval(() => {
+      try {
+        this.monitor.sample();
+      } catch {
+        // a failed sample leaves a gap in the history; /api/sample and /metrics report the error when asked
+      }
+    }, this.intervalMs);
+    const a = this.server.address() as AddressInfo;
+    const shown = a.family === 'IPv6' ? `[${a.address}]` : a.address;
+    return { url: `http://${shown}:${a.port}/`, port: a.port };
+  }
+
+  private send(res: ServerResponse, status: number, type: string, body: string, head: boolean): void {
+    res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
+    res.end(head ? undefined : body);
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    const head = req.method === 'HEAD';
+    if (req.method !== 'GET' && !head) {
+      res.setHeader('allow', 'GET, HEAD');
+      this.send(res, 405, 'text/plain; charset=utf-8', 'method not allowed\n', false);
+      return;
+    }
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    try {
+      switch (path) {
+        case '/':
+          this.page ??= dashboardPage(this.intervalMs);
+          this.send(res, 200, 'text/html; charset=utf-8', this.page, head);
+          return;
+        case '/metrics':
+          this.send(res, 200, PROMETHEUS_CONTENT_TYPE, toPrometheus(this.monitor.sample()), head);
+          return;
+        case '/api/sample':
+          this.send(res, 200, 'application/json', JSON.stringify(this.monitor.latest ?? this.monitor.sample()), head);
+          return;
+        case '/api/history':
+          this.send(res, 200, 'application/json', JSON.stringify(this.monitor.history), head);
+          return;
+        default:
+          this.send(res, 404, 'text/plain; charset=utf-8', `not found: ${path} (try /, /metrics, /api/sample, /api/history)\n`, head);
+      }
+    } catch (e) {
+      this.send(res, 500, 'text/plain; charset=utf-8', `sampling failed: ${(e as Error).message}\n`, head);
+    }
+  }
+
+  /** Stops sampling and closes the server (open connections included). A second call does nothing. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    if (!this.server.listening) return;
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
