@@ -106,6 +106,8 @@ export interface DeviceMemoryUse {
   totalBytes: number;
   freeBytes: number;
   usedBytes: number;
+  /** Memory the driver and firmware set aside (NVML's memory v2), neither used nor free; undefined where unknown. */
+  reservedBytes?: number | undefined;
   /** Processes with memory on the device; undefined where this backend cannot list them. */
   processes: ProcessMemoryUse[] | undefined;
   /**

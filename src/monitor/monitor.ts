@@ -25,6 +25,8 @@ export interface DeviceSample {
   totalBytes: number;
   freeBytes: number;
   usedBytes: number;
+  /** Set aside by the driver and firmware (neither used nor free), where known. */
+  reservedBytes?: number;
   /** nvml, runtime (memGetInfo) or host. */
   source: DeviceMemoryUse['source'];
   note?: string;
@@ -167,6 +169,7 @@ export class MemoryMonitor {
     const u = this.rt.device(index).memoryUse();
     const d: DeviceSample = { index, totalBytes: u.totalBytes, freeBytes: u.freeBytes, usedBytes: u.usedBytes, source: u.source };
     if (u.name !== undefined) d.name = u.name;
+    if (u.reservedBytes !== undefined) d.reservedBytes = u.reservedBytes;
     if (u.note !== undefined) d.note = u.note;
     if (u.processes) {
       d.processes = u.processes

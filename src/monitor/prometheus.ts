@@ -64,6 +64,7 @@ export function toPrometheus(sample: MonitorSample): string {
     m.add('gpumem_device_memory_total_bytes', 'gauge', 'Total device memory.', l, d.totalBytes);
     m.add('gpumem_device_memory_used_bytes', 'gauge', 'Device memory in use (all processes).', l, d.usedBytes);
     m.add('gpumem_device_memory_free_bytes', 'gauge', 'Free device memory.', l, d.freeBytes);
+    m.add('gpumem_device_memory_reserved_bytes', 'gauge', 'Device memory the driver and firmware set aside (neither used nor free).', l, d.reservedBytes);
     if (d.processes) {
       m.add('gpumem_device_processes', 'gauge', 'Processes holding memory on the device.', { device: d.index }, d.processes.length);
       for (const p of d.processes) {

@@ -25,6 +25,7 @@ export const MONITOR_SAMPLE_SCHEMA = {
           totalBytes: bytes,
           freeBytes: bytes,
           usedBytes: bytes,
+          reservedBytes: bytes,
           source: { enum: ['nvml', 'runtime', 'host'] },
           note: { type: 'string' },
           processes: {

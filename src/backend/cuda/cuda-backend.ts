@@ -9,7 +9,7 @@ import type { RtcCompiler } from '../native/rtc.js';
 import { RUNTIME_FLAGS, type StatusTable } from '../native/runtime-api.js';
 import { pciFacts } from '../sysfs.js';
 import { memLocation } from '../native/ffi.js';
-import { loadCuda, NVML_ERROR_INSUFFICIENT_SIZE, NVML_MEMORY_BYTES, NVML_PROCESS_INFO_BYTES, NVML_SUCCESS, type CudaBindings } from './ffi.js';
+import { loadCuda, NVML_ERROR_INSUFFICIENT_SIZE, NVML_MEMORY_BYTES, NVML_MEMORY_V2_BYTES, NVML_MEMORY_V2_VERSION, NVML_PROCESS_INFO_BYTES, NVML_SUCCESS, type CudaBindings } from './ffi.js';
 
 /** CUDA status codes (driver_types.h; the driver API's CUresult agrees for these). */
 export const CUDA_STATUS: StatusTable = {
@@ -163,16 +163,34 @@ class CudaBackend extends NativeBackend {
     this.guard();
     const handle = this.nvmlDevice(device);
     if (typeof handle === 'string') return { ...super.memoryUse(device), note: handle };
-    const nvml = this.b.nvml!;
-    const mem = Buffer.alloc(NVML_MEMORY_BYTES);
-    const status = nvml.nvmlDeviceGetMemoryInfo!(handle, mem) as number;
-    if (status !== NVML_SUCCESS) return { ...super.memoryUse(device), note: `nvmlDeviceGetMemoryInfo: ${this.nvmlError(status)}` };
-    const u64 = (off: number): number => Number(mem.readBigUInt64LE(off));
+    const memory = this.nvmlMemory(handle);
+    if (typeof memory === 'string') return { ...super.memoryUse(device), note: memory };
     const processes = new Map<number, ProcessMemoryUse>();
     for (const fn of ['nvmlDeviceGetComputeRunningProcesses_v3', 'nvmlDeviceGetGraphicsRunningProcesses_v3']) {
       for (const p of this.nvmlProcesses(fn, handle) ?? []) if (!processes.has(p.pid)) processes.set(p.pid, p);
     }
-    return { name: this.deviceName(device), totalBytes: u64(0), freeBytes: u64(8), usedBytes: u64(16), processes: [...processes.values()], source: 'nvml' };
+    return { name: this.deviceName(device), ...memory, processes: [...processes.values()], source: 'nvml' };
+  }
+
+  /**
+   * Total, free and used bytes; with memory v2 (as nvidia-smi reads it) the driver's reserved memory apart, so that
+   * used is what processes hold. Version 1 counts the reserved memory as used.
+   */
+  private nvmlMemory(handle: number): { totalBytes: number; freeBytes: number; usedBytes: number; reservedBytes?: number } | string {
+    const nvml = this.b.nvml!;
+    if (nvml.nvmlDeviceGetMemoryInfo_v2) {
+      const m = Buffer.alloc(NVML_MEMORY_V2_BYTES);
+      m.writeUInt32LE(NVML_MEMORY_V2_VERSION, 0);
+      if ((nvml.nvmlDeviceGetMemoryInfo_v2(handle, m) as number) === NVML_SUCCESS) {
+        const u = (off: number): number => Number(m.readBigUInt64LE(off));
+        return { totalBytes: u(8), reservedBytes: u(16), freeBytes: u(24), usedBytes: u(32) };
+      }
+    }
+    const m = Buffer.alloc(NVML_MEMORY_BYTES);
+    const status = nvml.nvmlDeviceGetMemoryInfo!(handle, m) as number;
+    if (status !== NVML_SUCCESS) return `nvmlDeviceGetMemoryInfo: ${this.nvmlError(status)}`;
+    const u = (off: number): number => Number(m.readBigUInt64LE(off));
+    return { totalBytes: u(0), freeBytes: u(8), usedBytes: u(16) };
   }
 
   /** The NVML handle of a CUDA device, or why there is none. Initialises NVML once. */

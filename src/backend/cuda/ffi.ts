@@ -40,7 +40,7 @@ const DRIVER_PROTOTYPES = [
 
 /**
  * NVML, for a monitor: memory and processes per device without creating a context on it. Structs are passed as
- * byte buffers and read at the offsets nvml.h gives (nvmlMemory_t: total, free, used as u64; nvmlProcessInfo_t v2/v3:
+ * byte buffers and read at the offsets nvml.h gives (nvmlMemory_t: total, free, used as u64; nvmlMemory_v2_t below; nvmlProcessInfo_t v2/v3:
  * pid u32, 4 bytes padding, usedGpuMemory u64, gpuInstanceId u32, computeInstanceId u32 = 24 bytes).
  */
 const NVML_PROTOTYPES = [
@@ -49,11 +49,15 @@ const NVML_PROTOTYPES = [
   'const char *nvmlErrorString(int result)',
   'int nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, _Out_ uintptr_t *device)',
   'int nvmlDeviceGetMemoryInfo(uintptr_t device, void *memory)',
+  'int nvmlDeviceGetMemoryInfo_v2(uintptr_t device, void *memory)',
   'int nvmlDeviceGetComputeRunningProcesses_v3(uintptr_t device, _Inout_ unsigned int *count, void *infos)',
   'int nvmlDeviceGetGraphicsRunningProcesses_v3(uintptr_t device, _Inout_ unsigned int *count, void *infos)',
 ];
 export const NVML_PROCESS_INFO_BYTES = 24;
 export const NVML_MEMORY_BYTES = 24;
+/** nvmlMemory_v2_t: version u32, 4 bytes padding, total, reserved, free, used as u64 = 40 bytes; its version word. */
+export const NVML_MEMORY_V2_BYTES = 40;
+export const NVML_MEMORY_V2_VERSION = NVML_MEMORY_V2_BYTES | (2 << 24);
 /** nvmlReturn_t values read here. */
 export const NVML_SUCCESS = 0;
 export const NVML_ERROR_INSUFFICIENT_SIZE = 7;
