@@ -4,7 +4,7 @@
  * Chromium; `gpumem monitor` redraws in a real terminal (tmux) and stops on Ctrl-C.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { createRequire } from 'node:module';
 import { test } from 'node:test';
@@ -247,6 +247,19 @@ test('gpumem monitor --once --json prints one valid sample; bad options exit 2',
     assert.equal(b.code, 2, `${bad.join(' ')}: ${b.err}`);
     assert.ok(b.err.length > 0);
   }
+});
+
+test('gpumem monitor --json stops quietly when its reader goes away (| head -1)', async () => {
+  const cli = fileURLToPath(new URL('../cli.js', import.meta.url));
+  const child = spawn(process.execPath, [cli, 'monitor', '--backend', 'host', '--json', '--interval', '0.1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const first = await new Promise<string>((resolve) => child.stdout.once('data', (d: Buffer) => resolve(d.toString())));
+  validSample(JSON.parse(first.split('\n')[0]!));
+  child.stdout.destroy();
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  assert.equal(code, 0);
+  assert.doesNotMatch(err, /EPIPE|Error/);
 });
 
 const TMUX = spawnSync('tmux', ['-V']).status === 0;
