@@ -5,11 +5,7 @@
 # loop (dist-blocksync); the C yardstick; interleaved three times.
 set -uo pipefail
 W=/tmp/runs; rm -rf $W; mkdir -p $W
-exec > >(tee -a $OUT/session.log) 2>&1
-nvcc -O2 -arch=sm_90 -o /tmp/nb .gpu/native-bandwidth.cu
-bash .gpu/run.sh true && export PATH=/tmp/gpumem-node:$PATH
-rm -rf .gpu/app/tools && cp -r tools .gpu/app/tools
-L=/usr/local/cuda/targets/x86_64-linux/lib/libcudart.so.13; [ -f $L ] && export CUDART=$L
+source tools/gpu/session-setup.sh
 for i in 1 2 3; do
   timeout -s KILL 60 /tmp/nb > $W/native-$i.txt; echo "C $i rc=$?"
   (cd .gpu/app && timeout -s KILL 60 node tools/gpu/native-port.mjs as-c > $W/port-$i.txt 2>&1); echo "port $i rc=$?"

@@ -4,14 +4,7 @@
 set -uo pipefail
 exec > >(tee -a $OUT/session.log) 2>&1
 bash .gpu/run.sh true && export PATH=/tmp/gpumem-node:$PATH
-python3 -c "
-import torch, time, os
-x = torch.empty(10 * 2**30, dtype=torch.uint8, device='cuda')
-torch.cuda.synchronize()
-print('holder pid', os.getpid(), flush=True)
-time.sleep(60)
-" > /tmp/holder.txt 2>&1 &
-for i in $(seq 1 60); do grep -q "holder pid" /tmp/holder.txt && break; sleep 0.5; done; cat /tmp/holder.txt
+source tools/gpu/hold-10gib.sh 60
 echo "== nvidia-smi"; nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,nounits; nvidia-smi --query-gpu=index,name,memory.total,memory.reserved,memory.used,memory.free --format=csv,nounits
 cd .gpu/app
 echo "== gpumem monitor --once"; timeout -s KILL 30 node dist/cli.js monitor --once | tee $OUT/monitor.txt
