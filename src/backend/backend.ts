@@ -111,10 +111,11 @@ export interface DeviceMemoryUse {
   /** Processes with memory on the device; undefined where this backend cannot list them. */
   processes: ProcessMemoryUse[] | undefined;
   /**
-   * Where the figures come from: `nvml` (the management library: no context is created on the device), `runtime`
+   * Where the figures come from: `nvml` or `rocm-smi` (the management libraries: no context is created on the
+   * device), `runtime`
    * (the runtime's memGetInfo: creates this process's context on the device, itself a few hundred MiB), `host`.
    */
-  source: 'nvml' | 'runtime' | 'host';
+  source: 'nvml' | 'rocm-smi' | 'runtime' | 'host';
   /** Why the figures come from a fallback (the management library's error), when they do. */
   note?: string | undefined;
 }

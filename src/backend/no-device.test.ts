@@ -29,6 +29,10 @@ for (const name of ['cuda', 'hip'] as const) {
     const runtime = rt.backend.libraries.find((l) => l.role === 'runtime');
     assert.ok(runtime?.loaded && runtime.path, 'the runtime library has a resolved path');
     assert.ok(rt.backend.runtimeVersion, 'the runtime reports its version');
+    // The management library (NVML, ROCm SMI) is listed, loaded or not; CI installs ROCm SMI beside HIP.
+    const management = rt.backend.libraries.find((l) => l.role === 'management');
+    assert.ok(management, 'the management library is listed');
+    if (name === 'hip' && expect) assert.ok(management.loaded && management.path, `ROCm SMI loads: ${management.error ?? ''}`);
     assert.throws(() => rt.device(0), (e: unknown) => e instanceof GpuError && e.code === ErrorCode.INVALID_ARGUMENT && /no device/.test(e.message));
     assert.throws(() => rt.allocPinned(4096), (e: unknown) => e instanceof GpuError && e.code === ErrorCode.INVALID_ARGUMENT);
     const out: string[] = [];
@@ -72,4 +76,12 @@ test('a file that is not a library is a BackendUnavailableError too, not a crash
 
 test('an unknown backend name is refused', () => {
   assert.throws(() => openBackend({ backend: 'metal' }), (e: unknown) => e instanceof GpuError && e.code === ErrorCode.INVALID_ARGUMENT);
+});
+
+test("ROCm SMI's BDF ids are read from PCI bus ids as rocm_smi.h lays them out", async () => {
+  const { bdfId } = await import('./hip/hip-backend.js');
+  assert.equal(bdfId('0000:03:00.0'), 0x300n);
+  assert.equal(bdfId('0001:c1:1f.7'), (1n << 32n) | (0xc1n << 8n) | (0x1fn << 3n) | 7n);
+  assert.equal(bdfId('00000000:83:00.1'), (0x83n << 8n) | 1n);
+  for (const bad of ['', '03:00.0', '0000:03:00', '0000:03:20.0', '0000:zz:00.0', '0000:03:00.8']) assert.equal(bdfId(bad), undefined, bad);
 });

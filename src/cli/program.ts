@@ -64,7 +64,7 @@ Examples:
 
 Environment:
   GPUMEM_BACKEND                     default backend (auto, cuda, hip, host)
-  GPUMEM_LIBCUDART, GPUMEM_LIBCUDA, GPUMEM_LIBNVRTC, GPUMEM_LIBAMDHIP64, GPUMEM_LIBHIPRTC
+  GPUMEM_LIBCUDART, GPUMEM_LIBCUDA, GPUMEM_LIBNVRTC, GPUMEM_LIBNVML, GPUMEM_LIBAMDHIP64, GPUMEM_LIBHIPRTC, GPUMEM_LIBROCM_SMI
                                      exact paths of the vendor libraries
   GPUMEM_HOST_DEVICES, GPUMEM_HOST_DEVICE_BYTES
                                      logical devices and capacity of the host (CPU) backend
@@ -208,8 +208,9 @@ Examples:
   $ gpumem monitor --once --json
   $ gpumem monitor --serve --host 0.0.0.0 --port 9464     dashboard at http://HOST:9464/, scrape /metrics
 
-On NVIDIA the figures and the per-process list come from NVML (no context is created on the GPUs); elsewhere from
-the runtime's memGetInfo, without a process list. Bytes are bytes; the terminal view prints GiB = 2^30.`,
+The figures and the per-process list come from NVML on NVIDIA and ROCm SMI on AMD (no context is created on the
+GPUs); without those libraries from the runtime's memGetInfo, without a process list. Bytes are bytes; the terminal
+view prints GiB = 2^30.`,
     )
     .action(async (opts: MonitorCliOptions) => {
       if ([opts.json, opts.prometheus, opts.serve].filter(Boolean).length > 1) throw new UsageError('choose one of --json, --prometheus and --serve');

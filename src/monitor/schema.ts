@@ -26,7 +26,7 @@ export const MONITOR_SAMPLE_SCHEMA = {
           freeBytes: bytes,
           usedBytes: bytes,
           reservedBytes: bytes,
-          source: { enum: ['nvml', 'runtime', 'host'] },
+          source: { enum: ['nvml', 'rocm-smi', 'runtime', 'host'] },
           note: { type: 'string' },
           processes: {
             type: 'array',

@@ -4,7 +4,7 @@
  */
 import type { Address, Backend, DeviceInfo, DeviceMallocFlags, DeviceMemoryUse, Handle, MemLocation, PinnedFlags, ProcessMemoryUse } from '../backend.js';
 import { dropUndefined } from '../device-info.js';
-import { NativeBackend } from '../native/native-backend.js';
+import { NativeBackend, readRecords } from '../native/native-backend.js';
 import type { RtcCompiler } from '../native/rtc.js';
 import { RUNTIME_FLAGS, type StatusTable } from '../native/runtime-api.js';
 import { pciFacts } from '../sysfs.js';
@@ -213,29 +213,19 @@ class CudaBackend extends NativeBackend {
     return out[0]!;
   }
 
-  /** One of NVML's process lists, growing the buffer when NVML says it is too small; undefined when refused. */
+  /** One of NVML's process lists; undefined when refused. */
   private nvmlProcesses(fn: string, handle: number): ProcessMemoryUse[] | undefined {
     const call = this.b.nvml![fn];
     if (!call) return undefined;
-    let capacity = 64;
-    for (let attempt = 0; attempt < 4; attempt++) {
-      const count = [capacity];
-      const buf = Buffer.alloc(capacity * NVML_PROCESS_INFO_BYTES);
-      const status = call(handle, count, buf) as number;
-      if (status === NVML_ERROR_INSUFFICIENT_SIZE) {
-        capacity = Math.max(capacity * 2, count[0]! + 16);
-        continue;
-      }
-      if (status !== NVML_SUCCESS) return undefined;
-      const out: ProcessMemoryUse[] = [];
-      for (let i = 0; i < Math.min(count[0]!, capacity); i++) {
-        const at = i * NVML_PROCESS_INFO_BYTES;
-        const used = buf.readBigUInt64LE(at + 8);
-        out.push({ pid: buf.readUInt32LE(at), usedBytes: used === NVML_NOT_AVAILABLE ? undefined : Number(used) });
-      }
-      return out;
+    const list = readRecords((buf, count) => call(handle, count, buf) as number, NVML_PROCESS_INFO_BYTES, { success: NVML_SUCCESS, insufficient: NVML_ERROR_INSUFFICIENT_SIZE });
+    if (!list) return undefined;
+    const out: ProcessMemoryUse[] = [];
+    for (let i = 0; i < list.count; i++) {
+      const at = i * NVML_PROCESS_INFO_BYTES;
+      const used = list.buffer.readBigUInt64LE(at + 8);
+      out.push({ pid: list.buffer.readUInt32LE(at), usedBytes: used === NVML_NOT_AVAILABLE ? undefined : Number(used) });
     }
-    return undefined;
+    return out;
   }
 
   private nvmlError(status: number): string {

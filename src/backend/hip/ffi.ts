@@ -36,6 +36,28 @@ const HIP_ONLY_PROTOTYPES = [
 
 const HIPRTC_CODE_PROTOTYPES = ['int {P}GetCodeSize(uintptr_t prog, _Out_ size_t *size)', 'int {P}GetCode(uintptr_t prog, void *buf)'];
 
+/**
+ * ROCm SMI (librocm_smi64), for a monitor: memory and the processes using each device, without a HIP context.
+ * rsmi_process_info_t is read from a byte buffer at rocm_smi.h's offsets: process_id u32, pasid u32, vram_usage u64,
+ * sdma_usage u64, cu_occupancy u32, 4 bytes padding = 32 bytes. vram_usage is per process over all its devices.
+ */
+const RSMI_PROTOTYPES = [
+  'int rsmi_init(uint64_t flags)',
+  'int rsmi_shut_down()',
+  'int rsmi_status_string(int status, _Out_ const char **text)',
+  'int rsmi_num_monitor_devices(_Out_ uint32_t *count)',
+  'int rsmi_dev_pci_id_get(uint32_t device, _Out_ uint64_t *bdfid)',
+  'int rsmi_dev_memory_total_get(uint32_t device, int memType, _Out_ uint64_t *total)',
+  'int rsmi_dev_memory_usage_get(uint32_t device, int memType, _Out_ uint64_t *used)',
+  'int rsmi_compute_process_info_get(void *procs, _Inout_ uint32_t *count)',
+  'int rsmi_compute_process_gpus_get(uint32_t pid, void *devices, _Inout_ uint32_t *count)',
+];
+export const RSMI_PROCESS_INFO_BYTES = 32;
+/** rsmi_status_t and rsmi_memory_type_t values read here (rocm_smi.h). */
+export const RSMI_STATUS_SUCCESS = 0;
+export const RSMI_STATUS_INSUFFICIENT_SIZE = 11;
+export const RSMI_MEM_TYPE_VRAM = 0;
+
 /** Everything the HIP backend binds. */
 export interface HipBindings {
   rt: Record<string, NativeFn>;
@@ -43,6 +65,8 @@ export interface HipBindings {
   /** hipRuntimeGetVersion's answer (HIP_VERSION: major * 10^7 + minor * 10^5 + patch). */
   runtimeVersion: number;
   vmmLayoutOk: boolean;
+  /** ROCm SMI, where present; initialised on first use. */
+  rsmi: Record<string, NativeFn> | undefined;
   libraries: LibraryRecord[];
 }
 
@@ -79,5 +103,12 @@ export function loadHip(): HipBindings {
       libraries[1] = { role: 'compiler', name: `${amdhip.record.name} (hiprtc)`, path: amdhip.record.path, envVar: 'GPUMEM_LIBHIPRTC', loaded: true };
     }
   }
-  return { rt, rtc, runtimeVersion: v[0]!, vmmLayoutOk: VMM_LAYOUT_OK, libraries };
+  const rsmiLib = tryLoadLibrary(
+    { envVar: 'GPUMEM_LIBROCM_SMI', names: ['librocm_smi64.so.7', 'librocm_smi64.so.6', 'librocm_smi64.so.5', 'librocm_smi64.so.1', 'librocm_smi64.so'], dirs: rocmLibraryDirs() },
+    'management',
+    'hip',
+  );
+  libraries.push(rsmiLib.record);
+  const rsmi = rsmiLib.loaded ? declare(rsmiLib.loaded.lib, RSMI_PROTOTYPES) : undefined;
+  return { rt, rtc, runtimeVersion: v[0]!, vmmLayoutOk: VMM_LAYOUT_OK, rsmi, libraries };
 }

@@ -3,14 +3,14 @@
  * uncached device memory (hipExtMallocWithFlags), coherent / non-coherent / NUMA-placed pinned host memory
  * (hipHostMalloc flags). HIP's enums and status codes are HIP's own, from hip_runtime_api.h.
  */
-import type { Address, Backend, DeviceInfo, DeviceMallocFlags, Handle, MemLocation, PinnedFlags } from '../backend.js';
+import type { Address, Backend, DeviceInfo, DeviceMallocFlags, DeviceMemoryUse, Handle, MemLocation, PinnedFlags, ProcessMemoryUse } from '../backend.js';
 import { dropUndefined, xnackState } from '../device-info.js';
 import { cString } from '../native/ffi.js';
-import { NativeBackend } from '../native/native-backend.js';
+import { NativeBackend, readRecords } from '../native/native-backend.js';
 import type { RtcCompiler } from '../native/rtc.js';
 import { RUNTIME_FLAGS, type StatusTable } from '../native/runtime-api.js';
 import { pciFacts } from '../sysfs.js';
-import { loadHip, type HipBindings } from './ffi.js';
+import { loadHip, RSMI_MEM_TYPE_VRAM, RSMI_PROCESS_INFO_BYTES, RSMI_STATUS_INSUFFICIENT_SIZE, RSMI_STATUS_SUCCESS, type HipBindings } from './ffi.js';
 
 /** hipError_t values (hip_runtime_api.h, identical in ROCm 5.2 and 6.x for these). */
 export const HIP_STATUS: StatusTable = {
@@ -62,9 +62,21 @@ export function formatHipVersion(v: number): string | undefined {
   return `${Math.floor(v / 10_000_000)}.${Math.floor((v % 10_000_000) / 100_000)}.${v % 100_000}`;
 }
 
+/** A PCI bus id ("0000:03:00.0") as ROCm SMI's BDF id: domain [63:32], bus [15:8], device [7:3], function [2:0]. */
+export function bdfId(pciBusId: string): bigint | undefined {
+  const m = /^([0-9a-f]+):([0-9a-f]{1,2}):([0-9a-f]{1,2})\.([0-7])$/i.exec(pciBusId.trim());
+  if (!m) return undefined;
+  const [domain, bus, dev, fn] = m.slice(1).map((x) => BigInt(`0x${x}`)) as [bigint, bigint, bigint, bigint];
+  if (dev > 0x1fn) return undefined;
+  return (domain << 32n) | (bus << 8n) | (dev << 3n) | fn;
+}
+
 class HipBackend extends NativeBackend {
   private readonly b: HipBindings;
   private readonly archNames = new Map<number, string | undefined>();
+  /** ROCm SMI: undefined until first used, then true, or the reason it cannot be used. */
+  private rsmiReady: true | string | undefined;
+  private readonly rsmiDevices = new Map<number, number>();
 
   constructor(b: HipBindings) {
     const driverVersion = [0];
@@ -122,6 +134,88 @@ class HipBackend extends NativeBackend {
     }
     this.archNames.set(device, name);
     return name;
+  }
+
+  /**
+   * Memory from ROCm SMI (VRAM total and use), matched to the HIP device by PCI bus id, and the processes using the
+   * device; the runtime's memGetInfo, with a note saying why, where ROCm SMI is absent or refuses. ROCm SMI counts a
+   * process's VRAM over all its devices: it is given for a process on one device only, and left unknown otherwise.
+   */
+  override memoryUse(device: number): DeviceMemoryUse {
+    this.guard();
+    const dv = this.rsmiDevice(device);
+    if (typeof dv === 'string') return { ...super.memoryUse(device), note: dv };
+    const r = this.b.rsmi!;
+    const total = [0];
+    const used = [0];
+    let status = r.rsmi_dev_memory_total_get!(dv, RSMI_MEM_TYPE_VRAM, total) as number;
+    if (status === RSMI_STATUS_SUCCESS) status = r.rsmi_dev_memory_usage_get!(dv, RSMI_MEM_TYPE_VRAM, used) as number;
+    if (status !== RSMI_STATUS_SUCCESS) return { ...super.memoryUse(device), note: `rsmi_dev_memory_*_get: ${this.rsmiError(status)}` };
+    const totalBytes = Number(total[0]);
+    const usedBytes = Number(used[0]);
+    return { name: this.deviceName(device), totalBytes, usedBytes, freeBytes: Math.max(0, totalBytes - usedBytes), processes: this.rsmiProcesses(dv), source: 'rocm-smi' };
+  }
+
+  /** The ROCm SMI index of a HIP device, or why there is none. Initialises ROCm SMI once. */
+  private rsmiDevice(device: number): number | string {
+    const r = this.b.rsmi;
+    if (!r?.rsmi_init || !r.rsmi_num_monitor_devices || !r.rsmi_dev_pci_id_get || !r.rsmi_dev_memory_total_get || !r.rsmi_dev_memory_usage_get) return 'ROCm SMI (librocm_smi64) not found';
+    if (this.rsmiReady === undefined) {
+      const status = r.rsmi_init(0) as number;
+      this.rsmiReady = status === RSMI_STATUS_SUCCESS ? true : `rsmi_init: ${this.rsmiError(status)}`;
+    }
+    if (this.rsmiReady !== true) return this.rsmiReady;
+    const known = this.rsmiDevices.get(device);
+    if (known !== undefined) return known;
+    const bus = this.pciBusId(device);
+    const want = bus === undefined ? undefined : bdfId(bus);
+    if (want === undefined) return `no PCI bus id for HIP device ${device}`;
+    const count = [0];
+    if ((r.rsmi_num_monitor_devices(count) as number) !== RSMI_STATUS_SUCCESS) return 'rsmi_num_monitor_devices failed';
+    for (let i = 0; i < count[0]!; i++) {
+      const id = [0];
+      if ((r.rsmi_dev_pci_id_get(i, id) as number) === RSMI_STATUS_SUCCESS && BigInt(id[0]!) === want) {
+        this.rsmiDevices.set(device, i);
+        return i;
+      }
+    }
+    return `ROCm SMI lists no device at PCI ${bus}`;
+  }
+
+  /** Processes using ROCm SMI device `dv`; undefined when ROCm SMI refuses. */
+  private rsmiProcesses(dv: number): ProcessMemoryUse[] | undefined {
+    const r = this.b.rsmi!;
+    if (!r.rsmi_compute_process_info_get || !r.rsmi_compute_process_gpus_get) return undefined;
+    const codes = { success: RSMI_STATUS_SUCCESS, insufficient: RSMI_STATUS_INSUFFICIENT_SIZE };
+    const list = readRecords((buf, count) => r.rsmi_compute_process_info_get!(buf, count) as number, RSMI_PROCESS_INFO_BYTES, codes);
+    if (!list) return undefined;
+    const out: ProcessMemoryUse[] = [];
+    for (let i = 0; i < list.count; i++) {
+      const at = i * RSMI_PROCESS_INFO_BYTES;
+      const pid = list.buffer.readUInt32LE(at);
+      const gpus = readRecords((buf, count) => r.rsmi_compute_process_gpus_get!(pid, buf, count) as number, 4, codes);
+      if (!gpus) continue;
+      const devices = Array.from({ length: gpus.count }, (_, k) => gpus.buffer.readUInt32LE(4 * k));
+      if (!devices.includes(dv)) continue;
+      out.push({ pid, usedBytes: devices.length === 1 ? Number(list.buffer.readBigUInt64LE(at + 8)) : undefined });
+    }
+    return out;
+  }
+
+  private rsmiError(status: number): string {
+    const out: (string | null)[] = [null];
+    try {
+      if ((this.b.rsmi?.rsmi_status_string?.(status, out) as number) === RSMI_STATUS_SUCCESS && out[0]) return `${out[0]} (${status})`;
+    } catch {
+      // fall through
+    }
+    return `rsmi_status_t ${status}`;
+  }
+
+  override dispose(): void {
+    if (this.rsmiReady === true) this.b.rsmi?.rsmi_shut_down?.();
+    this.rsmiReady = 'ROCm SMI shut down';
+    super.dispose();
   }
 
   protected deviceName(device: number): string | undefined {

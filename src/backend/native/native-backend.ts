@@ -668,3 +668,28 @@ export abstract class NativeBackend implements Backend {
     this.callbacks.clear();
   }
 }
+
+/**
+ * Reads a list a management library fills into a caller's buffer of fixed-size records (NVML's and ROCm SMI's
+ * process lists): `call(buffer, count)` with `count[0]` the capacity in records on input and the records written
+ * on output. Grows the buffer while the library answers `insufficient`; answers the buffer and the record count, or
+ * undefined when the call fails.
+ */
+export function readRecords(
+  call: (buffer: Buffer, count: number[]) => number,
+  recordBytes: number,
+  codes: { success: number; insufficient: number },
+): { buffer: Buffer; count: number } | undefined {
+  let capacity = 64;
+  for (let attempt = 0; attempt < 4; attempt++) {
+    const count = [capacity];
+    const buffer = Buffer.alloc(capacity * recordBytes);
+    const status = call(buffer, count);
+    if (status === codes.insufficient) {
+      capacity = Math.max(capacity * 2, count[0]! + 16);
+      continue;
+    }
+    return status === codes.success ? { buffer, count: Math.min(count[0]!, capacity) } : undefined;
+  }
+  return undefined;
+}
