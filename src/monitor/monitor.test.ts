@@ -168,9 +168,12 @@ test('the server answers /, /metrics, /api/sample and /api/history, and refuses 
   assert.ok(parsePrometheus(await metrics.text()).some((f) => f.name === 'gpumem_device_memory_total_bytes'));
   const sample = (await (await fetch(`${url}api/sample`)).json()) as MonitorSample;
   validSample(sample);
-  await new Promise((r) => setTimeout(r, 350));
-  const history = (await (await fetch(`${url}api/history`)).json()) as MonitorSample[];
+  let history: MonitorSample[] = [];
+  for (const t0 = Date.now(); history.length < 3 && Date.now() - t0 < 10_000; await new Promise((r) => setTimeout(r, 50))) {
+    history = (await (await fetch(`${url}api/history`)).json()) as MonitorSample[];
+  }
   assert.ok(history.length >= 3, `the timer samples every interval (history ${history.length})`);
+  assert.ok(history.every((h, i) => i === 0 || h.time >= history[i - 1]!.time), 'oldest first');
   history.forEach(validSample);
   assert.equal((await fetch(`${url}nowhere`)).status, 404);
   const post = await fetch(`${url}metrics`, { method: 'POST', body: 'x' });
