@@ -2,7 +2,8 @@
 // on the path): tells whether a gap between gpumem's bench and the C yardstick comes from the process (Node) or from
 // gpumem. Variants (argument): "as-c" = the C program's buffers and stream (cudaMallocHost 1 GiB, malloc'd pageable
 // via libc, cudaStreamCreate); "as-gpumem" = gpumem bench's (cudaHostAlloc portable, an ArrayBuffer for pageable,
-// a non-blocking stream); either with "+async" waits for the stream on koffi's worker thread after each warm-up.
+// a non-blocking stream); either with "+async" waits for the stream on koffi's worker thread after each warm-up,
+// or with "+import" / "+open" / "+rt" imports gpumem / opens its cuda runtime / touches device 0 first.
 // Prints the C program's table format.
 import koffi from 'koffi';
 
@@ -10,6 +11,16 @@ const variant = process.argv[2] ?? 'as-c';
 // "+async": after the warm-up copies, wait for the stream on koffi's worker thread (as gpumem's bench does with
 // `await stream.synchronize()`) instead of on this thread.
 const asyncSync = variant.endsWith('+async');
+// "+import": import gpumem only; "+open": also open its cuda backend (libraries, cuInit); "+rt": also touch device 0
+// (cudaSetDevice, cudaFree(0), memGetInfo). Then time as the port does.
+if (/\+(import|open|rt)$/.test(variant)) {
+  const g = await import('../../dist/index.js');
+  if (!variant.endsWith('+import')) {
+    const rt = g.openRuntime({ backend: 'cuda' });
+    if (variant.endsWith('+rt')) rt.device(0).memGetInfo();
+    globalThis.keepRuntime = rt;
+  }
+}
 const cudart = koffi.load(process.env.CUDART ?? 'libcudart.so.13');
 const libc = koffi.load('libc.so.6');
 const C = {
