@@ -13,6 +13,18 @@ const variant = process.argv[2] ?? 'as-c';
 const asyncSync = variant.endsWith('+async');
 // "+import": import gpumem only; "+open": also open its cuda backend (libraries, cuInit); "+rt": also touch device 0
 // (cudaSetDevice, cudaFree(0), memGetInfo). Then time as the port does.
+// "+libs": load libcuda, libnvrtc and libnvidia-ml by the paths gpumem uses (GPUMEM_LIBCUDA, GPUMEM_LIBNVRTC,
+// GPUMEM_LIBNVML, else their sonames) and call nothing; "+cuinit": load libcuda and call cuInit(0) only.
+if (/\+(libs|cuinit)$/.test(variant)) {
+  const cuda = koffi.load(process.env.GPUMEM_LIBCUDA ?? 'libcuda.so.1');
+  if (variant.endsWith('+cuinit')) {
+    const r = cuda.func('int cuInit(unsigned int flags)')(0);
+    if (r !== 0) throw new Error(`cuInit -> ${r}`);
+  } else {
+    koffi.load(process.env.GPUMEM_LIBNVRTC ?? 'libnvrtc.so.13');
+    koffi.load(process.env.GPUMEM_LIBNVML ?? 'libnvidia-ml.so.1');
+  }
+}
 if (/\+(import|open|rt)$/.test(variant)) {
   const g = await import('../../dist/index.js');
   if (!variant.endsWith('+import')) {
@@ -86,7 +98,8 @@ const medianMs = async (dst, src, n, k, reps) => {
 };
 console.log(`# node port of native-bandwidth.cu, variant ${variant}`);
 console.log('bytes\tH2D_pinned\tD2H_pinned\tH2D_pageable\tD2H_pageable\tD2D_read+write  (GB/s)');
-for (const n of [2 ** 12, 2 ** 16, 2 ** 20, 2 ** 24, 2 ** 28, 2 ** 30]) {
+// PORT_SIZES=small: 64 KiB and 1 MiB only (a short run).
+for (const n of process.env.PORT_SIZES === 'small' ? [2 ** 16, 2 ** 20] : [2 ** 12, 2 ** 16, 2 ** 20, 2 ** 24, 2 ** 28, 2 ** 30]) {
   const h2d = await medianMs(dev, pinned, n, 1, 20), d2h = await medianMs(pinned, dev, n, 2, 20);
   const h2dp = await medianMs(dev, pageable, n, 1, 10), d2hp = await medianMs(pageable, dev, n, 2, 10);
   const d2d = await medianMs(dev2, dev, n, 3, 20);
