@@ -85,3 +85,32 @@ test("ROCm SMI's BDF ids are read from PCI bus ids as rocm_smi.h lays them out",
   assert.equal(bdfId('00000000:83:00.1'), (0x83n << 8n) | 1n);
   for (const bad of ['', '03:00.0', '0000:03:00', '0000:03:20.0', '0000:zz:00.0', '0000:03:00.8']) assert.equal(bdfId(bad), undefined, bad);
 });
+
+test('management-library lists: the buffer grows while the library answers "insufficient size", and a failure is undefined', async () => {
+  const { readRecords } = await import('./native/native-backend.js');
+  const codes = { success: 0, insufficient: 7 };
+  const calls: number[] = [];
+  // A library holding 150 four-byte records (their index), answering "too small" with the count it needs.
+  const list = readRecords(
+    (buf, count) => {
+      calls.push(count[0]!);
+      if (count[0]! < 150) {
+        count[0] = 150;
+        return 7;
+      }
+      for (let i = 0; i < 150; i++) buf.writeUInt32LE(i, 4 * i);
+      count[0] = 150;
+      return 0;
+    },
+    4,
+    codes,
+  );
+  assert.ok(list);
+  assert.equal(list.count, 150);
+  assert.equal(list.buffer.readUInt32LE(4 * 149), 149);
+  assert.deepEqual(calls, [64, 166]);
+  assert.equal(readRecords(() => 3, 4, codes), undefined, 'another status is a refusal');
+  assert.equal(readRecords((_b, count) => ((count[0] = 1e9), 7), 4, codes), undefined, 'a library that is never satisfied gives up');
+  const capped = readRecords((_b, count) => ((count[0] = 1000), 0), 4, codes);
+  assert.equal(capped?.count, 64, 'a count beyond the buffer is capped at its capacity');
+});

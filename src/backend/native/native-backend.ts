@@ -669,6 +669,9 @@ export abstract class NativeBackend implements Backend {
   }
 }
 
+/** The most records a management library's list is believed to hold. */
+const MAX_RECORDS = 65_536;
+
 /**
  * Reads a list a management library fills into a caller's buffer of fixed-size records (NVML's and ROCm SMI's
  * process lists): `call(buffer, count)` with `count[0]` the capacity in records on input and the records written
@@ -686,7 +689,9 @@ export function readRecords(
     const buffer = Buffer.alloc(capacity * recordBytes);
     const status = call(buffer, count);
     if (status === codes.insufficient) {
-      capacity = Math.max(capacity * 2, count[0]! + 16);
+      // A process list beyond MAX_RECORDS is not believed (and not allocated for).
+      capacity = Math.max(capacity * 2, (count[0] ?? 0) + 16);
+      if (!Number.isSafeInteger(capacity) || capacity > MAX_RECORDS) return undefined;
       continue;
     }
     return status === codes.success ? { buffer, count: Math.min(count[0]!, capacity) } : undefined;
