@@ -31,33 +31,26 @@ export async function managedTests(ctx: BenchContext, max: number): Promise<void
     m.view().fill(0x3f);
     using a = dev.createEvent();
     using b = dev.createEvent();
-    a.record(stream);
-    ctx.launch('read_only', ctx.grid(16, v), [m, v, 1, sink]);
-    b.record(stream);
-    await b.synchronize();
-    firstTouch.push(b.elapsedSince(a));
+    /** Device time of `op`, between two events on the stream. */
+    const timed = async (op: () => void): Promise<number> => {
+      a.record(stream);
+      op();
+      b.record(stream);
+      await b.synchronize();
+      return b.elapsedSince(a);
+    };
+    const readAll = (): void => ctx.launch('read_only', ctx.grid(16, v), [m, v, 1, sink]);
+    firstTouch.push(await timed(readAll));
     // Back to the host, then prefetch to the device and read again.
     m.prefetch('host', stream);
     await stream.synchronize();
-    a.record(stream);
-    m.prefetch(dev.index, stream);
-    b.record(stream);
-    await b.synchronize();
-    prefetch.push(b.elapsedSince(a));
-    a.record(stream);
-    ctx.launch('read_only', ctx.grid(16, v), [m, v, 1, sink]);
-    b.record(stream);
-    await b.synchronize();
-    afterPrefetch.push(b.elapsedSince(a));
+    prefetch.push(await timed(() => m.prefetch(dev.index, stream)));
+    afterPrefetch.push(await timed(readAll));
     // Read-mostly: pages from the host are duplicated on first read rather than moved.
     m.prefetch('host', stream);
     await stream.synchronize();
     m.advise('read-mostly');
-    a.record(stream);
-    ctx.launch('read_only', ctx.grid(16, v), [m, v, 1, sink]);
-    b.record(stream);
-    await b.synchronize();
-    readMostly.push(b.elapsedSince(a));
+    readMostly.push(await timed(readAll));
     m.advise('unset-read-mostly');
     // The device writes; the host reads it all back (host clock).
     ctx.launch('write_only', ctx.grid(16, v), [m, v, 0x3f3f3f3f3f3f3f3fn]);
