@@ -4,7 +4,7 @@
  */
 import type { Address, Backend, DeviceInfo, DeviceMallocFlags, DeviceMemoryUse, Handle, MemLocation, PinnedFlags, ProcessMemoryUse } from '../backend.js';
 import { dropUndefined } from '../device-info.js';
-import { NativeBackend, readRecords } from '../native/native-backend.js';
+import { LazyManagement, NativeBackend, readRecords } from '../native/native-backend.js';
 import type { RtcCompiler } from '../native/rtc.js';
 import { RUNTIME_FLAGS, type StatusTable } from '../native/runtime-api.js';
 import { pciFacts } from '../sysfs.js';
@@ -53,9 +53,14 @@ const NVML_NOT_AVAILABLE = 0xffff_ffff_ffff_ffffn;
 
 class CudaBackend extends NativeBackend {
   private readonly b: CudaBindings;
-  /** NVML: undefined until first used, then true, or the reason it cannot be used. */
-  private nvmlReady: true | string | undefined;
-  private readonly nvmlDevices = new Map<number, number>();
+  /** NVML, initialised on first use. */
+  private readonly nvml = new LazyManagement({
+    init: () => {
+      const status = this.b.nvml!.nvmlInit_v2!() as number;
+      return status === NVML_SUCCESS ? true : `nvmlInit_v2: ${this.nvmlError(status)}`;
+    },
+    shutdown: () => void this.b.nvml?.nvmlShutdown?.(),
+  });
 
   constructor(b: CudaBindings) {
     const driverVersion = [0];
@@ -193,24 +198,17 @@ class CudaBackend extends NativeBackend {
     return { totalBytes: u(0), freeBytes: u(8), usedBytes: u(16) };
   }
 
-  /** The NVML handle of a CUDA device, or why there is none. Initialises NVML once. */
+  /** The NVML handle of a CUDA device, or why there is none. */
   private nvmlDevice(device: number): number | string {
     const nvml = this.b.nvml;
     if (!nvml?.nvmlInit_v2 || !nvml.nvmlDeviceGetHandleByPciBusId_v2 || !nvml.nvmlDeviceGetMemoryInfo) return 'NVML (libnvidia-ml) not found';
-    if (this.nvmlReady === undefined) {
-      const status = nvml.nvmlInit_v2() as number;
-      this.nvmlReady = status === NVML_SUCCESS ? true : `nvmlInit_v2: ${this.nvmlError(status)}`;
-    }
-    if (this.nvmlReady !== true) return this.nvmlReady;
-    const known = this.nvmlDevices.get(device);
-    if (known !== undefined) return known;
-    const bus = this.pciBusId(device);
-    if (!bus) return `no PCI bus id for CUDA device ${device}`;
-    const out = [0];
-    const status = nvml.nvmlDeviceGetHandleByPciBusId_v2(bus, out) as number;
-    if (status !== NVML_SUCCESS) return `nvmlDeviceGetHandleByPciBusId_v2(${bus}): ${this.nvmlError(status)}`;
-    this.nvmlDevices.set(device, out[0]!);
-    return out[0]!;
+    return this.nvml.handle(device, () => {
+      const bus = this.pciBusId(device);
+      if (!bus) return `no PCI bus id for CUDA device ${device}`;
+      const out = [0];
+      const status = nvml.nvmlDeviceGetHandleByPciBusId_v2!(bus, out) as number;
+      return status === NVML_SUCCESS ? out[0]! : `nvmlDeviceGetHandleByPciBusId_v2(${bus}): ${this.nvmlError(status)}`;
+    });
   }
 
   /** One of NVML's process lists; undefined when refused. */
@@ -238,8 +236,7 @@ class CudaBackend extends NativeBackend {
   }
 
   override dispose(): void {
-    if (this.nvmlReady === true) this.b.nvml?.nvmlShutdown?.();
-    this.nvmlReady = 'NVML shut down';
+    this.nvml.close('NVML shut down');
     super.dispose();
   }
 

@@ -6,7 +6,7 @@
 import type { Address, Backend, DeviceInfo, DeviceMallocFlags, DeviceMemoryUse, Handle, MemLocation, PinnedFlags, ProcessMemoryUse } from '../backend.js';
 import { dropUndefined, xnackState } from '../device-info.js';
 import { cString } from '../native/ffi.js';
-import { NativeBackend, readRecords } from '../native/native-backend.js';
+import { LazyManagement, NativeBackend, readRecords } from '../native/native-backend.js';
 import type { RtcCompiler } from '../native/rtc.js';
 import { RUNTIME_FLAGS, type StatusTable } from '../native/runtime-api.js';
 import { pciFacts } from '../sysfs.js';
@@ -74,9 +74,14 @@ export function bdfId(pciBusId: string): bigint | undefined {
 class HipBackend extends NativeBackend {
   private readonly b: HipBindings;
   private readonly archNames = new Map<number, string | undefined>();
-  /** ROCm SMI: undefined until first used, then true, or the reason it cannot be used. */
-  private rsmiReady: true | string | undefined;
-  private readonly rsmiDevices = new Map<number, number>();
+  /** ROCm SMI, initialised on first use. */
+  private readonly rsmi = new LazyManagement({
+    init: () => {
+      const status = this.b.rsmi!.rsmi_init!(0) as number;
+      return status === RSMI_STATUS_SUCCESS ? true : `rsmi_init: ${this.rsmiError(status)}`;
+    },
+    shutdown: () => void this.b.rsmi?.rsmi_shut_down?.(),
+  });
 
   constructor(b: HipBindings) {
     const driverVersion = [0];
@@ -156,30 +161,22 @@ class HipBackend extends NativeBackend {
     return { name: this.deviceName(device), totalBytes, usedBytes, freeBytes: Math.max(0, totalBytes - usedBytes), processes: this.rsmiProcesses(dv), source: 'rocm-smi' };
   }
 
-  /** The ROCm SMI index of a HIP device, or why there is none. Initialises ROCm SMI once. */
+  /** The ROCm SMI index of a HIP device, or why there is none. */
   private rsmiDevice(device: number): number | string {
     const r = this.b.rsmi;
     if (!r?.rsmi_init || !r.rsmi_num_monitor_devices || !r.rsmi_dev_pci_id_get || !r.rsmi_dev_memory_total_get || !r.rsmi_dev_memory_usage_get) return 'ROCm SMI (librocm_smi64) not found';
-    if (this.rsmiReady === undefined) {
-      const status = r.rsmi_init(0) as number;
-      this.rsmiReady = status === RSMI_STATUS_SUCCESS ? true : `rsmi_init: ${this.rsmiError(status)}`;
-    }
-    if (this.rsmiReady !== true) return this.rsmiReady;
-    const known = this.rsmiDevices.get(device);
-    if (known !== undefined) return known;
-    const bus = this.pciBusId(device);
-    const want = bus === undefined ? undefined : bdfId(bus);
-    if (want === undefined) return `no PCI bus id for HIP device ${device}`;
-    const count = [0];
-    if ((r.rsmi_num_monitor_devices(count) as number) !== RSMI_STATUS_SUCCESS) return 'rsmi_num_monitor_devices failed';
-    for (let i = 0; i < count[0]!; i++) {
-      const id = [0];
-      if ((r.rsmi_dev_pci_id_get(i, id) as number) === RSMI_STATUS_SUCCESS && BigInt(id[0]!) === want) {
-        this.rsmiDevices.set(device, i);
-        return i;
+    return this.rsmi.handle(device, () => {
+      const bus = this.pciBusId(device);
+      const want = bus === undefined ? undefined : bdfId(bus);
+      if (want === undefined) return `no PCI bus id for HIP device ${device}`;
+      const count = [0];
+      if ((r.rsmi_num_monitor_devices!(count) as number) !== RSMI_STATUS_SUCCESS) return 'rsmi_num_monitor_devices failed';
+      for (let i = 0; i < count[0]!; i++) {
+        const id = [0];
+        if ((r.rsmi_dev_pci_id_get!(i, id) as number) === RSMI_STATUS_SUCCESS && BigInt(id[0]!) === want) return i;
       }
-    }
-    return `ROCm SMI lists no device at PCI ${bus}`;
+      return `ROCm SMI lists no device at PCI ${bus}`;
+    });
   }
 
   /** Processes using ROCm SMI device `dv`; undefined when ROCm SMI refuses. */
@@ -213,8 +210,7 @@ class HipBackend extends NativeBackend {
   }
 
   override dispose(): void {
-    if (this.rsmiReady === true) this.b.rsmi?.rsmi_shut_down?.();
-    this.rsmiReady = 'ROCm SMI shut down';
+    this.rsmi.close('ROCm SMI shut down');
     super.dispose();
   }
 

@@ -669,6 +669,34 @@ export abstract class NativeBackend implements Backend {
   }
 }
 
+/**
+ * A management library (NVML, ROCm SMI) opened on first use: initialised once, or the reason it cannot be; each
+ * device's handle found once and kept; shut down with the backend.
+ */
+export class LazyManagement {
+  private state: true | string | undefined;
+  private readonly handles = new Map<number, number>();
+
+  constructor(private readonly hooks: { init: () => true | string; shutdown: () => void }) {}
+
+  /** The handle of `device` (`find` looks it up the first time), or why there is none. */
+  handle(device: number, find: () => number | string): number | string {
+    this.state ??= this.hooks.init();
+    if (this.state !== true) return this.state;
+    const known = this.handles.get(device);
+    if (known !== undefined) return known;
+    const found = find();
+    if (typeof found === 'number') this.handles.set(device, found);
+    return found;
+  }
+
+  /** Shuts the library down if it was initialised; later calls answer `reason`. */
+  close(reason: string): void {
+    if (this.state === true) this.hooks.shutdown();
+    this.state = reason;
+  }
+}
+
 /** The most records a management library's list is believed to hold. */
 const MAX_RECORDS = 65_536;
 
