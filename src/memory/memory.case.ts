@@ -232,6 +232,36 @@ export function memoryConformance(label: string, open: () => Runtime): void {
     }
   });
 
+  withRt('waitSync blocks until the stream is done, and refuses to wait for a callback that needs this thread', async (rt) => {
+    const d = rt.device(0);
+    using a = rt.allocPinned(1 << 20);
+    using b = d.alloc(1 << 20);
+    using back = rt.allocPinned(1 << 20);
+    a.view().fill(7);
+    const s = d.createStream({ nonBlocking: true });
+    rt.copy(b, a, { stream: s });
+    rt.copy(back, b, { stream: s });
+    s.waitSync();
+    assert.equal(s.query(), true);
+    assert.equal(back.view()[(1 << 20) - 1], 7);
+    if (rt.backend.capabilities.blockingHostCallbacks) {
+      const order: string[] = [];
+      const p = s.onHost(() => order.push('callback'), { blocking: true });
+      if (rt.backend.name === 'host') {
+        s.waitSync(); // the host backend runs its own callbacks while it waits
+        assert.deepEqual(order, ['callback']);
+      } else {
+        expectCode(() => s.waitSync(), ErrorCode.WOULD_DEADLOCK);
+        assert.deepEqual(order, []);
+      }
+      await p;
+      s.waitSync();
+      assert.deepEqual(order, ['callback']);
+    }
+    s[Symbol.dispose]();
+    expectCode(() => s.waitSync(), ErrorCode.DISPOSED);
+  });
+
   withRt('managed memory: prefetch, advise, and host reads after synchronize', async (rt) => {
     const d = rt.device(0);
     using m = d.allocManaged(1 << 20);

@@ -106,6 +106,17 @@ export class Stream implements Disposable {
     return this.owner.backend.synchronizeStreamAsync(this.handle);
   }
 
+  /**
+   * Blocks the calling thread until all work enqueued so far has completed. Prefer `await synchronize()`; this
+   * exists for timing loops, which wait on their own thread as native programs do (waiting on a worker thread
+   * instead makes the small copies timed next measurably slower).
+   * @throws GpuError WOULD_DEADLOCK while a blocking host callback waits for this thread; DisposedError.
+   */
+  waitSync(): void {
+    this.assertLive('waitSync');
+    this.owner.backend.synchronizeStream(this.handle, this.device);
+  }
+
   /** True when all work enqueued so far has completed. */
   query(): boolean {
     this.assertLive('query');
