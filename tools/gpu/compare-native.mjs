@@ -3,18 +3,23 @@
 // Files ending in .json are gpumem bench outputs; the others the yardstick's output. With several runs of each (run
 // interleaved: C, gpumem, C, gpumem, ...), each cell compares the median over runs of each run's figure (itself the
 // median of that run's timed copies), and shows both sides' run-to-run range, so that the gap can be read against
-// the yardstick's own variation between two runs of the same binary.
+// the yardstick's own variation between two runs of the same binary. JSON files named port-*.json (the yardstick's
+// Node port, tools/gpu/port-to-json.mjs) given beside gpumem's form a third column, judged against the same bar.
 import { readFileSync } from 'node:fs';
 
 const files = process.argv.slice(2);
 const nativeFiles = files.filter((f) => !f.endsWith('.json'));
-const benchFiles = files.filter((f) => f.endsWith('.json'));
+const jsonFiles = files.filter((f) => f.endsWith('.json'));
+const isPort = (f) => /(^|\/)port-[^/]*\.json$/.test(f);
+const portFiles = jsonFiles.some((f) => !isPort(f)) ? jsonFiles.filter(isPort) : [];
+const benchFiles = jsonFiles.filter((f) => !portFiles.includes(f));
 if (!nativeFiles.length || !benchFiles.length) {
   console.error('usage: compare-native.mjs native.txt... bench.json...');
   process.exit(2);
 }
 const natives = nativeFiles.map((f) => readFileSync(f, 'utf8').split('\n'));
 const benches = benchFiles.map((f) => JSON.parse(readFileSync(f, 'utf8')));
+const ports = portFiles.map((f) => JSON.parse(readFileSync(f, 'utf8')));
 const cols = ['H2D_pinned', 'D2H_pinned', 'H2D_pageable', 'D2H_pageable', 'D2D'];
 const pick = {
   H2D_pinned: (r) => r.test === 'copy' && r.direction === 'HtoD' && r.srcKind === 'pinned' && r.engine === 'copy-engine',
@@ -46,27 +51,36 @@ const fmt = (b) => (b >= 1 << 30 ? `${b / 2 ** 30} GiB` : b >= 1 << 20 ? `${b / 
 const g2 = (x) => (x >= 100 ? x.toFixed(0) : x.toFixed(2));
 const range = (xs) => (xs.length > 1 ? ` (${g2(Math.min(...xs))}–${g2(Math.max(...xs))})` : '');
 const spread = (xs) => (xs.length > 1 ? `${(((Math.max(...xs) - Math.min(...xs)) / median(xs)) * 100).toFixed(1)}%` : '–');
-console.log(`${nativeFiles.length} run(s) of the C yardstick and ${benchFiles.length} of gpumem bench, interleaved; a cell is the median over runs (range in brackets).`);
+const withPort = ports.length > 0;
+console.log(`${nativeFiles.length} run(s) of the C yardstick${withPort ? `, ${portFiles.length} of its Node port` : ''} and ${benchFiles.length} of gpumem bench, interleaved; a cell is the median over runs (range in brackets).`);
 console.log('');
-console.log('| size | copy | native CUDA C (GB/s) | gpumem (GB/s) | difference | C run-to-run spread | bar |');
-console.log('|---:|---|---:|---:|---:|---:|---|');
-let inside = 0;
-let outside = 0;
+console.log(`| size | copy | native CUDA C (GB/s) |${withPort ? ' Node port of C (GB/s) | port difference | port bar |' : ''} gpumem (GB/s) | difference | C run-to-run spread | bar |`);
+console.log(`|---:|---|---:|${withPort ? '---:|---:|---|' : ''}---:|---:|---:|---|`);
+const count = { gpumem: [0, 0], port: [0, 0] };
+/** The median of one series' figures for a cell, its difference from C and the bar's verdict. */
+const judge = (series, who, c, bytes, n) => {
+  const xs = series.map((b) => b.results.find((r) => pick[c](r) && r.bytes === bytes)).filter(Boolean).map((r) => r.medianGBps);
+  if (!xs.length) return undefined;
+  const g = median(xs);
+  const diff = ((g - n) / n) * 100;
+  const bar = bytes >= 16 << 20 ? 3 : bytes >= 64 << 10 ? 10 : null;
+  const ok = bar === null ? 'n/a' : Math.abs(diff) <= bar ? `within ${bar}%` : `OUTSIDE ${bar}%`;
+  if (bar !== null) count[who][Math.abs(diff) <= bar ? 0 : 1]++;
+  return `${g2(g)}${range(xs)} | ${diff >= 0 ? '+' : ''}${diff.toFixed(1)}% | `.concat(who === 'port' ? `${ok} | ` : '') + (who === 'port' ? '' : ok);
+};
 for (const [bytes, m] of [...nativeCells].sort((a, b) => a[0] - b[0])) {
   for (const c of cols) {
     const nat = m.get(c);
-    const ours = benches.map((b) => b.results.find((r) => pick[c](r) && r.bytes === bytes)).filter(Boolean).map((r) => r.medianGBps);
-    if (!ours.length) continue;
     const n = median(nat);
-    const g = median(ours);
-    const diff = ((g - n) / n) * 100;
-    const bar = bytes >= 16 << 20 ? 3 : bytes >= 64 << 10 ? 10 : null;
-    const ok = bar === null ? 'n/a' : Math.abs(diff) <= bar ? `within ${bar}%` : `OUTSIDE ${bar}%`;
-    if (bar !== null) Math.abs(diff) <= bar ? inside++ : outside++;
-    console.log(`| ${fmt(bytes)} | ${c} | ${g2(n)}${range(nat)} | ${g2(g)}${range(ours)} | ${diff >= 0 ? '+' : ''}${diff.toFixed(1)}% | ${spread(nat)} | ${ok} |`);
+    const ours = judge(benches, 'gpumem', c, bytes, n);
+    if (!ours) continue;
+    const port = withPort ? (judge(ports, 'port', c, bytes, n) ?? '– | – | – | ') : '';
+    const [fig, diff, ok] = ours.split(' | ');
+    console.log(`| ${fmt(bytes)} | ${c} | ${g2(n)}${range(nat)} | ${port}${fig} | ${diff} | ${spread(nat)} | ${ok} |`);
   }
 }
-console.log(`\n${inside} cells within their bar, ${outside} outside (bars: 3% from 16 MiB, 10% from 64 KiB).`);
+console.log(`\n${count.gpumem[0]} cells within their bar, ${count.gpumem[1]} outside (bars: 3% from 16 MiB, 10% from 64 KiB).`);
+if (withPort) console.log(`The Node port: ${count.port[0]} cells within their bar, ${count.port[1]} outside.`);
 const all = benches.flatMap((b) => b.results);
 const triad = all.find((r) => r.test === 'stream' && r.direction === 'triad');
 if (triad) {

@@ -2,36 +2,51 @@
 // on the path): tells whether a gap between gpumem's bench and the C yardstick comes from the process (Node) or from
 // gpumem. Variants (argument): "as-c" = the C program's buffers and stream (cudaMallocHost 1 GiB, malloc'd pageable
 // via libc, cudaStreamCreate); "as-gpumem" = gpumem bench's (cudaHostAlloc portable, an ArrayBuffer for pageable,
-// a non-blocking stream); either with "+async" waits for the stream on koffi's worker thread after each warm-up,
-// or with "+import" / "+open" / "+rt" imports gpumem / opens its cuda runtime / touches device 0 first.
-// Prints the C program's table format.
+// a non-blocking stream); either followed by steps ("+open", "+cuinit", ... below) done before timing.
+// Prints the C program's table format, after the GPU libraries mapped into the process.
 import koffi from 'koffi';
 
 const variant = process.argv[2] ?? 'as-c';
-// "+async": after the warm-up copies, wait for the stream on koffi's worker thread (as gpumem's bench does with
-// `await stream.synchronize()`) instead of on this thread.
-const asyncSync = variant.endsWith('+async');
-// "+import": import gpumem only; "+open": also open its cuda backend (libraries, cuInit); "+rt": also touch device 0
-// (cudaSetDevice, cudaFree(0), memGetInfo). Then time as the port does.
-// "+libs": load libcuda, libnvrtc and libnvidia-ml by the paths gpumem uses (GPUMEM_LIBCUDA, GPUMEM_LIBNVRTC,
-// GPUMEM_LIBNVML, else their sonames) and call nothing; "+cuinit": load libcuda and call cuInit(0) only.
-if (/\+(libs|cuinit)$/.test(variant)) {
-  const cuda = koffi.load(process.env.GPUMEM_LIBCUDA ?? 'libcuda.so.1');
-  if (variant.endsWith('+cuinit')) {
-    const r = cuda.func('int cuInit(unsigned int flags)')(0);
-    if (r !== 0) throw new Error(`cuInit -> ${r}`);
-  } else {
-    koffi.load(process.env.GPUMEM_LIBNVRTC ?? 'libnvrtc.so.13');
-    koffi.load(process.env.GPUMEM_LIBNVML ?? 'libnvidia-ml.so.1');
-  }
+// Steps after the base ("as-c" or "as-gpumem"), each "+name", done in order before timing:
+//   async    after the warm-up copies, wait for the stream on koffi's worker thread (as gpumem's bench does with
+//            `await stream.synchronize()`) instead of on this thread;
+//   libcuda  load libcuda by the path gpumem uses (GPUMEM_LIBCUDA, else the soname) and call nothing;
+//   cuinit   load libcuda and call cuInit(0);
+//   nvrtc    load libnvrtc (GPUMEM_LIBNVRTC); nvml: load libnvidia-ml (GPUMEM_LIBNVML); call nothing;
+//   import   import gpumem only;
+//   loadcuda gpumem's loadCuda(): its library search, the loads and the function declarations, nothing called
+//            beyond the version queries;
+//   backend  gpumem's createCudaBackend() (loadCuda, then the backend object: driver version, nvrtc version, cuInit);
+//   open     openRuntime({ backend: 'cuda' }); auto: openRuntime() with detection (HIP first, as the CLI does);
+//   rt       open, then touch device 0 (cudaSetDevice, cudaFree(0), memGetInfo).
+const steps = variant.split('+').slice(1);
+const asyncSync = steps.includes('async');
+const keep = [];
+for (const step of steps) {
+  if (step === 'libcuda' || step === 'cuinit') {
+    const cuda = koffi.load(process.env.GPUMEM_LIBCUDA ?? 'libcuda.so.1');
+    if (step === 'cuinit') {
+      const r = cuda.func('int cuInit(unsigned int flags)')(0);
+      if (r !== 0) throw new Error(`cuInit -> ${r}`);
+    }
+  } else if (step === 'nvrtc') koffi.load(process.env.GPUMEM_LIBNVRTC ?? 'libnvrtc.so.13');
+  else if (step === 'nvml') koffi.load(process.env.GPUMEM_LIBNVML ?? 'libnvidia-ml.so.1');
+  else if (step === 'import') await import('../../dist/index.js');
+  else if (step === 'loadcuda') keep.push((await import('../../dist/backend/cuda/ffi.js')).loadCuda());
+  else if (step === 'backend') keep.push((await import('../../dist/backend/cuda/cuda-backend.js')).createCudaBackend());
+  else if (step === 'open' || step === 'auto' || step === 'rt') {
+    const g = await import('../../dist/index.js');
+    const rt = g.openRuntime(step === 'auto' ? {} : { backend: 'cuda' });
+    if (step === 'rt') rt.device(0).memGetInfo();
+    keep.push(rt);
+  } else if (step !== 'async') throw new Error(`unknown step "${step}" in variant ${variant}`);
 }
-if (/\+(import|open|rt)$/.test(variant)) {
-  const g = await import('../../dist/index.js');
-  if (!variant.endsWith('+import')) {
-    const rt = g.openRuntime({ backend: 'cuda' });
-    if (variant.endsWith('+rt')) rt.device(0).memGetInfo();
-    globalThis.keepRuntime = rt;
-  }
+globalThis.keep = keep;
+// The GPU libraries mapped into this process, with their inode: two copies of one library would show here.
+const mapped = new Map();
+for (const line of (await import('node:fs')).readFileSync('/proc/self/maps', 'utf8').split('\n')) {
+  const f = line.split(/\s+/);
+  if (f[5] && /lib(cuda|cudart|nvrtc|nvidia-ml|amdhip64|hsa-runtime64|rocm_smi64)[.-]/.test(f[5])) mapped.set(f[5], f[4]);
 }
 const cudart = koffi.load(process.env.CUDART ?? 'libcudart.so.13');
 const libc = koffi.load('libc.so.6');
@@ -53,6 +68,28 @@ const C = {
 const ck = (r, what) => {
   if (r !== 0) throw new Error(`${what} -> ${r}`);
 };
+// PORT_ALLOC=1: the yardstick's cudaMalloc+cudaFree loop (100 warm-up, 2000 timed, mean) at each stage: before
+// anything else, after the buffers, stream and events exist, after the copies (as in the C program), after freeing
+// the two device buffers, and after freeing the pinned one too.
+const cudaFree = cudart.func('int cudaFree(uintptr_t p)');
+const allocLoop = (state) => {
+  if (process.env.PORT_ALLOC !== '1') return;
+  const p = [0];
+  for (const n of [512, 2 ** 20, 2 ** 26]) {
+    const once = () => {
+      ck(C.malloc(p, n), 'cudaMalloc');
+      ck(cudaFree(p[0]), 'cudaFree');
+    };
+    for (let i = 0; i < 100; i++) once();
+    const t0 = performance.now();
+    for (let i = 0; i < 2000; i++) once();
+    console.log(`port: cudaMalloc+cudaFree ${n} bytes: ${(((performance.now() - t0) * 1000) / 2000).toFixed(2)} us per allocate+free (${state})`);
+  }
+};
+// PORT_ANCHOR=1: one small allocation made first and kept (a bench process has several), so that the driver's
+// chunk holding small allocations never empties during the loop.
+if (process.env.PORT_ANCHOR === '1') ck(C.malloc([0], 512), 'cudaMalloc(anchor)');
+allocLoop(process.env.PORT_ANCHOR === '1' ? 'first, one 512-byte allocation kept' : 'first, nothing else done');
 const out = () => [0];
 const big = 2 ** 30;
 const o1 = out(), o2 = out(), o3 = out(), os = out(), oa = out(), ob = out();
@@ -70,7 +107,7 @@ if (variant.startsWith('as-c')) {
   const ab = new ArrayBuffer(big);
   new Uint8Array(ab).fill(7);
   new Uint8Array(koffi.view(BigInt(o3[0]), big)).fill(7);
-  globalThis.keep = ab;
+  keep.push(ab);
   pageable = Number(koffi.address(ab));
   ck(C.streamCreateFlags(os, 1), 'cudaStreamCreateWithFlags(nonBlocking)');
 }
@@ -78,6 +115,7 @@ const [dev, dev2, pinned, st] = [o1[0], o2[0], o3[0], os[0]];
 ck(C.eventCreate(oa), 'event');
 ck(C.eventCreate(ob), 'event');
 const [a, b] = [oa[0], ob[0]];
+allocLoop('buffers, stream and events made, no copy yet');
 const ms = [0];
 const syncOnWorker = () => new Promise((resolve, reject) => C.ssync.async(st, (err, r) => (err || r !== 0 ? reject(err ?? new Error(`sync ${r}`)) : resolve())));
 const medianMs = async (dst, src, n, k, reps) => {
@@ -97,6 +135,7 @@ const medianMs = async (dst, src, n, k, reps) => {
   return r[r.length >> 1];
 };
 console.log(`# node port of native-bandwidth.cu, variant ${variant}`);
+for (const [file, inode] of mapped) console.log(`# mapped ${file} inode ${inode}`);
 console.log('bytes\tH2D_pinned\tD2H_pinned\tH2D_pageable\tD2H_pageable\tD2D_read+write  (GB/s)');
 // PORT_SIZES=small: 64 KiB and 1 MiB only (a short run).
 for (const n of process.env.PORT_SIZES === 'small' ? [2 ** 16, 2 ** 20] : [2 ** 12, 2 ** 16, 2 ** 20, 2 ** 24, 2 ** 28, 2 ** 30]) {
@@ -105,4 +144,12 @@ for (const n of process.env.PORT_SIZES === 'small' ? [2 ** 16, 2 ** 20] : [2 ** 
   const d2d = await medianMs(dev2, dev, n, 3, 20);
   const g = (t, m = 1) => ((m * n) / t / 1e6).toFixed(2);
   console.log(`${n}\t${g(h2d)}\t${g(d2h)}\t${g(h2dp)}\t${g(d2hp)}\t${((2 * n) / d2d / 1e6).toFixed(1)}`);
+}
+if (process.env.PORT_ALLOC === '1') {
+  allocLoop('after the copies, 2 GiB device + 1 GiB pinned held');
+  ck(cudaFree(dev), 'cudaFree');
+  ck(cudaFree(dev2), 'cudaFree');
+  allocLoop('1 GiB pinned held');
+  ck(cudart.func('int cudaFreeHost(uintptr_t p)')(pinned), 'cudaFreeHost');
+  allocLoop('nothing held');
 }
