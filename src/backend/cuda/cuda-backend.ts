@@ -3,11 +3,9 @@
  * libnvrtc for kernels. AMD's allocation options are reported unsupported through `capabilities`.
  */
 import type { Address, Backend, DeviceInfo, DeviceMallocFlags, DeviceMemoryUse, Handle, MemLocation, PinnedFlags, ProcessMemoryUse } from '../backend.js';
-import { dropUndefined } from '../device-info.js';
-import { LazyManagement, NativeBackend, readRecords } from '../native/native-backend.js';
+import { LazyManagement, NativeBackend, nativeCapabilities, readRecords, type DeviceAttributeIds } from '../native/native-backend.js';
 import type { RtcCompiler } from '../native/rtc.js';
 import { RUNTIME_FLAGS, type StatusTable } from '../native/runtime-api.js';
-import { pciFacts } from '../sysfs.js';
 import { memLocation } from '../native/ffi.js';
 import { loadCuda, NVML_ERROR_INSUFFICIENT_SIZE, NVML_MEMORY_BYTES, NVML_MEMORY_V2_BYTES, NVML_MEMORY_V2_VERSION, NVML_PROCESS_INFO_BYTES, NVML_SUCCESS, type CudaBindings } from './ffi.js';
 
@@ -26,12 +24,12 @@ export const CUDA_STATUS: StatusTable = {
 };
 
 /** cudaDeviceAttr values (driver_types.h of CUDA 13; unchanged since CUDA 11). */
-const ATTR = {
-  multiProcessorCount: 16,
+const ATTR: DeviceAttributeIds = {
+  multiprocessorCount: 16,
   integrated: 18,
   canMapHostMemory: 19,
   memoryClockRate: 36,
-  globalMemoryBusWidth: 37,
+  memoryBusWidth: 37,
   l2CacheSize: 38,
   asyncEngineCount: 40,
   ccMajor: 75,
@@ -39,7 +37,7 @@ const ATTR = {
   managedMemory: 83,
   pageableMemoryAccess: 88,
   concurrentManagedAccess: 89,
-} as const;
+};
 
 const LOCATION_DEVICE = 1;
 const LOCATION_HOST = 2;
@@ -84,26 +82,19 @@ class CudaBackend extends NativeBackend {
     const vmm = !!b.driver?.MemCreate && b.vmmLayoutOk;
     super({
       name: 'cuda',
+      deviceAttributes: ATTR,
       fns: b.rt,
       status: CUDA_STATUS,
       runtimeVersion: formatCudaVersion(b.runtimeVersion),
       driverVersion: formatCudaVersion(driverVersion[0]!),
       libraries: b.libraries,
-      capabilities: {
-        managedMemory: !!b.rt.MallocManaged && !!b.rt.MemPrefetchAsync,
-        mappedMemory: true,
-        hostRegister: true,
-        writeCombined: true,
-        streamOrderedAllocator: !!b.rt.MallocAsync,
-        virtualMemory: vmm,
-        peerAccess: true,
+      capabilities: nativeCapabilities(b.rt, vmm, {
         kernels: !!b.driver?.ModuleLoadData && !!rtc,
-        blockingHostCallbacks: !!b.rt.LaunchHostFunc,
         fineGrainedDeviceMemory: false,
         uncachedDeviceMemory: false,
         coherentHostMemory: false,
         numaHostMemory: false,
-      },
+      }),
       modules: b.driver?.ModuleLoadData ? { fns: b.driver, launch: 'LaunchKernel', statusName } : undefined,
       rtc,
       vmm: vmm ? { fns: b.driver!, statusName } : undefined,
@@ -112,44 +103,8 @@ class CudaBackend extends NativeBackend {
     b.driver?.Init?.(0);
   }
 
-  deviceInfo(device: number): DeviceInfo {
-    this.guard();
-    const a = (attr: number): number | undefined => this.attribute(attr, device);
-    const flag = (attr: number): boolean | undefined => {
-      const v = a(attr);
-      return v === undefined ? undefined : v !== 0;
-    };
-    const info: DeviceInfo = { index: device, name: this.deviceName(device) };
-    const major = a(ATTR.ccMajor);
-    const minor = a(ATTR.ccMinor);
-    if (major !== undefined && minor !== undefined) {
-      info.computeCapability = `${major}.${minor}`;
-      info.arch = `sm_${major}${minor}`;
-    }
-    try {
-      const m = this.memGetInfo(device);
-      info.totalBytes = m.totalBytes;
-      info.freeBytes = m.freeBytes;
-    } catch {
-      // unknown stays absent
-    }
-    info.multiprocessors = a(ATTR.multiProcessorCount);
-    info.l2Bytes = a(ATTR.l2CacheSize);
-    info.asyncEngines = a(ATTR.asyncEngineCount);
-    info.managedMemory = flag(ATTR.managedMemory);
-    info.concurrentManagedAccess = flag(ATTR.concurrentManagedAccess);
-    info.pageableMemoryAccess = flag(ATTR.pageableMemoryAccess);
-    info.integrated = flag(ATTR.integrated);
-    info.canMapHostMemory = flag(ATTR.canMapHostMemory);
-    info.memoryBusWidthBits = a(ATTR.globalMemoryBusWidth);
-    info.memoryClockKHz = a(ATTR.memoryClockRate);
-    info.streamPriorityRange = this.priorityRange(device);
-    const bus = this.pciBusId(device);
-    if (bus) {
-      info.pciBusId = bus;
-      Object.assign(info, pciFacts(bus));
-    }
-    return dropUndefined(info);
+  protected addVendorDeviceInfo(_device: number, info: DeviceInfo): void {
+    if (info.computeCapability) info.arch = `sm_${info.computeCapability.replace('.', '')}`;
   }
 
   protected deviceName(device: number): string | undefined {

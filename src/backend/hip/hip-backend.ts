@@ -4,12 +4,11 @@
  * (hipHostMalloc flags). HIP's enums and status codes are HIP's own, from hip_runtime_api.h.
  */
 import type { Address, Backend, DeviceInfo, DeviceMallocFlags, DeviceMemoryUse, Handle, MemLocation, PinnedFlags, ProcessMemoryUse } from '../backend.js';
-import { dropUndefined, xnackState } from '../device-info.js';
+import { xnackState } from '../device-info.js';
 import { cString } from '../native/ffi.js';
-import { LazyManagement, NativeBackend, readRecords } from '../native/native-backend.js';
+import { LazyManagement, NativeBackend, nativeCapabilities, readRecords, type DeviceAttributeIds } from '../native/native-backend.js';
 import type { RtcCompiler } from '../native/rtc.js';
 import { RUNTIME_FLAGS, type StatusTable } from '../native/runtime-api.js';
-import { pciFacts } from '../sysfs.js';
 import { loadHip, RSMI_MEM_TYPE_VRAM, RSMI_PROCESS_INFO_BYTES, RSMI_STATUS_INSUFFICIENT_SIZE, RSMI_STATUS_SUCCESS, type HipBindings } from './ffi.js';
 
 /** hipError_t values (hip_runtime_api.h, identical in ROCm 5.2 and 6.x for these). */
@@ -26,7 +25,7 @@ export const HIP_STATUS: StatusTable = {
 };
 
 /** hipDeviceAttribute_t values (read from the ROCm 5.2 and 6.3 headers, which agree). */
-const ATTR = {
+const ATTR: DeviceAttributeIds = {
   asyncEngineCount: 2,
   canMapHostMemory: 3,
   concurrentManagedAccess: 9,
@@ -39,7 +38,7 @@ const ATTR = {
   ccMinor: 61,
   multiprocessorCount: 63,
   pageableMemoryAccess: 65,
-} as const;
+};
 
 /** hipExtMallocWithFlags flags. */
 const DEVICE_MALLOC_FINEGRAINED = 0x1;
@@ -99,27 +98,20 @@ class HipBackend extends NativeBackend {
     const vmm = !!b.rt.MemCreate && b.vmmLayoutOk && major >= 6;
     super({
       name: 'hip',
+      deviceAttributes: ATTR,
       fns: b.rt,
       status: HIP_STATUS,
       runtimeVersion: formatHipVersion(b.runtimeVersion),
       driverVersion: driverVersion[0]! > 0 ? String(driverVersion[0]) : undefined,
       libraries: b.libraries,
-      capabilities: {
-        managedMemory: !!b.rt.MallocManaged && !!b.rt.MemPrefetchAsync,
-        mappedMemory: true,
-        hostRegister: true,
-        writeCombined: true,
-        streamOrderedAllocator: !!b.rt.MallocAsync,
-        virtualMemory: vmm,
-        peerAccess: true,
+      capabilities: nativeCapabilities(b.rt, vmm, {
         kernels: !!b.rt.ModuleLoadData && !!rtc,
-        blockingHostCallbacks: !!b.rt.LaunchHostFunc,
         fineGrainedDeviceMemory: !!b.rt.ExtMallocWithFlags,
         // hipDeviceMallocUncached first appears in ROCm 5.3's headers.
         uncachedDeviceMemory: !!b.rt.ExtMallocWithFlags && major * 100 + minor >= 503,
         coherentHostMemory: true,
         numaHostMemory: true,
-      },
+      }),
       modules: b.rt.ModuleLoadData ? { fns: b.rt, launch: 'ModuleLaunchKernel' } : undefined,
       rtc,
       vmm: vmm ? { fns: b.rt } : undefined,
@@ -219,44 +211,10 @@ class HipBackend extends NativeBackend {
     return this.b.rt.DeviceGetName && (this.b.rt.DeviceGetName(buf, buf.length, device) as number) === 0 ? cString(buf) || undefined : undefined;
   }
 
-  deviceInfo(device: number): DeviceInfo {
-    this.guard();
-    const a = (attr: number): number | undefined => this.attribute(attr, device);
-    const flag = (attr: number): boolean | undefined => {
-      const v = a(attr);
-      return v === undefined ? undefined : v !== 0;
-    };
-    const info: DeviceInfo = { index: device, name: this.deviceName(device) };
+  protected addVendorDeviceInfo(device: number, info: DeviceInfo): void {
     info.archName = this.archName(device);
     info.arch = info.archName?.split(':')[0];
     info.xnack = xnackState(info.archName);
-    const major = a(ATTR.ccMajor);
-    const minor = a(ATTR.ccMinor);
-    if (major !== undefined && minor !== undefined) info.computeCapability = `${major}.${minor}`;
-    try {
-      const m = this.memGetInfo(device);
-      info.totalBytes = m.totalBytes;
-      info.freeBytes = m.freeBytes;
-    } catch {
-      // absent when unknown
-    }
-    info.multiprocessors = a(ATTR.multiprocessorCount);
-    info.l2Bytes = a(ATTR.l2CacheSize);
-    info.asyncEngines = a(ATTR.asyncEngineCount);
-    info.managedMemory = flag(ATTR.managedMemory);
-    info.concurrentManagedAccess = flag(ATTR.concurrentManagedAccess);
-    info.pageableMemoryAccess = flag(ATTR.pageableMemoryAccess);
-    info.integrated = flag(ATTR.integrated);
-    info.canMapHostMemory = flag(ATTR.canMapHostMemory);
-    info.memoryBusWidthBits = a(ATTR.memoryBusWidth);
-    info.memoryClockKHz = a(ATTR.memoryClockRate);
-    info.streamPriorityRange = this.priorityRange(device);
-    const bus = this.pciBusId(device);
-    if (bus) {
-      info.pciBusId = bus;
-      Object.assign(info, pciFacts(bus));
-    }
-    return dropUndefined(info);
   }
 
   protected deviceMallocStatus(out: number[], bytes: number, flags: DeviceMallocFlags): number {

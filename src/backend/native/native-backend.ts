@@ -30,6 +30,8 @@ import type {
 } from '../backend.js';
 import { accessDesc, addressOf, allocationProp, cString, packKernelArgs, registerHostCallback, unregisterCallback, viewOf, type NativeFn } from './ffi.js';
 import { compileSource, type RtcCompiler } from './rtc.js';
+import { dropUndefined } from '../device-info.js';
+import { pciFacts } from '../sysfs.js';
 import { RUNTIME_FLAGS, type StatusTable } from './runtime-api.js';
 
 /** Parts of a native backend that the vendor supplies at construction. */
@@ -54,6 +56,44 @@ export interface NativeParts {
    * MemAddressFree, MemMap, MemUnmap, MemSetAccess; set only where the structs' layout is known for this version.
    */
   vmm?: { fns: Record<string, NativeFn>; statusName?: (status: number) => string } | undefined;
+  /** The numbers of the device attributes `deviceInfo` reads (cudaDeviceAttr / hipDeviceAttribute_t). */
+  deviceAttributes: DeviceAttributeIds;
+}
+
+/** What each vendor decides itself: kernels (which compiler and loader it has) and the AMD-only memory kinds. */
+export type VendorCapabilities = Pick<BackendCapabilities, 'kernels' | 'fineGrainedDeviceMemory' | 'uncachedDeviceMemory' | 'coherentHostMemory' | 'numaHostMemory'>;
+
+/** A runtime's capabilities: what both vendors' runtimes derive alike from their functions, plus the vendor's own. */
+export function nativeCapabilities(rt: Record<string, NativeFn>, virtualMemory: boolean, vendor: VendorCapabilities): BackendCapabilities {
+  const { kernels, ...memoryKinds } = vendor;
+  return {
+    managedMemory: !!rt.MallocManaged && !!rt.MemPrefetchAsync,
+    mappedMemory: true,
+    hostRegister: true,
+    writeCombined: true,
+    streamOrderedAllocator: !!rt.MallocAsync,
+    virtualMemory,
+    peerAccess: true,
+    kernels,
+    blockingHostCallbacks: !!rt.LaunchHostFunc,
+    ...memoryKinds,
+  };
+}
+
+/** Device attribute numbers, by what they tell; each vendor's header numbers them differently. */
+export interface DeviceAttributeIds {
+  ccMajor: number;
+  ccMinor: number;
+  multiprocessorCount: number;
+  l2CacheSize: number;
+  asyncEngineCount: number;
+  managedMemory: number;
+  concurrentManagedAccess: number;
+  pageableMemoryAccess: number;
+  integrated: number;
+  canMapHostMemory: number;
+  memoryBusWidth: number;
+  memoryClockRate: number;
 }
 
 const ADVICE: Record<MemAdvice, number> = {
@@ -91,6 +131,7 @@ export abstract class NativeBackend implements Backend {
   private readonly rtc: RtcCompiler | undefined;
   private readonly archs = new Map<number, string>();
   private readonly outM: number[] = [0];
+  private readonly attrs: DeviceAttributeIds;
 
   constructor(parts: NativeParts) {
     this.name = parts.name;
@@ -103,6 +144,7 @@ export abstract class NativeBackend implements Backend {
     this.modules = parts.modules;
     this.rtc = parts.rtc;
     this.vmm = parts.vmm ? this.makeVmm(parts.vmm.fns, parts.vmm.statusName) : undefined;
+    this.attrs = parts.deviceAttributes;
   }
 
   get unusableReason(): string | undefined {
@@ -206,7 +248,48 @@ export abstract class NativeBackend implements Backend {
     return this.noDevice;
   }
 
-  abstract deviceInfo(device: number): DeviceInfo;
+  /** What the runtime tells of a device; fields it cannot tell are absent. */
+  deviceInfo(device: number): DeviceInfo {
+    this.guard();
+    const ids = this.attrs;
+    const a = (attr: number): number | undefined => this.attribute(attr, device);
+    const flag = (attr: number): boolean | undefined => {
+      const v = a(attr);
+      return v === undefined ? undefined : v !== 0;
+    };
+    const info: DeviceInfo = { index: device, name: this.deviceName(device) };
+    const major = a(ids.ccMajor);
+    const minor = a(ids.ccMinor);
+    if (major !== undefined && minor !== undefined) info.computeCapability = `${major}.${minor}`;
+    try {
+      const m = this.memGetInfo(device);
+      info.totalBytes = m.totalBytes;
+      info.freeBytes = m.freeBytes;
+    } catch {
+      // unknown stays absent
+    }
+    info.multiprocessors = a(ids.multiprocessorCount);
+    info.l2Bytes = a(ids.l2CacheSize);
+    info.asyncEngines = a(ids.asyncEngineCount);
+    info.managedMemory = flag(ids.managedMemory);
+    info.concurrentManagedAccess = flag(ids.concurrentManagedAccess);
+    info.pageableMemoryAccess = flag(ids.pageableMemoryAccess);
+    info.integrated = flag(ids.integrated);
+    info.canMapHostMemory = flag(ids.canMapHostMemory);
+    info.memoryBusWidthBits = a(ids.memoryBusWidth);
+    info.memoryClockKHz = a(ids.memoryClockRate);
+    info.streamPriorityRange = this.priorityRange(device);
+    const bus = this.pciBusId(device);
+    if (bus) {
+      info.pciBusId = bus;
+      Object.assign(info, pciFacts(bus));
+    }
+    this.addVendorDeviceInfo(device, info);
+    return dropUndefined(info);
+  }
+
+  /** Adds what only this vendor's runtime tells (the compile target, XNACK). */
+  protected abstract addVendorDeviceInfo(device: number, info: DeviceInfo): void;
 
   /** An integer device attribute, or undefined when the runtime cannot tell. */
   protected attribute(attr: number, device: number): number | undefined {
