@@ -18,7 +18,8 @@ const variant = process.argv[2] ?? 'as-c';
 //            beyond the version queries;
 //   backend  gpumem's createCudaBackend() (loadCuda, then the backend object: driver version, nvrtc version, cuInit);
 //   open     openRuntime({ backend: 'cuda' }); auto: openRuntime() with detection (HIP first, as the CLI does);
-//   rt       open, then touch device 0 (cudaSetDevice, cudaFree(0), memGetInfo).
+//   rt       open, then touch device 0 (cudaSetDevice, cudaFree(0), memGetInfo);
+//   nbstream (as-c only) a non-blocking stream, as gpumem bench's, instead of cudaStreamCreate's.
 const steps = variant.split('+').slice(1);
 const asyncSync = steps.includes('async');
 const keep = [];
@@ -39,7 +40,7 @@ for (const step of steps) {
     const rt = g.openRuntime(step === 'auto' ? {} : { backend: 'cuda' });
     if (step === 'rt') rt.device(0).memGetInfo();
     keep.push(rt);
-  } else if (step !== 'async') throw new Error(`unknown step "${step}" in variant ${variant}`);
+  } else if (step !== 'async' && step !== 'nbstream') throw new Error(`unknown step "${step}" in variant ${variant}`);
 }
 globalThis.keep = keep;
 // The GPU libraries mapped into this process, with their inode: two copies of one library would show here.
@@ -101,7 +102,8 @@ if (variant.startsWith('as-c')) {
   pageable = C.cmalloc(big);
   C.memset(pageable, 7, big);
   C.memset(o3[0], 7, big);
-  ck(C.streamCreate(os), 'cudaStreamCreate');
+  if (steps.includes('nbstream')) ck(C.streamCreateFlags(os, 1), 'cudaStreamCreateWithFlags(nonBlocking)');
+  else ck(C.streamCreate(os), 'cudaStreamCreate');
 } else {
   ck(C.hostAlloc(o3, big, 1), 'cudaHostAlloc(portable)');
   const ab = new ArrayBuffer(big);
@@ -137,8 +139,9 @@ const medianMs = async (dst, src, n, k, reps) => {
 console.log(`# node port of native-bandwidth.cu, variant ${variant}`);
 for (const [file, inode] of mapped) console.log(`# mapped ${file} inode ${inode}`);
 console.log('bytes\tH2D_pinned\tD2H_pinned\tH2D_pageable\tD2H_pageable\tD2D_read+write  (GB/s)');
-// PORT_SIZES=small: 64 KiB and 1 MiB only (a short run).
-for (const n of process.env.PORT_SIZES === 'small' ? [2 ** 16, 2 ** 20] : [2 ** 12, 2 ** 16, 2 ** 20, 2 ** 24, 2 ** 28, 2 ** 30]) {
+// PORT_SIZES=small: 64 KiB and 1 MiB only; PORT_SIZES=mid: 1 MiB and 16 MiB (short runs).
+const portSizes = { small: [2 ** 16, 2 ** 20], mid: [2 ** 20, 2 ** 24] }[process.env.PORT_SIZES ?? ''];
+for (const n of portSizes ?? [2 ** 12, 2 ** 16, 2 ** 20, 2 ** 24, 2 ** 28, 2 ** 30]) {
   const h2d = await medianMs(dev, pinned, n, 1, 20), d2h = await medianMs(pinned, dev, n, 2, 20);
   const h2dp = await medianMs(dev, pageable, n, 1, 10), d2hp = await medianMs(pageable, dev, n, 2, 10);
   const d2d = await medianMs(dev2, dev, n, 3, 20);
