@@ -115,14 +115,13 @@ export class BenchContext implements Disposable {
    * that is longer than the device's work (small copies); from JavaScript that is a few microseconds more than
    * from C. With the `gated` option each run waits behind a kernel spinning on a mapped word until the start
    * event, `op` and the end event are all enqueued: the figure is then the device's time (but a copy-engine copy
-   * after a kernel pays an engine switch). Answers milliseconds per run. The event loop turns before and after,
-   * so Ctrl-C is seen between measurements; nothing in between awaits.
+   * after a kernel pays an engine switch). Answers milliseconds per run. Nothing in it awaits until the event loop
+   * turns at its end, so Ctrl-C is seen between measurements.
    *
    * `gated: false` is required for work that blocks the host until the device has done it (copies from or to
    * pageable memory): behind a closed gate it would never start, and the host would never open it.
    */
   async timeDevice(op: () => void, reps: number, warmup = 3, stream: Stream = this.stream, gated = true): Promise<number[]> {
-    await new Promise((resolve) => setImmediate(resolve));
     this.checkAbort();
     for (let i = 0; i < warmup; i++) op();
     // The warm-up is waited for on this thread, as the yardstick does: waiting on a worker thread instead made the

@@ -57,16 +57,18 @@ console.log('');
 console.log(`| size | copy | native CUDA C (GB/s) |${withPort ? ' Node port of C (GB/s) | port difference | port bar |' : ''} gpumem (GB/s) | difference | C run-to-run spread | bar |`);
 console.log(`|---:|---|---:|${withPort ? '---:|---:|---|' : ''}---:|---:|---:|---|`);
 const count = { gpumem: [0, 0], port: [0, 0] };
-/** The median of one series' figures for a cell, its difference from C and the bar's verdict. */
+/** One series' cell: the median of its figures with their range, its difference from C and the bar's verdict. */
 const judge = (series, who, c, bytes, n) => {
   const xs = series.map((b) => b.results.find((r) => pick[c](r) && r.bytes === bytes)).filter(Boolean).map((r) => r.medianGBps);
   if (!xs.length) return undefined;
-  const g = median(xs);
-  const diff = ((g - n) / n) * 100;
+  const diff = ((median(xs) - n) / n) * 100;
   const bar = bytes >= 16 << 20 ? 3 : bytes >= 64 << 10 ? 10 : null;
-  const ok = bar === null ? 'n/a' : Math.abs(diff) <= bar ? `within ${bar}%` : `OUTSIDE ${bar}%`;
   if (bar !== null) count[who][Math.abs(diff) <= bar ? 0 : 1]++;
-  return `${g2(g)}${range(xs)} | ${diff >= 0 ? '+' : ''}${diff.toFixed(1)}% | `.concat(who === 'port' ? `${ok} | ` : '') + (who === 'port' ? '' : ok);
+  return {
+    fig: `${g2(median(xs))}${range(xs)}`,
+    diff: `${diff >= 0 ? '+' : ''}${diff.toFixed(1)}%`,
+    ok: bar === null ? 'n/a' : Math.abs(diff) <= bar ? `within ${bar}%` : `OUTSIDE ${bar}%`,
+  };
 };
 for (const [bytes, m] of [...nativeCells].sort((a, b) => a[0] - b[0])) {
   for (const c of cols) {
@@ -74,9 +76,9 @@ for (const [bytes, m] of [...nativeCells].sort((a, b) => a[0] - b[0])) {
     const n = median(nat);
     const ours = judge(benches, 'gpumem', c, bytes, n);
     if (!ours) continue;
-    const port = withPort ? (judge(ports, 'port', c, bytes, n) ?? '– | – | – | ') : '';
-    const [fig, diff, ok] = ours.split(' | ');
-    console.log(`| ${fmt(bytes)} | ${c} | ${g2(n)}${range(nat)} | ${port}${fig} | ${diff} | ${spread(nat)} | ${ok} |`);
+    const p = withPort ? (judge(ports, 'port', c, bytes, n) ?? { fig: '–', diff: '–', ok: '–' }) : undefined;
+    const port = p ? `${p.fig} | ${p.diff} | ${p.ok} | ` : '';
+    console.log(`| ${fmt(bytes)} | ${c} | ${g2(n)}${range(nat)} | ${port}${ours.fig} | ${ours.diff} | ${spread(nat)} | ${ours.ok} |`);
   }
 }
 console.log(`\n${count.gpumem[0]} cells within their bar, ${count.gpumem[1]} outside (bars: 3% from 16 MiB, 10% from 64 KiB).`);
