@@ -30,13 +30,11 @@ export {
   type ManagedTarget,
 } from './memory/allocation.js';
 export { copyDirection, memorySide, type CopyDirection, type CopyOptions, type FillOptions, type MemoryRef } from './memory/copy.js';
+export { Device, type DeviceAllocOptions, type ManagedAllocOptions } from './memory/device.js';
 export {
   Runtime,
-  Device,
   openRuntime,
   type OpenRuntimeOptions,
-  type DeviceAllocOptions,
-  type ManagedAllocOptions,
   type PageableAllocOptions,
   type LiveMemory,
   type PreparedCopy,

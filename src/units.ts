@@ -54,3 +54,11 @@ export function formatNs(ns: number): string {
   if (a < 1e9) return `${(ns / 1e6).toFixed(a < 1e7 ? 2 : 1)} ms`;
   return `${(ns / 1e9).toFixed(2)} s`;
 }
+
+/** A count with a unit suffix: 7.00B, 1.2M, 3.50T. */
+export function formatCount(n: number): string {
+  if (n >= 1e12) return `${(n / 1e12).toFixed(2)}T`;
+  if (n >= 1e9) return `${(n / 1e9).toFixed(2)}B`;
+  if (n >= 1e6) return `${(n / 1e6).toFixed(1)}M`;
+  return String(Math.round(n));
+}

@@ -136,7 +136,7 @@ test('formats are recognised by content', () => {
 });
 
 test('gpumem analyze --json prints the documented shape; --from-bench takes the rates from a bench file', async () => {
-  const r = await runCli(['analyze', NAIVE, '--json', '--from-bench', fixture('../docs/gpu-runs/session4/bench.json')]);
+  const r = await runCli(['analyze', NAIVE, '--json', '--from-bench', fixture('bench/h200-bench.json')]);
   assert.equal(r.code, 0, r.err);
   const j = JSON.parse(r.out) as AnalyzeResult;
   assert.equal(j.schema, 'gpumem.analyze/1');
@@ -145,7 +145,7 @@ test('gpumem analyze --json prints the documented shape; --from-bench takes the 
     for (const k of ['rule', 'severity', 'count', 'bytes', 'timeNs', 'estimatedSavingNs', 'evidence', 'change'] as const) assert.ok(k in f, `${f.rule} has ${k}`);
     assert.ok(Array.isArray(f.evidence) && f.evidence.length > 0);
   }
-  assert.match(j.summary.rates.source, /session4\/bench\.json: pinned copies of \d+ bytes measured by gpumem bench/);
+  assert.match(j.summary.rates.source, /h200-bench\.json: pinned copies of \d+ bytes measured by gpumem bench/);
   const text = await runCli(['analyze', TUNED]);
   assert.equal(text.code, 0, text.err);
   assert.match(text.out, /copies \(GB\/s = 1e9/);

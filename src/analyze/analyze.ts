@@ -10,7 +10,7 @@ import { AnalysisContext } from './context.js';
 import { inferHostKinds } from './infer.js';
 import { TraceModel } from './model.js';
 import type { AnalyzeResult, Finding, Summary } from './result.js';
-import { RULES } from './rules.js';
+import { RULES } from './rules/index.js';
 import { summarize } from './summary.js';
 import { importKineto } from './importers/kineto.js';
 import { importRocprofCsv, importRocprofJson, rocprofCsvKind } from './importers/rocprof.js';

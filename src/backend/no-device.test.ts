@@ -87,7 +87,7 @@ test("ROCm SMI's BDF ids are read from PCI bus ids as rocm_smi.h lays them out",
 });
 
 test('management-library lists: the buffer grows while the library answers "insufficient size", and a failure is undefined', async () => {
-  const { readRecords } = await import('./native/native-backend.js');
+  const { readRecords } = await import('./native/management.js');
   const codes = { success: 0, insufficient: 7 };
   const calls: number[] = [];
   // A library holding 150 four-byte records (their index), answering "too small" with the count it needs.

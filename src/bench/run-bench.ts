@@ -10,10 +10,10 @@ import { numaNodes, pcieBandwidthGBps } from '../backend/sysfs.js';
 import type { Runtime } from '../memory/runtime.js';
 import { BenchAborted, BenchContext, type BenchOptions } from './context.js';
 import type { BenchEnvironment, BenchReport, BenchResult } from './schema.js';
-import { copyTests } from './tests/copies.js';
-import { accessTests, cacheSweep, latencyTests, streamTests } from './tests/device-memory.js';
-import { managedTests, zeroCopyTests } from './tests/host-visible.js';
-import { allocTests, peerTests } from './tests/peer-alloc.js';
+import { copyTests } from './suites/copies.js';
+import { accessTests, cacheSweep, latencyTests, streamTests } from './suites/device-memory.js';
+import { managedTests, zeroCopyTests } from './suites/host-visible.js';
+import { allocTests, peerTests } from './suites/peer-alloc.js';
 
 /** Test groups, in the order they run. */
 export const BENCH_TESTS = ['copy', 'sm-copy', 'peer', 'managed', 'zero-copy', 'stream', 'cache', 'access', 'latency', 'alloc'] as const;

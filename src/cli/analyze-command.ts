@@ -1,11 +1,8 @@
 /** `gpumem analyze FILE...`: findings from profiler and allocator traces. Loads no GPU library. */
 import { writeFileSync } from 'node:fs';
-import { analyzeModel, loadTraces, type TraceFormat } from '../analyze/analyze.js';
-import { defaultRates, ratesFromBench } from '../analyze/bandwidth.js';
-import { timelineOf } from '../analyze/timeline.js';
-import { renderAnalyzeHtml } from '../report/analyze-html.js';
-import { renderAnalyze } from '../report/analyze-text.js';
-import type { Io } from './commands.js';
+import { Option, type Command } from 'commander';
+import type { TraceFormat } from '../analyze/analyze.js';
+import { checkWritable, type Io } from './context.js';
 
 export interface AnalyzeCliOptions {
   json?: boolean;
@@ -18,7 +15,42 @@ export interface AnalyzeCliOptions {
 /** Files this big (bytes) get progress lines on stderr even when stderr is not a terminal. */
 const PROGRESS_FROM = 32 * 2 ** 20;
 
-export async function runAnalyze(files: string[], opts: AnalyzeCliOptions, io: Io): Promise<void> {
+export function defineAnalyze(program: Command, io: Io): void {
+  program
+    .command('analyze')
+    .description('find memory problems in profiler and allocator traces: what to change and the time it saves (no GPU needed)')
+    .argument('<files...>', 'traces from one run: PyTorch profiler JSON(.gz), rocprofv3 CSV files or JSON, rocprof stats CSV, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation log')
+    .option('--json', 'print JSON (schema gpumem.analyze/1): { summary: {...}, findings: [ { rule, severity, count, bytes, timeNs, estimatedSavingNs, evidence, change } ] }')
+    .option('--html <file>', 'also write a self-contained HTML page with a timeline of copies against kernels per stream')
+    .option('--from-bench <file>', 'take the pinned copy rates for savings from a gpumem bench JSON (default: built in per device)')
+    .addOption(new Option('--format <format>', 'trace format of every file').choices(['auto', 'kineto', 'rocprofv3-json', 'rocprof-csv', 'nsys-sqlite', 'memory-snapshot', 'alloc-log']).default('auto'))
+    .option('--progress', 'report reading progress on stderr for every file (default: files over 32 MiB)')
+    .addHelpText(
+      'after',
+      `
+Record a trace:
+  PyTorch:   with torch.profiler.profile(activities=[CPU, CUDA], profile_memory=True) as p: ...
+             p.export_chrome_trace('trace.json')
+  rocprofv3: rocprofv3 --runtime-trace --memory-allocation-trace -d out -- python train.py
+  nsys:      nsys profile --trace=cuda,osrt python train.py && nsys export --type sqlite report1.nsys-rep
+
+Examples:
+  $ gpumem analyze trace.pt.trace.json.gz
+  $ gpumem analyze out/*_memory_copy_trace.csv out/*_kernel_trace.csv out/*_hip_api_trace.csv
+  $ gpumem analyze report1.sqlite --from-bench bench.json --html analysis.html
+  $ gpumem analyze snapshot.json.gz --json`,
+    )
+    .action((files: string[], opts: AnalyzeCliOptions) => runAnalyze(files, opts, io));
+
+}
+
+async function runAnalyze(files: string[], opts: AnalyzeCliOptions, io: Io): Promise<void> {
+  checkWritable(opts.html, '--html');
+  const { analyzeModel, loadTraces } = await import('../analyze/analyze.js');
+  const { defaultRates, ratesFromBench } = await import('../analyze/bandwidth.js');
+  const { timelineOf } = await import('../analyze/timeline.js');
+  const { renderAnalyzeHtml } = await import('../render/analyze-html.js');
+  const { renderAnalyze } = await import('../render/analyze-text.js');
   const rates = opts.fromBench ? ratesFromBench(opts.fromBench) : undefined;
   let lastReport = 0;
   const progress = (file: string, done: number, total: number): void => {

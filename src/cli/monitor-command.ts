@@ -4,11 +4,10 @@
  * Prometheus endpoint until Ctrl-C.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { MemoryMonitor } from '../monitor/monitor.js';
-import { toPrometheus } from '../monitor/prometheus.js';
-import { MonitorServer } from '../monitor/server.js';
-import { renderFrame } from '../monitor/terminal.js';
-import { withRuntime, type Io } from './commands.js';
+import type { Command } from 'commander';
+import { withRuntime, type Io } from './context.js';
+import { UsageError } from './errors.js';
+import { backendOption, collectInts, parsePort, parsePositive, parseSeconds } from './options.js';
 
 export interface MonitorCliOptions {
   backend?: string;
@@ -41,7 +40,44 @@ function interruption(): { signal: AbortSignal; done: Promise<void>; release: ()
   };
 }
 
+export function defineMonitor(program: Command, io: Io): void {
+  program
+    .command('monitor')
+    .description('live memory per device and per process: a terminal view, JSON lines, Prometheus text, or a web dashboard with a Prometheus endpoint')
+    .addOption(backendOption())
+    .option('--device <n...>', 'devices to watch (default: all)', collectInts('--device'), undefined)
+    .option('--interval <seconds>', 'seconds between samples, 0.1 to 3600', (v) => parseSeconds(v, '--interval'), 1)
+    .option('--once', 'print one sample and exit')
+    .option('--count <n>', 'stop after n samples', (v) => parsePositive(v, '--count'))
+    .option('--json', 'one JSON sample per line (schema gpumem.monitor/1)')
+    .option('--prometheus', "print samples in Prometheus' text format (e.g. for node_exporter's textfile collector)")
+    .option('--serve', 'serve the web dashboard at / and Prometheus metrics at /metrics until Ctrl-C')
+    .option('--port <n>', 'port for --serve (0 picks a free one)', (v) => parsePort(v), 9464)
+    .option('--host <address>', 'address for --serve to listen on (0.0.0.0 to let other machines scrape it)', '127.0.0.1')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ gpumem monitor                      redraws every second until Ctrl-C
+  $ gpumem monitor --once --json
+  $ gpumem monitor --serve --host 0.0.0.0 --port 9464     dashboard at http://HOST:9464/, scrape /metrics
+
+The figures and the per-process list come from NVML on NVIDIA and ROCm SMI on AMD (no context is created on the
+GPUs); without those libraries from the runtime's memGetInfo, without a process list. Bytes are bytes; the terminal
+view prints GiB = 2^30.`,
+    )
+    .action((opts: MonitorCliOptions) => {
+      if ([opts.json, opts.prometheus, opts.serve].filter(Boolean).length > 1) throw new UsageError('choose one of --json, --prometheus and --serve');
+      return runMonitor(opts, io);
+    });
+
+}
+
 export async function runMonitor(opts: MonitorCliOptions, io: Io, interactive = process.stdout.isTTY === true): Promise<void> {
+  const { MemoryMonitor } = await import('../monitor/monitor.js');
+  const { toPrometheus } = await import('../monitor/prometheus.js');
+  const { MonitorServer } = await import('../monitor/server.js');
+  const { renderFrame } = await import('../render/monitor-terminal.js');
   await withRuntime(opts, io, async (rt) => {
     const monitor = new MemoryMonitor(rt, { devices: opts.device });
     const intervalMs = opts.interval * 1000;

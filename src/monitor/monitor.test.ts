@@ -19,7 +19,7 @@ import { MemoryMonitor, type MonitorSample } from './monitor.js';
 import { toPrometheus } from './prometheus.js';
 import { MONITOR_SAMPLE_SCHEMA } from './schema.js';
 import { MonitorServer } from './server.js';
-import { renderFrame } from './terminal.js';
+import { renderFrame } from '../render/monitor-terminal.js';
 
 const require = createRequire(import.meta.url);
 const parsePrometheus = require('parse-prometheus-text-format') as (text: string) => Array<{ name: string; help: string; type: string; metrics: Array<{ value: string; labels?: Record<string, string> }> }>;

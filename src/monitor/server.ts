@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ErrorCode, GpuError, InvalidArgumentError } from '../errors.js';
-import { dashboardPage } from './dashboard.js';
+import { dashboardPage } from '../render/monitor-dashboard.js';
 import type { MemoryMonitor } from './monitor.js';
 import { PROMETHEUS_CONTENT_TYPE, toPrometheus } from './prometheus.js';
 

@@ -21,17 +21,21 @@ import { DisposedError, ErrorCode, InvalidArgumentError, OutOfMemoryError } from
 import type { Backend } from '../backend/backend.js';
 import type { MemoryKind } from '../memory/allocation.js';
 import { checkAlignment } from '../memory/validate.js';
-import type { GpuEvent } from '../stream/event.js';
 import type { Stream } from '../stream/stream.js';
 import { AddressMap } from './address-map.js';
-import { BlockTree, type TreeNode } from './block-tree.js';
+import { BlockRecycler, firstBlock, Segment, type Block } from './blocks.js';
+import { FreeLists } from './free-lists.js';
 import type { GrowableSource } from './growable.js';
+import { GrowableSegments } from './growable-segments.js';
+import { snapshotSegments, type PoolSnapshot } from './snapshot.js';
 import { streamKey, type AllocateOptions, type DeallocateOptions, type MemoryResource, type StreamRef } from './memory-resource.js';
 import { ResourceBase } from './resource-base.js';
 import { fragmentation, Stat, type PoolStats } from './stats.js';
 import { TraceRing, type TraceEntry } from './trace-ring.js';
 
 const MiB = 1024 * 1024;
+
+export type { PoolSnapshot, SnapshotBlock, SnapshotSegment } from './snapshot.js';
 
 export interface CachingPoolOptions {
   /** Rounding and alignment of every block (a power of two, at least 128; default 256). */
@@ -58,45 +62,6 @@ export interface CachingPoolOptions {
   traceEntries?: number;
 }
 
-class Segment {
-  head!: Block;
-  blocks = 0;
-  /** Growable segments: bytes of physical memory mapped, and which granules are mapped. */
-  mapped = 0;
-  pages: Uint8Array | null = null;
-  constructor(
-    readonly address: number,
-    public size: number,
-    readonly stream: number,
-    readonly small: boolean,
-    readonly growable: boolean,
-    /** Address space reserved (growable segments). */
-    readonly reserved: number,
-  ) {}
-}
-
-class Block implements TreeNode {
-  size = 0;
-  address = 0;
-  heapIndex = -1;
-  requested = 0;
-  segment!: Segment;
-  prev: Block | null = null;
-  next: Block | null = null;
-  allocated = false;
-  inTree = false;
-  stream = 0;
-  /** The Stream object of the stream it was allocated on, when real (for events). */
-  streamRef: Stream | undefined = undefined;
-  /** Streams, other than its own, that used the block (recordStream). */
-  usedOn: Stream[] | null = null;
-  events: GpuEvent[] | null = null;
-  /** Address handed out (differs from `address` when a larger alignment was asked for). */
-  userAddress = 0;
-}
-
-type FreeLists = Map<number, BlockTree<Block>>;
-
 export class CachingPool extends ResourceBase {
   readonly kind: MemoryKind;
   readonly device: number | undefined;
@@ -112,26 +77,21 @@ export class CachingPool extends ResourceBase {
   private readonly maxSplitBytes: number;
   private readonly releaseThresholdBytes: number;
   private readonly crossStream: boolean;
-  private readonly growSmall: number;
-  private readonly growLarge: number;
+  private readonly growing: GrowableSegments | undefined;
 
-  private readonly smallFree: FreeLists = new Map();
-  private readonly largeFree: FreeLists = new Map();
+  private readonly free: FreeLists;
+  private readonly blocks = new BlockRecycler();
   private readonly live = new AddressMap<Block>();
   private readonly segments = new Set<Segment>();
-  private readonly growing = new Map<string, Segment>();
   private readonly pending: Block[] = [];
-  private readonly spare: Block[] = [];
   private readonly trace: TraceRing;
 
   private readonly requested = new Stat();
   private readonly allocated = new Stat();
   private readonly reserved = new Stat();
   private readonly active = new Stat();
-  private readonly inactiveSplit = new Stat();
   private readonly allocationCount = new Stat();
   private readonly segmentCount = new Stat();
-  private readonly inactiveSplitCount = new Stat();
   private cacheHits = 0;
   private cacheMisses = 0;
   private segmentAllocs = 0;
@@ -162,9 +122,15 @@ export class CachingPool extends ResourceBase {
     this.crossStream = options.crossStream ?? true;
     const gran = options.growable?.granularity ?? 1;
     const roundGran = (n: number): number => Math.max(gran, Math.ceil(n / gran) * gran);
-    this.growSmall = roundGran(options.growBytes?.small ?? this.smallSegmentBytes);
-    this.growLarge = roundGran(options.growBytes?.large ?? this.largeSegmentBytes);
     if (this.smallSegmentBytes < this.smallSize) throw new InvalidArgumentError('CachingPool: smallSegmentBytes must be at least smallSize');
+    this.free = new FreeLists(this.maxSplitBytes);
+    this.growing = options.growable
+      ? new GrowableSegments(
+          options.growable,
+          { small: roundGran(options.growBytes?.small ?? this.smallSegmentBytes), large: roundGran(options.growBytes?.large ?? this.largeSegmentBytes) },
+          this.device,
+        )
+      : undefined;
     this.trace = new TraceRing(options.traceEntries ?? 0);
   }
 
@@ -182,7 +148,7 @@ export class CachingPool extends ResourceBase {
     const size = this.round(bytes) + extra;
     if (this.pending.length > 0) this.processPending();
     const small = size <= this.smallSize;
-    let block = this.findFree(small, key, size);
+    let block = this.free.take(small, key, size);
     if (block) this.cacheHits++;
     else {
       block = this.crossStream ? this.steal(small, key, size, stream) : null;
@@ -206,44 +172,12 @@ export class CachingPool extends ResourceBase {
     return Math.ceil(bytes / this.alignment) * this.alignment;
   }
 
-  private lists(small: boolean): FreeLists {
-    return small ? this.smallFree : this.largeFree;
-  }
-
-  private tree(small: boolean, key: number): BlockTree<Block> {
-    const lists = this.lists(small);
-    let t = lists.get(key);
-    if (!t) {
-      t = new BlockTree<Block>();
-      lists.set(key, t);
-    }
-    return t;
-  }
-
-  private findFree(small: boolean, key: number, size: number): Block | null {
-    const t = this.lists(small).get(key);
-    if (!t || t.size === 0) return null;
-    const b = t.lowerBound(size);
-    if (!b) return null;
-    // An unsplittable (oversize) block serves only requests that are themselves oversize, as in PyTorch.
-    if (b.size > this.maxSplitBytes && size < this.maxSplitBytes) return null;
-    this.unlinkFree(t, b);
-    return b;
-  }
-
   /** Takes a fitting free block of another stream, ordering this stream after the other's work. */
   private steal(small: boolean, key: number, size: number, stream: StreamRef | undefined): Block | null {
     const toRef = typeof stream === 'object' ? stream : undefined;
-    for (const [other, t] of this.lists(small)) {
-      if (other === key || t.size === 0) continue;
-      const b = t.lowerBound(size);
-      if (!b || (b.size > this.maxSplitBytes && size < this.maxSplitBytes)) continue;
-      if (!this.orderAfter(b, key, toRef)) continue;
-      this.unlinkFree(t, b);
-      this.crossStreamReuses++;
-      return b;
-    }
-    return null;
+    const b = this.free.takeFromOther(small, key, size, (candidate) => this.orderAfter(candidate, key, toRef));
+    if (b) this.crossStreamReuses++;
+    return b;
   }
 
   /**
@@ -266,29 +200,11 @@ export class CachingPool extends ResourceBase {
     return true;
   }
 
-  private unlinkFree(t: BlockTree<Block>, b: Block): void {
-    t.remove(b);
-    b.inTree = false;
-    if (b.segment.blocks > 1) {
-      this.inactiveSplit.sub(b.size);
-      this.inactiveSplitCount.sub(1);
-    }
-  }
-
-  private insertFree(b: Block): void {
-    this.tree(b.segment.small, b.stream).insert(b);
-    b.inTree = true;
-    if (b.segment.blocks > 1) {
-      this.inactiveSplit.add(b.size);
-      this.inactiveSplitCount.add(1);
-    }
-  }
-
   /** Marks `b` allocated for `size` bytes, splitting off the rest when it is worth keeping. */
   private take(b: Block, size: number, requested: number, key: number, stream: StreamRef | undefined): void {
     const rest = b.size - size;
     if (rest >= this.alignment && b.size <= this.maxSplitBytes) {
-      const r = this.newBlock();
+      const r = this.blocks.take();
       r.segment = b.segment;
       r.stream = b.stream;
       r.address = b.address + size;
@@ -299,7 +215,7 @@ export class CachingPool extends ResourceBase {
       b.next = r;
       b.size = size;
       b.segment.blocks++;
-      this.insertFree(r);
+      this.free.insert(r);
     }
     b.allocated = true;
     b.requested = requested;
@@ -310,19 +226,6 @@ export class CachingPool extends ResourceBase {
     this.allocated.add(b.size);
     this.active.add(b.size);
     this.allocationCount.add(1);
-  }
-
-  private newBlock(): Block {
-    const b = this.spare.pop() ?? new Block();
-    b.heapIndex = -1;
-    b.prev = b.next = null;
-    b.allocated = false;
-    b.inTree = false;
-    b.requested = 0;
-    b.usedOn = null;
-    b.events = null;
-    b.streamRef = undefined;
-    return b;
   }
 
   /** Size of a new fixed segment for a request of `size` bytes. */
@@ -380,36 +283,26 @@ export class CachingPool extends ResourceBase {
     } catch (e) {
       if (!(e instanceof OutOfMemoryError)) throw e;
     }
-    this.insertFree(block);
+    this.free.insert(block);
     this.releaseCached();
-    this.unlinkFree(this.tree(seg.small, block.stream), block);
+    this.free.remove(block);
     try {
       this.ensureMapped(seg, block.address, block.address + size);
     } catch (e) {
-      this.insertFree(block);
+      this.free.insert(block);
       throw this.poolOom(requested, key, e);
     }
   }
 
   private ensureMapped(seg: Segment, lo: number, hi: number): void {
-    const g = this.growable!;
-    const gran = g.granularity;
-    const first = Math.floor((lo - seg.address) / gran);
-    const end = Math.ceil((hi - seg.address) / gran);
-    const pages = seg.pages!;
-    let missing = 0;
-    for (let p = first; p < end; p++) if (pages[p] === 0) missing++;
+    const g = this.growing!;
+    const missing = g.missing(seg, lo, hi);
     if (missing === 0) return;
-    if (this.reserved.current + missing * gran > this.reserved.peak) this.reclaimAll(lo, hi);
-    for (let p = first; p < end; p++) {
-      if (pages[p] === 1) continue;
-      const at = seg.address + p * gran;
-      g.map(at, gran);
-      pages[p] = 1;
-      seg.mapped += gran;
-      this.reserved.add(gran);
-      this.trace.record('segment_map', at, gran, seg.stream);
-    }
+    if (this.reserved.current + missing * g.granularity > this.reserved.peak) this.reclaimAll(lo, hi);
+    g.map(seg, lo, hi, (at, bytes) => {
+      this.reserved.add(bytes);
+      this.trace.record('segment_map', at, bytes, seg.stream);
+    });
   }
 
   /** Unmaps the granules that lie wholly in free blocks of every growable segment, except those under [keepLo, keepHi). */
@@ -420,34 +313,18 @@ export class CachingPool extends ResourceBase {
   }
 
   private reclaim(seg: Segment, keepLo: number, keepHi: number): number {
-    const g = this.growable!;
-    const gran = g.granularity;
-    const pages = seg.pages!;
-    let released = 0;
-    for (let b: Block | null = seg.blocks > 0 ? seg.head : null; b; b = b.next) {
-      if (b.allocated || !b.inTree || b.events !== null) continue;
-      const first = Math.ceil((b.address - seg.address) / gran);
-      const end = Math.floor((b.address + b.size - seg.address) / gran);
-      for (let p = first; p < end; p++) {
-        if (pages[p] !== 1) continue;
-        const at = seg.address + p * gran;
-        if (at < keepHi && at + gran > keepLo) continue;
-        released += g.unmap(at, gran);
-        pages[p] = 0;
-        seg.mapped -= gran;
-        this.reserved.sub(gran);
-        this.trace.record('segment_unmap', at, gran, seg.stream);
-      }
-    }
-    return released;
+    return this.growing!.unmapFree(seg, keepLo, keepHi, (at, bytes) => {
+      this.reserved.sub(bytes);
+      this.trace.record('segment_unmap', at, bytes, seg.stream);
+    });
   }
 
   private growOnce(small: boolean, key: number, size: number): Block {
-    if (this.growable) return this.growGrowable(small, key, size);
+    if (this.growing) return this.growGrowable(small, key, size);
     const segSize = this.segmentSize(small, size);
     const address = this.upstream!.allocate(segSize, { stream: key === 0 ? undefined : key });
     const seg = new Segment(address, segSize, key, small, false, segSize);
-    const b = this.newBlock();
+    const b = this.blocks.take();
     b.segment = seg;
     b.stream = key;
     b.address = address;
@@ -467,45 +344,14 @@ export class CachingPool extends ResourceBase {
    * until a block of `size` fits at its end. Physical memory is mapped later, under the block, by mapFor.
    */
   private growGrowable(small: boolean, key: number, size: number): Block {
-    const g = this.growable!;
-    const id = `${key}:${small ? 's' : 'l'}`;
-    let seg = this.growing.get(id);
-    if (!seg) {
-      const address = g.reserve(g.reserveBytes);
-      seg = new Segment(address, 0, key, small, true, g.reserveBytes);
-      seg.pages = new Uint8Array(Math.ceil(g.reserveBytes / g.granularity));
-      this.growing.set(id, seg);
-      this.segments.add(seg);
+    const g = this.growing!;
+    const seg = g.segment(small, key, (created) => {
+      this.segments.add(created);
       this.segmentCount.add(1);
       this.segmentAllocs++;
-      this.trace.record('segment_alloc', address, 0, key);
-    }
-    let last: Block | null = seg.blocks > 0 ? seg.head : null;
-    while (last?.next) last = last.next;
-    const tailFree = last && !last.allocated && last.inTree && last.stream === key ? last.size : 0;
-    const step = small ? this.growSmall : this.growLarge;
-    const bytes = Math.max(step, Math.ceil((size - tailFree) / g.granularity) * g.granularity);
-    if (seg.size + bytes > seg.reserved) {
-      throw new OutOfMemoryError(`the growable segment's reserved address space (${seg.reserved} bytes) is exhausted`, { requestedBytes: size, device: this.device });
-    }
-    const at = seg.address + seg.size;
-    seg.size += bytes;
-    if (last && tailFree > 0) {
-      this.unlinkFree(this.tree(small, key), last);
-      last.size += bytes;
-      return last;
-    }
-    const b = this.newBlock();
-    b.segment = seg;
-    b.stream = key;
-    b.address = at;
-    b.size = bytes;
-    if (last) {
-      last.next = b;
-      b.prev = last;
-    } else seg.head = b;
-    seg.blocks++;
-    return b;
+      this.trace.record('segment_alloc', created.address, 0, key);
+    });
+    return g.extend(seg, key, size, this.free, this.blocks);
   }
 
   // ---- deallocate -----------------------------------------------------------------------------------------
@@ -544,7 +390,7 @@ export class CachingPool extends ResourceBase {
     const hex = `0x${address.toString(16)}`;
     for (const seg of this.segments) {
       if (address < seg.address || address >= seg.address + seg.size) continue;
-      for (let b: Block | null = seg.blocks > 0 ? seg.head : null; b; b = b.next) {
+      for (let b = firstBlock(seg); b; b = b.next) {
         if (address < b.address || address >= b.address + b.size) continue;
         if (!b.allocated) return new DisposedError(`CachingPool: double free of ${hex} (the memory is already free)`, ErrorCode.DOUBLE_FREE);
         break;
@@ -564,26 +410,26 @@ export class CachingPool extends ResourceBase {
     // A free neighbour of another stream merges once this stream is ordered after that one (an event, on a GPU).
     const prev = b.prev;
     if (prev && !prev.allocated && prev.inTree && prev.events === null && (prev.stream === b.stream || this.orderAfter(prev, b.stream, b.streamRef))) {
-      this.unlinkFree(this.tree(seg.small, prev.stream), prev);
+      this.free.remove(prev);
       prev.stream = b.stream;
       prev.streamRef = b.streamRef;
       prev.size += b.size;
       prev.next = b.next;
       if (b.next) b.next.prev = prev;
       seg.blocks--;
-      this.spare.push(b);
+      this.blocks.give(b);
       b = prev;
     }
     const next = b.next;
     if (next && !next.allocated && next.inTree && next.events === null && (next.stream === b.stream || this.orderAfter(next, b.stream, b.streamRef))) {
-      this.unlinkFree(this.tree(seg.small, next.stream), next);
+      this.free.remove(next);
       b.size += next.size;
       b.next = next.next;
       if (next.next) next.next.prev = b;
       seg.blocks--;
-      this.spare.push(next);
+      this.blocks.give(next);
     }
-    this.insertFree(b);
+    this.free.insert(b);
     if (this.reserved.current - this.allocated.current > this.releaseThresholdBytes) this.releaseCached(this.releaseThresholdBytes);
   }
 
@@ -627,14 +473,14 @@ export class CachingPool extends ResourceBase {
   private releaseSegment(seg: Segment): number {
     const b = seg.head;
     if (seg.blocks !== 1 || b.allocated || !b.inTree || b.events !== null) return 0;
-    this.unlinkFree(this.tree(seg.small, b.stream), b);
+    this.free.remove(b);
     this.upstream!.deallocate(seg.address, seg.size, { stream: seg.stream === 0 ? undefined : seg.stream });
     this.segments.delete(seg);
     this.reserved.sub(seg.size);
     this.segmentCount.sub(1);
     this.segmentFrees++;
     this.trace.record('segment_free', seg.address, seg.size, seg.stream);
-    this.spare.push(b);
+    this.blocks.give(b);
     return seg.size;
   }
 
@@ -652,41 +498,20 @@ export class CachingPool extends ResourceBase {
     return this.reserved.peak;
   }
 
-  /** Bytes of a free block that physical memory backs (all of it, except in a growable segment). */
-  private backedBytes(b: Block): number {
-    const seg = b.segment;
-    if (!seg.growable) return b.size;
-    const gran = this.growable!.granularity;
-    let n = 0;
-    const end = b.address + b.size;
-    for (let p = Math.floor((b.address - seg.address) / gran); seg.address + p * gran < end; p++) {
-      if (seg.pages![p] !== 1) continue;
-      const lo = Math.max(b.address, seg.address + p * gran);
-      const hi = Math.min(end, seg.address + (p + 1) * gran);
-      n += hi - lo;
-    }
-    return n;
-  }
-
   /** Current statistics. In a growable segment a free block counts only its mapped bytes. */
   stats(): PoolStats {
-    let largest = 0;
-    for (const lists of [this.smallFree, this.largeFree]) {
-      for (const t of lists.values()) {
-        if (!this.growable) largest = Math.max(largest, t.max()?.size ?? 0);
-        else for (const b of t.values()) largest = Math.max(largest, this.backedBytes(b));
-      }
-    }
+    const g = this.growing;
+    const largest = this.free.largest(g ? (b) => (b.segment.growable ? g.backedBytes(b) : b.size) : undefined);
     const freeBytes = this.reserved.current - this.active.current;
     return {
       requestedBytes: this.requested.toJSON(),
       allocatedBytes: this.allocated.toJSON(),
       reservedBytes: this.reserved.toJSON(),
       activeBytes: this.active.toJSON(),
-      inactiveSplitBytes: this.inactiveSplit.toJSON(),
+      inactiveSplitBytes: this.free.inactiveSplit.toJSON(),
       allocationCount: this.allocationCount.toJSON(),
       segmentCount: this.segmentCount.toJSON(),
-      inactiveSplitCount: this.inactiveSplitCount.toJSON(),
+      inactiveSplitCount: this.free.inactiveSplitCount.toJSON(),
       cacheHits: this.cacheHits,
       cacheMisses: this.cacheMisses,
       segmentAllocs: this.segmentAllocs,
@@ -701,36 +526,7 @@ export class CachingPool extends ResourceBase {
 
   /** Segments and their blocks in the JSON shape of PyTorch's memory snapshot (torch.cuda.memory._snapshot()). */
   snapshot(): PoolSnapshot {
-    const segments: SnapshotSegment[] = [];
-    for (const seg of this.segments) {
-      const blocks: SnapshotBlock[] = [];
-      let allocated = 0;
-      let active = 0;
-      let requested = 0;
-      for (let b: Block | null = seg.blocks > 0 ? seg.head : null; b; b = b.next) {
-        const state = b.allocated ? 'active_allocated' : b.events !== null ? 'active_pending_free' : 'inactive';
-        blocks.push({ address: b.address, size: b.size, requested_size: b.requested, state, stream: b.stream });
-        if (b.allocated) {
-          allocated += b.size;
-          requested += b.requested;
-        }
-        if (b.allocated || b.events !== null) active += b.size;
-      }
-      segments.push({
-        device: this.device ?? 0,
-        address: seg.address,
-        total_size: seg.size,
-        allocated_size: allocated,
-        active_size: active,
-        requested_size: requested,
-        stream: seg.stream,
-        segment_type: seg.small ? 'small' : 'large',
-        is_expandable: seg.growable,
-        mapped_size: seg.growable ? seg.mapped : seg.size,
-        blocks,
-      });
-    }
-    return { segments, device_traces: [this.trace.entries()], allocator: 'gpumem.CachingPool' };
+    return { segments: snapshotSegments(this.segments, this.device ?? 0), device_traces: [this.trace.entries()], allocator: 'gpumem.CachingPool' };
   }
 
   /** The events recorded so far (oldest first). */
@@ -750,35 +546,4 @@ export class CachingPool extends ResourceBase {
     this.live.clear();
     this.disposed = true;
   }
-}
-
-/** One block in a snapshot. */
-export interface SnapshotBlock {
-  address: number;
-  size: number;
-  requested_size: number;
-  state: 'active_allocated' | 'active_pending_free' | 'inactive';
-  stream: number;
-}
-
-/** One segment in a snapshot (PyTorch's field names). */
-export interface SnapshotSegment {
-  device: number;
-  address: number;
-  total_size: number;
-  allocated_size: number;
-  active_size: number;
-  requested_size: number;
-  stream: number;
-  segment_type: 'small' | 'large';
-  is_expandable: boolean;
-  /** Physical bytes behind the segment: all of it for a fixed segment, the mapped granules of a growable one. */
-  mapped_size: number;
-  blocks: SnapshotBlock[];
-}
-
-export interface PoolSnapshot {
-  segments: SnapshotSegment[];
-  device_traces: TraceEntry[][];
-  allocator: string;
 }

@@ -3,7 +3,8 @@
  * libnvrtc for kernels. AMD's allocation options are reported unsupported through `capabilities`.
  */
 import type { Address, Backend, DeviceInfo, DeviceMallocFlags, DeviceMemoryUse, Handle, MemLocation, PinnedFlags, ProcessMemoryUse } from '../backend.js';
-import { LazyManagement, NativeBackend, nativeCapabilities, readRecords, type DeviceAttributeIds } from '../native/native-backend.js';
+import { LazyManagement, readRecords } from '../native/management.js';
+import { NativeBackend, nativeCapabilities, type DeviceAttributeIds } from '../native/native-backend.js';
 import type { RtcCompiler } from '../native/rtc.js';
 import { RUNTIME_FLAGS, type StatusTable } from '../native/runtime-api.js';
 import { memLocation } from '../native/ffi.js';

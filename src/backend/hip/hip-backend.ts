@@ -6,7 +6,8 @@
 import type { Address, Backend, DeviceInfo, DeviceMallocFlags, DeviceMemoryUse, Handle, MemLocation, PinnedFlags, ProcessMemoryUse } from '../backend.js';
 import { xnackState } from '../device-info.js';
 import { cString } from '../native/ffi.js';
-import { LazyManagement, NativeBackend, nativeCapabilities, readRecords, type DeviceAttributeIds } from '../native/native-backend.js';
+import { LazyManagement, readRecords } from '../native/management.js';
+import { NativeBackend, nativeCapabilities, type DeviceAttributeIds } from '../native/native-backend.js';
 import type { RtcCompiler } from '../native/rtc.js';
 import { RUNTIME_FLAGS, type StatusTable } from '../native/runtime-api.js';
 import { loadHip, RSMI_MEM_TYPE_VRAM, RSMI_PROCESS_INFO_BYTES, RSMI_STATUS_INSUFFICIENT_SIZE, RSMI_STATUS_SUCCESS, type HipBindings } from './ffi.js';

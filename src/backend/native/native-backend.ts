@@ -28,7 +28,10 @@ import type {
   StreamOptions,
   VirtualMemoryApi,
 } from '../backend.js';
-import { accessDesc, addressOf, allocationProp, cString, packKernelArgs, registerHostCallback, unregisterCallback, viewOf, type NativeFn } from './ffi.js';
+import { addressOf, cString, packKernelArgs, viewOf, type NativeFn } from './ffi.js';
+import { HostCallbacks } from './host-callbacks.js';
+import { errorForStatus, StatusNames } from './status.js';
+import { nativeVmm } from './vmm.js';
 import { compileSource, type RtcCompiler } from './rtc.js';
 import { dropUndefined } from '../device-info.js';
 import { pciFacts } from '../sysfs.js';
@@ -116,16 +119,16 @@ export abstract class NativeBackend implements Backend {
 
   protected readonly fn: Record<string, NativeFn>;
   protected readonly status: StatusTable;
+  private readonly statusNames: StatusNames;
   private unusable: string | undefined;
   private noDevice: string | undefined;
   private current = -1;
-  private pendingBlockingCallbacks = 0;
+  private readonly hostCallbacks = new HostCallbacks();
   private readonly outP: number[] = [0];
   private readonly outA: number[] = [0];
   private readonly outB: number[] = [0];
   private readonly outF: number[] = [0];
   private readonly pools = new Map<number, number>();
-  private readonly callbacks = new Set<bigint>();
   private disposed = false;
   private readonly modules: NativeParts['modules'];
   private readonly rtc: RtcCompiler | undefined;
@@ -137,13 +140,21 @@ export abstract class NativeBackend implements Backend {
     this.name = parts.name;
     this.fn = parts.fns;
     this.status = parts.status;
+    this.statusNames = new StatusNames(parts.fns);
     this.capabilities = Object.freeze({ ...parts.capabilities });
     this.runtimeVersion = parts.runtimeVersion;
     this.driverVersion = parts.driverVersion;
     this.libraries = parts.libraries;
     this.modules = parts.modules;
     this.rtc = parts.rtc;
-    this.vmm = parts.vmm ? this.makeVmm(parts.vmm.fns, parts.vmm.statusName) : undefined;
+    this.vmm = parts.vmm
+      ? nativeVmm(parts.vmm.fns, {
+          fail: (status, call) => this.fail(status, `${this.name} ${call}`, parts.vmm!.statusName),
+          guard: () => this.guard(),
+          prepareContext: (device) => this.prepareContext(device),
+          oom: (e, device, bytes) => this.oom(e, device, bytes, 'physical allocation'),
+        })
+      : undefined;
     this.attrs = parts.deviceAttributes;
   }
 
@@ -155,21 +166,7 @@ export abstract class NativeBackend implements Backend {
 
   /** The runtime's name for a status code. */
   statusName(status: number): string {
-    try {
-      return (this.fn.GetErrorName!(status) as string | null) ?? `error ${status}`;
-    } catch {
-      return `error ${status}`;
-    }
-  }
-
-  /** The runtime's text for a status code, or '' when it only repeats the name (ROCm 5 does). */
-  private statusString(status: number): string {
-    try {
-      const text = (this.fn.GetErrorString!(status) as string | null) ?? '';
-      return text === this.statusName(status) ? '' : text;
-    } catch {
-      return '';
-    }
+    return this.statusNames.name(status);
   }
 
   /**
@@ -177,17 +174,9 @@ export abstract class NativeBackend implements Backend {
    * codes of another API (CUDA's driver API) whose numbers agree with the runtime's for the cases handled here.
    */
   protected fail(status: number, call: string, names?: (status: number) => string): GpuError {
-    const statusName = names ? names(status) : this.statusName(status);
-    const text = names ? '' : this.statusString(status);
-    const opts = { backend: this.name, status, statusName };
-    const message = `${call} failed: ${statusName}${text ? ` (${text})` : ''}`;
-    if (this.status.sticky.includes(status)) {
-      this.unusable = message;
-      return new GpuError(ErrorCode.DEVICE_UNUSABLE, `${message}; the ${this.name} device context is corrupt and the backend can no longer be used (restart the process)`, opts);
-    }
-    if (this.status.outOfMemory.includes(status)) return new OutOfMemoryError(message, { requestedBytes: NaN }, opts);
-    if (this.status.noDevice.includes(status)) return new BackendUnavailableError(message, {}, opts);
-    return new GpuError(ErrorCode.NATIVE, message, opts);
+    const { error, sticky } = errorForStatus(this.name, this.status, status, call, names ? { name: names(status), text: '' } : this.statusNames.describe(status));
+    if (sticky) this.unusable = sticky;
+    return error;
   }
 
   protected check(status: number, call: string): void {
@@ -204,10 +193,11 @@ export abstract class NativeBackend implements Backend {
   /** Refuses a blocking call while a blocking host callback waits for this (the JS) thread. */
   protected guardBlocking(call: string): void {
     this.guard();
-    if (this.pendingBlockingCallbacks > 0) {
+    const waiting = this.hostCallbacks.pending;
+    if (waiting > 0) {
       throw new GpuError(
         ErrorCode.WOULD_DEADLOCK,
-        `${call} would block while ${this.pendingBlockingCallbacks} blocking host callback(s) wait to run on this thread; await stream.synchronize() instead`,
+        `${call} would block while ${waiting} blocking host callback(s) wait to run on this thread; await stream.synchronize() instead`,
         { backend: this.name },
       );
     }
@@ -235,8 +225,8 @@ export abstract class NativeBackend implements Backend {
     this.guard();
     const status = this.fn.GetDeviceCount!(this.outA) as number;
     if (this.status.noDevice.includes(status)) {
-      const text = this.statusString(status);
-      this.noDevice = `${this.statusName(status)}${text ? `: ${text}` : ''}`;
+      const { name, text } = this.statusNames.describe(status);
+      this.noDevice = `${name}${text ? `: ${text}` : ''}`;
       return 0;
     }
     this.check(status, `${this.name}GetDeviceCount`);
@@ -554,32 +544,10 @@ export abstract class NativeBackend implements Backend {
 
   launchHostFunc(stream: Handle, fn: () => void): void {
     this.guard();
-    let ptr: bigint | undefined;
-    // A call back from a driver thread holds no reference on the event loop: keep it alive until the call comes.
-    const keepAlive = setInterval(() => {}, 2 ** 30);
-    const run = (): void => {
-      clearInterval(keepAlive);
-      this.pendingBlockingCallbacks--;
-      try {
-        fn();
-      } finally {
-        // Unregistering from inside the callback is not safe; do it once the driver thread has returned.
-        setImmediate(() => {
-          if (ptr !== undefined && this.callbacks.delete(ptr)) unregisterCallback(ptr);
-        });
-      }
-    };
-    ptr = registerHostCallback(run);
-    this.callbacks.add(ptr);
-    this.pendingBlockingCallbacks++;
-    const status = this.fn.LaunchHostFunc!(stream, ptr, null) as number;
-    if (status !== 0) {
-      clearInterval(keepAlive);
-      this.pendingBlockingCallbacks--;
-      this.callbacks.delete(ptr);
-      unregisterCallback(ptr);
-      throw this.fail(status, `${this.name}LaunchHostFunc`);
-    }
+    this.hostCallbacks.launchOnce(fn, (ptr) => {
+      const status = this.fn.LaunchHostFunc!(stream, ptr, null) as number;
+      if (status !== 0) throw this.fail(status, `${this.name}LaunchHostFunc`);
+    });
   }
 
   createEvent(device: number, options: EventOptions): Handle {
@@ -707,39 +675,6 @@ export abstract class NativeBackend implements Backend {
     if (status !== 0) this.moduleCheck(status, `${this.name} kernel launch`);
   }
 
-  private makeVmm(f: Record<string, NativeFn>, statusName?: (status: number) => string): VirtualMemoryApi {
-    const out = [0];
-    const check = (status: number, call: string): void => {
-      if (status !== 0) throw this.fail(status, `${this.name} ${call}`, statusName);
-    };
-    return {
-      granularity: (device) => {
-        check(f.MemGetAllocationGranularity!(out, allocationProp(device), 0) as number, 'MemGetAllocationGranularity');
-        return out[0]!;
-      },
-      reserve: (bytes, alignment) => {
-        this.guard();
-        check(f.MemAddressReserve!(out, bytes, alignment, 0, 0) as number, 'MemAddressReserve');
-        return out[0]!;
-      },
-      free: (address, bytes) => check(f.MemAddressFree!(address, bytes) as number, 'MemAddressFree'),
-      create: (device, bytes) => {
-        this.guard();
-        this.prepareContext(device);
-        try {
-          check(f.MemCreate!(out, bytes, allocationProp(device), 0) as number, `MemCreate(${bytes})`);
-        } catch (e) {
-          throw this.oom(e, device, bytes, 'physical allocation');
-        }
-        return out[0]!;
-      },
-      release: (handle) => check(f.MemRelease!(handle) as number, 'MemRelease'),
-      map: (address, bytes, handle) => check(f.MemMap!(address, bytes, 0, handle, 0) as number, 'MemMap'),
-      setAccess: (address, bytes, device) => check(f.MemSetAccess!(address, bytes, accessDesc(device), 1) as number, 'MemSetAccess'),
-      unmap: (address, bytes) => check(f.MemUnmap!(address, bytes) as number, 'MemUnmap'),
-    };
-  }
-
   packArgs(args: readonly KernelArg[]): unknown {
     return packKernelArgs(args);
   }
@@ -747,65 +682,6 @@ export abstract class NativeBackend implements Backend {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    for (const ptr of this.callbacks) unregisterCallback(ptr);
-    this.callbacks.clear();
+    this.hostCallbacks.dispose();
   }
-}
-
-/**
- * A management library (NVML, ROCm SMI) opened on first use: initialised once, or the reason it cannot be; each
- * device's handle found once and kept; shut down with the backend.
- */
-export class LazyManagement {
-  private state: true | string | undefined;
-  private readonly handles = new Map<number, number>();
-
-  constructor(private readonly hooks: { init: () => true | string; shutdown: () => void }) {}
-
-  /** The handle of `device` (`find` looks it up the first time), or why there is none. */
-  handle(device: number, find: () => number | string): number | string {
-    this.state ??= this.hooks.init();
-    if (this.state !== true) return this.state;
-    const known = this.handles.get(device);
-    if (known !== undefined) return known;
-    const found = find();
-    if (typeof found === 'number') this.handles.set(device, found);
-    return found;
-  }
-
-  /** Shuts the library down if it was initialised; later calls answer `reason`. */
-  close(reason: string): void {
-    if (this.state === true) this.hooks.shutdown();
-    this.state = reason;
-  }
-}
-
-/** The most records a management library's list is believed to hold. */
-const MAX_RECORDS = 65_536;
-
-/**
- * Reads a list a management library fills into a caller's buffer of fixed-size records (NVML's and ROCm SMI's
- * process lists): `call(buffer, count)` with `count[0]` the capacity in records on input and the records written
- * on output. Grows the buffer while the library answers `insufficient`; answers the buffer and the record count, or
- * undefined when the call fails.
- */
-export function readRecords(
-  call: (buffer: Buffer, count: number[]) => number,
-  recordBytes: number,
-  codes: { success: number; insufficient: number },
-): { buffer: Buffer; count: number } | undefined {
-  let capacity = 64;
-  for (let attempt = 0; attempt < 4; attempt++) {
-    const count = [capacity];
-    const buffer = Buffer.alloc(capacity * recordBytes);
-    const status = call(buffer, count);
-    if (status === codes.insufficient) {
-      // A process list beyond MAX_RECORDS is not believed (and not allocated for).
-      capacity = Math.max(capacity * 2, (count[0] ?? 0) + 16);
-      if (!Number.isSafeInteger(capacity) || capacity > MAX_RECORDS) return undefined;
-      continue;
-    }
-    return status === codes.success ? { buffer, count: Math.min(count[0]!, capacity) } : undefined;
-  }
-  return undefined;
 }

@@ -1,6 +1,6 @@
 /** `gpumem info`: backend, versions, libraries and every device's memory facts. */
 import type { DeviceInfo } from '../backend/backend.js';
-import type { InfoReport } from './info.js';
+import type { InfoReport } from '../report/info.js';
 import { formatBytes } from '../units.js';
 import { known, yesNo } from './text.js';
 

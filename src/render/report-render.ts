@@ -3,7 +3,7 @@ import { renderBench } from './bench-text.js';
 import { renderInfo } from './info-text.js';
 import { benchSections } from './bench-html.js';
 import { esc, htmlTable, renderPage } from './html.js';
-import type { Report } from './report.js';
+import type { Report } from '../report/report.js';
 
 export function renderReportText(r: Report): string {
   const out: string[] = [];

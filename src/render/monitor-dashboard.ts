@@ -2,7 +2,7 @@
  * The monitor's web page: self-contained (inline CSS and Chart.js), it polls the server's /api/history and draws
  * used memory per device over time, the processes on each device and the pools' figures.
  */
-import { chartLibrary } from '../report/html.js';
+import { chartLibrary } from './html.js';
 
 const CSS = `
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5rem; color: #222; }

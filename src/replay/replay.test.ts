@@ -5,15 +5,15 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BadInputError } from '../../errors.js';
-import { main } from '../../cli/program.js';
-import { LoggingAdaptor } from '../adaptors.js';
-import { CachingPool } from '../caching-pool.js';
-import { SimulatedResource } from '../sources.js';
+import { BadInputError } from '../errors.js';
+import { main } from '../cli/program.js';
+import { LoggingAdaptor } from '../pool/adaptors.js';
+import { CachingPool } from '../pool/caching-pool.js';
+import { SimulatedResource } from '../pool/sources.js';
 import { readTrace } from './read-trace.js';
 import { replay } from './replay.js';
 
-const fixture = (name: string): string => new URL(`../../../fixtures/${name}`, import.meta.url).pathname;
+const fixture = (name: string): string => new URL(`../../fixtures/${name}`, import.meta.url).pathname;
 
 test('the PyTorch-like configuration reproduces what PyTorch itself reserved (GPT-2 training, H200)', async () => {
   const trace = await readTrace(fixture('snapshots/gpt2-train.snapshot.json.gz'));

@@ -4,11 +4,11 @@
  * RMM's CSV log (logging_resource_adaptor: Thread,Time,Action,Pointer,Size,Stream).
  */
 import { statSync } from 'node:fs';
-import { BadInputError } from '../../errors.js';
-import { sniffText } from '../../input/files.js';
-import { isJsonObject, walkJson, type PathKey } from '../../input/json-stream.js';
-import { readLines } from '../../input/lines.js';
-import { reqNumber } from '../../input/numbers.js';
+import { BadInputError } from '../errors.js';
+import { sniffText } from '../input/files.js';
+import { isJsonObject, walkJson, type PathKey } from '../input/json-stream.js';
+import { readLines } from '../input/lines.js';
+import { reqNumber } from '../input/numbers.js';
 
 export type TraceFormat = 'pytorch' | 'gpumem' | 'rmm';
 

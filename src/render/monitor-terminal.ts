@@ -1,6 +1,6 @@
 /** The terminal view of a monitor sample: one frame of text, redrawn by the CLI at each interval. */
 import { formatBytes } from '../units.js';
-import type { MonitorSample } from './monitor.js';
+import type { MonitorSample } from '../monitor/monitor.js';
 
 function pad(s: string, n: number, right = false): string {
   return right ? s.padStart(n) : s.padEnd(n);

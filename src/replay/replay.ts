@@ -3,10 +3,10 @@
  * configuration, the peaks of requested, allocated and reserved memory, segment allocations, fragmentation at the
  * peak, and the smallest device on which the trace runs without running out of memory.
  */
-import { OutOfMemoryError } from '../../errors.js';
-import { CachingPool, type CachingPoolOptions } from '../caching-pool.js';
-import { SimulatedGrowableSource } from '../growable.js';
-import { SimulatedResource } from '../sources.js';
+import { OutOfMemoryError } from '../errors.js';
+import { CachingPool, type CachingPoolOptions } from '../pool/caching-pool.js';
+import { SimulatedGrowableSource } from '../pool/growable.js';
+import { SimulatedResource } from '../pool/sources.js';
 import { EventKind, type Trace } from './read-trace.js';
 
 const MiB = 1024 * 1024;

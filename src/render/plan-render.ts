@@ -1,6 +1,6 @@
 /** Text and HTML renderings of `gpumem plan`. GiB (2^30) and GB (1e9) are always labelled. */
 import type { PlanResult } from '../plan/plan.js';
-import { fmtCount } from '../plan/estimate.js';
+import { formatCount } from '../units.js';
 import { chartPlaceholder, esc, htmlTable, renderPage } from './html.js';
 import { table } from './text.js';
 
@@ -27,7 +27,7 @@ function describe(r: PlanResult): string {
 
 export function renderPlanText(r: PlanResult): string {
   const out: string[] = [];
-  out.push(`gpumem plan: ${r.model.name} (${fmtCount(r.model.parameters)} parameters${r.model.activeParameters !== r.model.parameters ? `, ${fmtCount(r.model.activeParameters)} active per token` : ''})`);
+  out.push(`gpumem plan: ${r.model.name} (${formatCount(r.model.parameters)} parameters${r.model.activeParameters !== r.model.parameters ? `, ${formatCount(r.model.activeParameters)} active per token` : ''})`);
   out.push(`  ${describe(r)}`);
   out.push(`machine: ${r.machine.name}, ${gib(r.capacityBytes)} GiB (${gb(r.capacityBytes)} GB) per GPU  [${r.machine.capacitySource}]`);
   out.push('');

@@ -1,5 +1,5 @@
 /** `gpumem pool replay TRACE`: text rendering of a replay report. */
-import type { ReplayReport } from '../pool/replay/replay.js';
+import type { ReplayReport } from '../replay/replay.js';
 import { formatBytes } from '../units.js';
 import { table } from './text.js';
 

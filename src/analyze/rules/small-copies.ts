@@ -1,0 +1,59 @@
+/** small-copies: many small copies, each paying the per-copy cost. */
+import { formatBytes, formatNs, KiB, MiB, GiB } from '../../units.js';
+import type { AnalysisContext } from '../context.js';
+import { coveredWithin, unionLength, unionOf } from '../intervals.js';
+import { Api, AllocLevel, Direction, DIRECTIONS, MemKind, classifyApi, type AggregateApi } from '../model.js';
+import { aggregateFinding, gbps, opsOf, pct, RECURRING, runtimeByThread, severityOf, sizeList, SMALL_COPY_BYTES, SMALL_COPY_COUNT, steadyFrom, sum, SYNC_STORM_COUNT, type RuleCheck } from './shared.js';
+
+export const smallCopies: RuleCheck = (ctx) => {
+  const c = ctx.model.copies;
+  const idx: number[] = [];
+  for (let i = 0; i < c.length; i++) {
+    const b = c.get(i, 'bytes');
+    if (b < SMALL_COPY_BYTES && (c.get(i, 'dir') === Direction.HtoD || c.get(i, 'dir') === Direction.DtoH)) idx.push(i);
+  }
+  if (c.length > 0 && idx.length === 0 && Number.isNaN(c.get(0, 'bytes'))) return { notApplicable: 'the trace does not record copy sizes' };
+  if (idx.length < SMALL_COPY_COUNT) return undefined;
+  idx.sort((a, b) => c.get(a, 'start') - c.get(b, 'start'));
+  // bursts: runs of small copies in one direction with no kernel between them; batched, each is one copy
+  const bursts: Array<{ dir: number; bytes: number; n: number }> = [];
+  let prev = -1;
+  for (const i of idx) {
+    const dir = c.get(i, 'dir');
+    const last = bursts[bursts.length - 1];
+    const kernelBetween = prev >= 0 && coveredWithin(ctx.kernelBusy.get(c.get(i, 'device')) ?? ctx.allKernels, c.get(prev, 'end'), c.get(i, 'start')) > 0;
+    if (!last || last.dir !== dir || kernelBetween) bursts.push({ dir, bytes: c.get(i, 'bytes'), n: 1 });
+    else {
+      last.bytes += c.get(i, 'bytes');
+      last.n++;
+    }
+    prev = i;
+  }
+  const deviceNs = sum(idx, (i) => c.get(i, 'end') - c.get(i, 'start'));
+  const issueNs = sum(idx, (i) => ctx.issueNs(i));
+  const bytes = sum(idx, (i) => c.get(i, 'bytes'));
+  const issues = idx.map((i) => ctx.issueNs(i)).sort((a, b) => a - b);
+  const medianIssue = issues[issues.length >> 1] ?? 0;
+  const batched = bursts.reduce((s, b) => s + ctx.floorNs[b.dir]! + b.bytes / ctx.pinnedRate(b.dir) + medianIssue, 0);
+  const saving = Math.max(0, deviceNs + issueNs - batched);
+  const sizes = new Map<number, number>();
+  for (const i of idx) sizes.set(c.get(i, 'bytes'), (sizes.get(c.get(i, 'bytes')) ?? 0) + 1);
+  const evidence = [
+    `${idx.length} copies under ${formatBytes(SMALL_COPY_BYTES)}: ${sizeList(sizes)}; ${formatBytes(bytes)} in all`,
+    `${formatNs(deviceNs)} on the copy engine${issueNs > 0 ? ` and ${formatNs(issueNs)} in the runtime calls that issued them` : ''}: ${formatNs((deviceNs + issueNs) / idx.length)} per copy for ${formatBytes(bytes / idx.length)} on average`,
+    `they fall into ${bursts.length} bursts between kernels; batched, each burst is one copy`,
+  ];
+  const ops = opsOf(ctx, idx);
+  if (ops) evidence.push(`issued by ${ops}`);
+  return {
+    severity: severityOf(saving, ctx.spanNs),
+    title: 'Many small copies: batch them',
+    count: idx.length,
+    bytes,
+    timeNs: deviceNs + issueNs,
+    estimatedSavingNs: saving,
+    savingHow: `copy-engine plus issuing time of the small copies, minus one copy per burst (${bursts.length}): ${ctx.floorText(Direction.HtoD)}, the burst's bytes at the pinned rate, and the median issuing call`,
+    evidence,
+    change: 'Pack small tensors into one buffer (torch.cat into a preallocated pinned staging tensor, or one struct) and copy it once per step; keep scalars such as counters, masks or learning rates on the device instead of uploading them.',
+  };
+};

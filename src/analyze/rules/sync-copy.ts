@@ -1,0 +1,25 @@
+/** sync-copy: copies that block the host. */
+import { formatBytes, formatNs, KiB, MiB, GiB } from '../../units.js';
+import type { AnalysisContext } from '../context.js';
+import { coveredWithin, unionLength, unionOf } from '../intervals.js';
+import { Api, AllocLevel, Direction, DIRECTIONS, MemKind, classifyApi, type AggregateApi } from '../model.js';
+import { aggregateFinding, gbps, opsOf, pct, RECURRING, runtimeByThread, severityOf, sizeList, SMALL_COPY_BYTES, SMALL_COPY_COUNT, steadyFrom, sum, SYNC_STORM_COUNT, type RuleCheck } from './shared.js';
+
+export const syncCopy: RuleCheck = (ctx) => {
+  const r = ctx.model.runtime;
+  const idx: number[] = [];
+  for (let i = 0; i < r.length; i++) if (r.get(i, 'api') === Api.memcpySync) idx.push(i);
+  if (idx.length < RECURRING) return undefined;
+  const t = sum(idx, (i) => r.get(i, 'end') - r.get(i, 'start'));
+  return {
+    severity: severityOf(t, ctx.spanNs),
+    title: 'Synchronous copy calls block the host',
+    count: idx.length,
+    bytes: null,
+    timeNs: t,
+    estimatedSavingNs: t,
+    savingHow: 'host time spent inside synchronous memcpy calls, which an asynchronous copy returns immediately from (an upper bound: the host may have nothing else to do)',
+    evidence: [`${idx.length} synchronous memcpy calls (cudaMemcpy / hipMemcpy and kin) held the host ${formatNs(t)}`],
+    change: 'Use cudaMemcpyAsync / hipMemcpyAsync on a stream, from pinned memory, and wait on an event only when the data is needed.',
+  };
+};

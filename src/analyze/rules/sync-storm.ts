@@ -1,0 +1,54 @@
+/** sync-storm: many blocking host synchronisations. */
+import { formatBytes, formatNs, KiB, MiB, GiB } from '../../units.js';
+import type { AnalysisContext } from '../context.js';
+import { coveredWithin, unionLength, unionOf } from '../intervals.js';
+import { Api, AllocLevel, Direction, DIRECTIONS, MemKind, classifyApi, type AggregateApi } from '../model.js';
+import { aggregateFinding, gbps, opsOf, pct, RECURRING, runtimeByThread, severityOf, sizeList, SMALL_COPY_BYTES, SMALL_COPY_COUNT, steadyFrom, sum, SYNC_STORM_COUNT, type RuleCheck } from './shared.js';
+
+export const syncStorm: RuleCheck = (ctx) => {
+  const r = ctx.model.runtime;
+  const counts = { streamSync: 0, deviceSync: 0, eventSync: 0 };
+  let blockedNs = 0;
+  let afterCopy = 0;
+  let afterCopyNs = 0;
+  let n = 0;
+  for (const calls of runtimeByThread(ctx).values()) {
+    for (let k = 0; k < calls.length; k++) {
+      const i = calls[k]!;
+      const api = r.get(i, 'api');
+      if (api !== Api.streamSync && api !== Api.deviceSync && api !== Api.eventSync) continue;
+      n++;
+      counts[api === Api.streamSync ? 'streamSync' : api === Api.deviceSync ? 'deviceSync' : 'eventSync']++;
+      const d = r.get(i, 'end') - r.get(i, 'start');
+      blockedNs += d;
+      const prevApi = k > 0 ? r.get(calls[k - 1]!, 'api') : -1;
+      if (prevApi === Api.memcpyAsync || prevApi === Api.memcpySync) {
+        afterCopy++;
+        afterCopyNs += d;
+      }
+    }
+  }
+  const agg = ctx.model.aggregateApis.filter((a) => /Synchronize$|signal_wait/i.test(a.name));
+  if (n === 0 && agg.length > 0) {
+    if (agg.reduce((s, a) => s + a.calls, 0) < SYNC_STORM_COUNT) return undefined;
+    return aggregateFinding('medium', 'Many host synchronisations (from aggregate statistics)', agg, 'which synchronisations wait on copies', 'Synchronise once per step at most: non_blocking copies from pinned memory, events instead of stream or device synchronisation, metrics read back every N steps.');
+  }
+  if (n < SYNC_STORM_COUNT) return undefined;
+  const items = (ctx.model.cpuOps.get('aten::item') ?? 0) + (ctx.model.cpuOps.get('aten::tolist') ?? 0);
+  const evidence = [
+    `${n} blocking synchronisations (${counts.streamSync} stream, ${counts.deviceSync} device, ${counts.eventSync} event) held the host for ${formatNs(blockedNs)}, one every ${formatNs(ctx.spanNs / n)} on average`,
+    `${afterCopy} of them come straight after a copy call (${formatNs(afterCopyNs)}): a copy from pageable memory, or without non_blocking=True, waits for the stream`,
+  ];
+  if (items > 0) evidence.push(`aten::item / tolist ran ${items}× — each reads a value back and waits for the device`);
+  return {
+    severity: severityOf(afterCopyNs, ctx.spanNs),
+    title: 'The host synchronises with the device after copies',
+    count: n,
+    bytes: null,
+    timeNs: blockedNs,
+    estimatedSavingNs: afterCopyNs,
+    savingHow: 'the host time blocked in the synchronisations that directly follow a copy call (overlaps the pageable-copy and small-copies savings: not additive)',
+    evidence,
+    change: 'Copy with non_blocking=True from pinned memory; accumulate losses and metrics on the device and call .item() / .cpu() every N steps, not every step; where order matters, record an event and wait on it instead of synchronising the stream or device.',
+  };
+};

@@ -1,0 +1,71 @@
+/**
+ * Host functions a stream calls (cudaLaunchHostFunc / hipLaunchHostFunc): a koffi callback registered per launch,
+ * run on the JS thread when the driver's thread calls it, and released once it has run. While one waits, a blocking
+ * call on the JS thread would deadlock: `pending` lets the backend refuse such calls.
+ */
+import { registerHostCallback, unregisterCallback } from './ffi.js';
+
+export class HostCallbacks {
+  private waiting = 0;
+  private readonly live = new Set<bigint>();
+
+  /** Blocking host functions enqueued and not run yet. */
+  get pending(): number {
+    return this.waiting;
+  }
+
+  /**
+   * Registers `fn` for one call and hands its pointer to `enqueue` (which launches it, and throws if the launch
+   * failed: the registration is then released at once).
+   */
+  launchOnce(fn: () => void, enqueue: (ptr: bigint) => void): void {
+    let ptr: bigint | undefined;
+    // A call back from a driver thread holds no reference on the event loop: keep it alive until the call comes.
+    const keepAlive = setInterval(() => {}, 2 ** 30);
+    const run = (): void => {
+      clearInterval(keepAlive);
+      this.waiting--;
+      try {
+        fn();
+      } finally {
+        // Unregistering from inside the callback is not safe; do it once the driver thread has returned.
+        setImmediate(() => {
+          if (ptr !== undefined && this.live.delete(ptr)) unregisterCallback(ptr);
+        });
+      }
+    };
+    ptr = registerHostCallback(run);
+    this.live.add(ptr);
+    this.waiting++;
+    try {
+      enqueue(ptr);
+    } catch (e) {
+      clearInterval(keepAlive);
+      this.waiting--;
+      this.live.delete(ptr);
+      unregisterCallback(ptr);
+      throw e;
+    }
+  }
+
+  /**
+   * Registers `fn` for as many calls as come (a host node of a captured graph runs at every launch). The returned
+   * function releases it; call it only once nothing can call the pointer any more.
+   */
+  register(fn: () => void): { ptr: bigint; release: () => void } {
+    const ptr = registerHostCallback(fn);
+    this.live.add(ptr);
+    return {
+      ptr,
+      release: () => {
+        if (this.live.delete(ptr)) unregisterCallback(ptr);
+      },
+    };
+  }
+
+  /** Releases every registration still held. */
+  dispose(): void {
+    for (const ptr of this.live) unregisterCallback(ptr);
+    this.live.clear();
+  }
+}

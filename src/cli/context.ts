@@ -1,0 +1,76 @@
+/** What the commands share: where output goes, a runtime opened for one command, Ctrl-C, and output files checked early. */
+import { accessSync, constants, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import type { Runtime } from '../memory/runtime.js';
+import { Interrupted, UsageError } from './errors.js';
+
+/** Where a command writes: stdout and stderr, or a test's buffers. */
+export interface Io {
+  out: (s: string) => void;
+  err: (s: string) => void;
+}
+
+/** Opens a runtime for a command, prints the backend notice on stderr, and disposes it afterwards. */
+export async function withRuntime<T>(opts: { backend?: string | undefined }, io: Io, fn: (rt: Runtime) => Promise<T> | T): Promise<T> {
+  const { openRuntime } = await import('../memory/runtime.js');
+  const rt = openRuntime({ backend: opts.backend });
+  if (rt.selection.notice) io.err(`${rt.selection.notice}\n`);
+  try {
+    return await fn(rt);
+  } finally {
+    rt[Symbol.dispose]();
+  }
+}
+
+/**
+ * Runs `fn` with an AbortSignal that Ctrl-C fires. `isAbort` tells the error the work throws once it has stopped;
+ * such a run reports that everything was freed and ends with {@link Interrupted} (exit code 130).
+ */
+export async function interruptible<T>(io: Io, isAbort: (e: unknown) => boolean, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const ac = new AbortController();
+  const onInt = (): void => {
+    io.err('\ninterrupt: stopping after the current measurement and freeing what was allocated...\n');
+    ac.abort();
+  };
+  process.once('SIGINT', onInt);
+  try {
+    return await fn(ac.signal);
+  } catch (e) {
+    if (isAbort(e)) {
+      io.err('interrupted: every allocation was freed\n');
+      throw new Interrupted();
+    }
+    throw e;
+  } finally {
+    process.removeListener('SIGINT', onInt);
+  }
+}
+
+/**
+ * Checks before any work that `file` can be written (its folder exists and is writable, and it is not a folder
+ * itself), so that a bad `--html` path fails at once with exit code 2 rather than after a long run.
+ * @throws UsageError naming the option and the reason.
+ */
+export function checkWritable(file: string | undefined, option: string): void {
+  if (file === undefined) return;
+  const path = resolve(file);
+  let isDir = false;
+  try {
+    isDir = statSync(path).isDirectory();
+  } catch {
+    // does not exist yet: its folder must be writable
+  }
+  if (isDir) throw new UsageError(`${option} ${file}: is a folder; give a file name`);
+  try {
+    accessSync(dirname(path), constants.W_OK);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new UsageError(`${option} ${file}: cannot write there (${code === 'ENOENT' ? 'the folder does not exist' : code === 'EACCES' ? 'permission denied' : code})`);
+  }
+  try {
+    statSync(path);
+    accessSync(path, constants.W_OK);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new UsageError(`${option} ${file}: cannot write it (permission denied)`);
+  }
+}

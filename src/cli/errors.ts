@@ -1,0 +1,33 @@
+/** The CLI's own errors and the exit code each kind of failure gets. */
+import { ErrorCode, GpuError } from '../errors.js';
+
+/** A usage error raised by a command's own option checks: the CLI prints it and exits with code 2. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+/** Thrown after an interrupt has been reported; the CLI exits 130. */
+export class Interrupted extends Error {
+  override readonly name = 'Interrupted';
+  constructor() {
+    super('interrupted');
+  }
+}
+
+const USAGE_CODES = new Set<string>([
+  ErrorCode.INVALID_ARGUMENT,
+  ErrorCode.INVALID_SIZE,
+  ErrorCode.OUT_OF_BOUNDS,
+  ErrorCode.BAD_INPUT,
+  ErrorCode.UNSUPPORTED,
+  ErrorCode.FOREIGN_ADDRESS,
+  ErrorCode.WRONG_DEVICE,
+]);
+
+/** Exit code for an error: 130 for an interrupt, 2 for bad input or an impossible request, 1 for anything else. */
+export function exitCodeFor(e: unknown): number {
+  if (e instanceof Interrupted) return 130;
+  if (e instanceof GpuError && USAGE_CODES.has(e.code)) return 2;
+  if (e instanceof UsageError) return 2;
+  return 1;
+}

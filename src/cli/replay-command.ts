@@ -1,0 +1,56 @@
+/** `gpumem pool replay`: a recorded allocation trace replayed against pool configurations on a simulated device. */
+import { Option, type Command } from 'commander';
+import type { Io } from './context.js';
+import { UsageError } from './errors.js';
+import { parseIntOption } from './options.js';
+
+export interface ReplayCliOptions {
+  json?: boolean;
+  format: 'auto' | 'pytorch' | 'gpumem' | 'rmm';
+  device?: number;
+  config?: string[];
+}
+
+export function definePool(program: Command, io: Io): void {
+  const pool = program.command('pool').description('memory pool tools');
+  pool
+    .command('replay')
+    .description('replay a recorded allocation trace against pool configurations on a simulated device (no GPU needed)')
+    .argument('<trace>', 'a PyTorch memory snapshot with device_traces (.json or .json.gz), a gpumem NDJSON log, or an RMM CSV log')
+    .option('--json', 'print JSON: { trace: {...}, configurations: [...] }')
+    .addOption(new Option('--format <format>', 'trace format').choices(['auto', 'pytorch', 'gpumem', 'rmm']).default('auto'))
+    .option('--device <n>', 'which device of a multi-device trace to replay', (v) => parseIntOption(v, '--device'))
+    .option('--config <names...>', 'replay only these configurations')
+    .addHelpText(
+      'after',
+      `
+Record a trace with PyTorch:
+  torch.cuda.memory._record_memory_history(max_entries=400000)
+  ... train a few steps ...
+  json.dump(torch.cuda.memory._snapshot(), open('snapshot.json', 'w'))
+
+Examples:
+  $ gpumem pool replay snapshot.json.gz
+  $ gpumem pool replay trace.ndjson --json
+  $ gpumem pool replay rmm_log.csv --config gpumem gpumem-growable`,
+    )
+    .action((trace: string, opts: ReplayCliOptions) => runPoolReplay(trace, opts, io));
+
+}
+
+async function runPoolReplay(file: string, opts: ReplayCliOptions, io: Io): Promise<void> {
+  const { readTrace } = await import('../replay/read-trace.js');
+  const { replay, DEFAULT_CONFIGURATIONS } = await import('../replay/replay.js');
+  const { renderReplay } = await import('../render/replay-text.js');
+  let configs = DEFAULT_CONFIGURATIONS;
+  if (opts.config) {
+    const unknown = opts.config.filter((n) => !DEFAULT_CONFIGURATIONS.some((c) => c.name === n));
+    if (unknown.length) throw new UsageError(`unknown configuration ${unknown.join(', ')} (known: ${DEFAULT_CONFIGURATIONS.map((c) => c.name).join(', ')})`);
+    configs = DEFAULT_CONFIGURATIONS.filter((c) => opts.config!.includes(c.name));
+  }
+  io.err(`reading ${file}...\n`);
+  const trace = await readTrace(file, { format: opts.format, device: opts.device });
+  io.err(`replaying ${trace.events.length} events against ${configs.length} configuration(s)...\n`);
+  const report = replay(trace, configs);
+  io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderReplay(report)}\n`);
+}
