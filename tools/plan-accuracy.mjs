@@ -11,13 +11,41 @@ console.log('|---|---|---|---|---:|---:|---:|---:|');
 for (const r of d.rows) {
   const m = normaliseConfig(r.config, 'fixture', r.model);
   const fused = !(r.model === 'llama-mini' && r.precision === 'fp32');
-  const o = r.mode === 'train'
-    ? { mode: 'train', precision: r.precision, optimizer: 'adamw', fusedOptimizer: false, batch: r.batch, seq: r.seq, gradAccum: 1, recompute: 'none', flashAttention: fused, framework: 'pytorch', parallel: par, offload: 'none', fragmentation: 0.05 }
-    : { mode: 'infer', batch: r.batch, prompt: r.prompt, newTokens: r.newTokens, kvDtype: 'bf16', blockSize: undefined, weights: 'bf16', flashAttention: true, parallel: par, fragmentation: 0.05 };
+  const o =
+    r.mode === 'train'
+      ? {
+          mode: 'train',
+          precision: r.precision,
+          optimizer: 'adamw',
+          fusedOptimizer: false,
+          batch: r.batch,
+          seq: r.seq,
+          gradAccum: 1,
+          recompute: 'none',
+          flashAttention: fused,
+          framework: 'pytorch',
+          parallel: par,
+          offload: 'none',
+          fragmentation: 0.05,
+        }
+      : {
+          mode: 'infer',
+          batch: r.batch,
+          prompt: r.prompt,
+          newTokens: r.newTokens,
+          kvDtype: 'bf16',
+          blockSize: undefined,
+          weights: 'bf16',
+          flashAttention: true,
+          parallel: par,
+          fragmentation: 0.05,
+        };
   const e = estimate(m, o);
   const pred = e.totalBytes - e.overheadBytes;
   const err = (pred / r.peakAllocatedBytes - 1) * 100;
   const perr = ((e.localParams * (r.mode === 'train' ? 4 : 2)) / r.parameterBytes - 1) * 100;
   const shape = r.mode === 'train' ? `${r.batch} x ${r.seq}` : `${r.batch} x (${r.prompt}+${r.newTokens})`;
-  console.log(`| ${r.mode === 'train' ? 'train, AdamW' : 'generate, KV cache'} | ${r.model} | ${r.precision ?? 'bf16 weights'} | ${shape} | ${(r.peakAllocatedBytes / 2 ** 30).toFixed(3)} | ${(pred / 2 ** 30).toFixed(3)} | ${err >= 0 ? '+' : ''}${err.toFixed(1)}% | ${perr.toFixed(2)}% |`);
+  console.log(
+    `| ${r.mode === 'train' ? 'train, AdamW' : 'generate, KV cache'} | ${r.model} | ${r.precision ?? 'bf16 weights'} | ${shape} | ${(r.peakAllocatedBytes / 2 ** 30).toFixed(3)} | ${(pred / 2 ** 30).toFixed(3)} | ${err >= 0 ? '+' : ''}${err.toFixed(1)}% | ${perr.toFixed(2)}% |`,
+  );
 }

@@ -50,7 +50,10 @@ test('naive trace: figures match the trace file, savings are computed from it', 
   assert.equal(r.summary.copies.count, copies.length);
   const g = r.summary.copies.groups.find((x) => x.direction === 'HtoD' && x.hostKind === 'pageable')!;
   assert.equal(g.count, pageable.length);
-  assert.equal(g.bytes, pageable.reduce((s, e) => s + e.args.bytes!, 0));
+  assert.equal(
+    g.bytes,
+    pageable.reduce((s, e) => s + e.args.bytes!, 0),
+  );
   assert.ok(Math.abs(g.timeNs - pageable.reduce((s, e) => s + e.dur * 1000, 0)) < 1000);
   const syncs = naiveEvents.filter((e) => e.cat === 'cuda_runtime' && e.name === 'cudaStreamSynchronize').length;
   assert.equal(r.summary.syncs.streamSync, syncs);
@@ -65,7 +68,10 @@ test('naive trace: figures match the trace file, savings are computed from it', 
   const s = find(r, 'sync-storm');
   assert.equal(s.count, syncs + naiveEvents.filter((e) => e.cat === 'cuda_runtime' && e.name === 'cudaDeviceSynchronize').length);
   assert.match(s.evidence.join('\n'), /aten::item/);
-  assert.ok(r.findings.every((f, i) => i === 0 || r.findings[i - 1]!.estimatedSavingNs >= f.estimatedSavingNs), 'sorted by saving');
+  assert.ok(
+    r.findings.every((f, i) => i === 0 || r.findings[i - 1]!.estimatedSavingNs >= f.estimatedSavingNs),
+    'sorted by saving',
+  );
   assert.match(r.summary.rates.source, /H200/);
   assert.ok(r.summary.notApplicable.some((n) => n.rule === 'redundant-copy'));
 });
@@ -83,7 +89,10 @@ test('the nsys export and the rocprofv3 JSON of the same run give the same findi
   }
   // rocprofv3 JSON does not say pinned or pageable: inferred from the pinned allocation's address range
   const j = await analyzeFiles([ROCPROF_JSON]);
-  assert.ok(j.summary.notes.some((n) => /inferred for 1222 copies .* 6 pinned, 1216 pageable/.test(n)), j.summary.notes.join('\n'));
+  assert.ok(
+    j.summary.notes.some((n) => /inferred for 1222 copies .* 6 pinned, 1216 pageable/.test(n)),
+    j.summary.notes.join('\n'),
+  );
   assert.equal(j.summary.devices[0]?.name, 'AMD Instinct MI300X (gfx942)');
   assert.match(j.summary.rates.source, /MI300X/);
 });
@@ -115,9 +124,14 @@ test('legacy rocprof statistics become aggregates and an aggregate sync finding'
 });
 
 test('a PyTorch memory snapshot: segments summarised as the file says, fragmentation found', async () => {
-  const snap = JSON.parse(gunzipSync(readFileSync(SNAPSHOT)).toString()) as { segments: Array<{ total_size: number; allocated_size: number; blocks: Array<{ size: number; state: string }> }> };
+  const snap = JSON.parse(gunzipSync(readFileSync(SNAPSHOT)).toString()) as {
+    segments: Array<{ total_size: number; allocated_size: number; blocks: Array<{ size: number; state: string }> }>;
+  };
   const reserved = snap.segments.reduce((s, x) => s + x.total_size, 0);
-  const stranded = snap.segments.filter((x) => x.allocated_size > 0).flatMap((x) => x.blocks.filter((b) => b.state === 'inactive')).reduce((s, b) => s + b.size, 0);
+  const stranded = snap.segments
+    .filter((x) => x.allocated_size > 0)
+    .flatMap((x) => x.blocks.filter((b) => b.state === 'inactive'))
+    .reduce((s, b) => s + b.size, 0);
   const r = await analyzeFiles([SNAPSHOT]);
   assert.equal(r.summary.allocations.segments?.reservedBytes, reserved);
   assert.equal(r.summary.allocations.segments?.inactiveSplitBytes, stranded);
@@ -142,7 +156,8 @@ test('gpumem analyze --json prints the documented shape; --from-bench takes the 
   assert.equal(j.schema, 'gpumem.analyze/1');
   assert.ok(j.summary && Array.isArray(j.findings));
   for (const f of j.findings) {
-    for (const k of ['rule', 'severity', 'count', 'bytes', 'timeNs', 'estimatedSavingNs', 'evidence', 'change'] as const) assert.ok(k in f, `${f.rule} has ${k}`);
+    for (const k of ['rule', 'severity', 'count', 'bytes', 'timeNs', 'estimatedSavingNs', 'evidence', 'change'] as const)
+      assert.ok(k in f, `${f.rule} has ${k}`);
     assert.ok(Array.isArray(f.evidence) && f.evidence.length > 0);
   }
   assert.match(j.summary.rates.source, /h200-bench\.json: pinned copies of \d+ bytes measured by gpumem bench/);
@@ -206,7 +221,11 @@ test('copy names of both Kineto flavours and runtime names of CUDA, HIP and nsys
 test('a ROCm-flavour Kineto trace: host kind unknown, said so, and the rules that need it do not guess', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gpumem-rocm-kineto-'));
   try {
-    const text = gunzipSync(readFileSync(NAIVE)).toString().replace(/Memcpy (HtoD|DtoH) \((Pageable|Pinned|Device) -> (Device|Pageable|Pinned)\)/g, (_, d: string) => (d === 'HtoD' ? 'Memcpy HtoD (Host -> Device)' : 'Memcpy DtoH (Device -> Host)'));
+    const text = gunzipSync(readFileSync(NAIVE))
+      .toString()
+      .replace(/Memcpy (HtoD|DtoH) \((Pageable|Pinned|Device) -> (Device|Pageable|Pinned)\)/g, (_, d: string) =>
+        d === 'HtoD' ? 'Memcpy HtoD (Host -> Device)' : 'Memcpy DtoH (Device -> Host)',
+      );
     const file = join(dir, 'rocm.json');
     writeFileSync(file, text);
     const r = await analyzeFiles([file]);

@@ -30,7 +30,8 @@ function headerOf(line: string): string[] {
  * @throws BadInputError naming what was expected.
  */
 export function detectTraceFormat(file: string): TraceFormat {
-  if (/\.(nsys-rep|qdrep)$/i.test(file)) throw new BadInputError('an Nsight Systems report must be exported first: nsys export --type sqlite --output trace.sqlite FILE.nsys-rep', file);
+  if (/\.(nsys-rep|qdrep)$/i.test(file))
+    throw new BadInputError('an Nsight Systems report must be exported first: nsys export --type sqlite --output trace.sqlite FILE.nsys-rep', file);
   const text = sniffText(file);
   if (headBytes(file, 16).toString('latin1') === SQLITE_MAGIC) return 'nsys-sqlite';
   const t = text.replace(/^\uFEFF/, '').trimStart();
@@ -43,8 +44,15 @@ export function detectTraceFormat(file: string): TraceFormat {
   const first = t.split(/\r?\n/, 1)[0] ?? '';
   if (/^Thread\s*,\s*Time\s*,\s*Action/i.test(first)) return 'alloc-log';
   if (rocprofCsvKind(headerOf(first))) return 'rocprof-csv';
-  if (text.includes('\0')) throw new BadInputError('a binary file gpumem does not read (formats: Kineto JSON, rocprofv3 CSV/JSON, rocprof CSV, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation logs)', file);
-  throw new BadInputError(`not a trace gpumem reads (first line: ${JSON.stringify(first.slice(0, 80))}); formats: Kineto JSON, rocprofv3 CSV/JSON, rocprof CSV, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation logs`, file);
+  if (text.includes('\0'))
+    throw new BadInputError(
+      'a binary file gpumem does not read (formats: Kineto JSON, rocprofv3 CSV/JSON, rocprof CSV, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation logs)',
+      file,
+    );
+  throw new BadInputError(
+    `not a trace gpumem reads (first line: ${JSON.stringify(first.slice(0, 80))}); formats: Kineto JSON, rocprofv3 CSV/JSON, rocprof CSV, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation logs`,
+    file,
+  );
 }
 
 export interface AnalyzeOptions {

@@ -35,7 +35,10 @@ async function refused(path: string, why: RegExp): Promise<void> {
   });
 }
 
-const event = (o: Record<string, unknown>): string => JSON.stringify({ traceEvents: [{ ph: 'X', cat: 'gpu_memcpy', name: 'Memcpy HtoD (Pageable -> Device)', ts: 1, dur: 2, args: { bytes: 4, stream: 7 }, ...o }] });
+const event = (o: Record<string, unknown>): string =>
+  JSON.stringify({
+    traceEvents: [{ ph: 'X', cat: 'gpu_memcpy', name: 'Memcpy HtoD (Pageable -> Device)', ts: 1, dur: 2, args: { bytes: 4, stream: 7 }, ...o }],
+  });
 
 test('empty, missing, truncated, wrong-format and binary files are refused with the file named', async () => {
   await refused(file('empty.json', ''), /empty/);
@@ -43,7 +46,10 @@ test('empty, missing, truncated, wrong-format and binary files are refused with 
   const gz = readFileSync(fixture('traces/pytorch-cuda-tuned.pt.trace.json.gz'));
   await refused(file('cut.json.gz', gz.subarray(0, gz.length >> 1)), /truncated|corrupt|unexpected end/i);
   await refused(file('cut.json', gunzipSync(gz).subarray(0, 5000)), /truncated|ends in the middle/i);
-  await refused(file('image.png', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52])), /binary file|not a trace/);
+  await refused(
+    file('image.png', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52])),
+    /binary file|not a trace/,
+  );
   await refused(file('notes.txt', 'hello, world\nthis is not a trace\n'), /not a trace gpumem reads/);
   await refused(file('other.json', '{"a": 1}'), /no traceEvents/);
   await refused(file('report1.nsys-rep', 'x'), /nsys export --type sqlite/);
@@ -61,7 +67,13 @@ test('deep nesting, huge numbers and wrong types are refused, not crashed on', a
   await refused(file('array-bytes.json', event({ args: { bytes: [4] } })), /bytes should be a number/);
   await refused(file('events-not-objects.json', JSON.stringify({ traceEvents: new Array(1500).fill(7) })), /not an event object/);
   await refused(file('bad-snapshot.json', JSON.stringify({ segments: [{ total_size: 'lots', blocks: [] }] })), /total_size is not a valid number/);
-  await refused(file('copy.csv', '"Kind","Direction","Stream_Id","Source_Agent_Id","Destination_Agent_Id","Correlation_Id","Start_Timestamp","End_Timestamp"\n"MEMORY_COPY","MEMORY_COPY_HOST_TO_DEVICE",1,0,1,1,abc,5\n'), /Start_Timestamp is not a valid number/);
+  await refused(
+    file(
+      'copy.csv',
+      '"Kind","Direction","Stream_Id","Source_Agent_Id","Destination_Agent_Id","Correlation_Id","Start_Timestamp","End_Timestamp"\n"MEMORY_COPY","MEMORY_COPY_HOST_TO_DEVICE",1,0,1,1,abc,5\n',
+    ),
+    /Start_Timestamp is not a valid number/,
+  );
   const Database = require('better-sqlite3') as typeof import('better-sqlite3');
   const sqlite = join(dir, 'hostile.sqlite');
   const db = new Database(sqlite);
@@ -122,9 +134,21 @@ const mutation = (len: number): fc.Arbitrary<(b: Buffer) => Buffer> =>
       c[k] = v;
       return c;
     }),
-    fc.tuple(fc.integer({ min: 0, max: len }), fc.constantFrom('{', '[', '"', ',', '\n', '-1e999', 'null', '"x"', '\0', ']]]}', '9'.repeat(40))).map(([k, s]) => (b: Buffer) => Buffer.concat([b.subarray(0, k), Buffer.from(s), b.subarray(k)])),
-    fc.tuple(fc.integer({ min: 0, max: len }), fc.integer({ min: 1, max: 200 })).map(([k, d]) => (b: Buffer) => Buffer.concat([b.subarray(0, k), b.subarray(k + d)])),
-    fc.tuple(fc.integer({ min: 0, max: len }), fc.integer({ min: 1, max: 500 })).map(([k, d]) => (b: Buffer) => Buffer.concat([b.subarray(0, k + d), b.subarray(k)])),
+    fc.tuple(fc.integer({ min: 0, max: len }), fc.constantFrom('{', '[', '"', ',', '\n', '-1e999', 'null', '"x"', '\0', ']]]}', '9'.repeat(40))).map(
+      ([k, s]) =>
+        (b: Buffer) =>
+          Buffer.concat([b.subarray(0, k), Buffer.from(s), b.subarray(k)]),
+    ),
+    fc.tuple(fc.integer({ min: 0, max: len }), fc.integer({ min: 1, max: 200 })).map(
+      ([k, d]) =>
+        (b: Buffer) =>
+          Buffer.concat([b.subarray(0, k), b.subarray(k + d)]),
+    ),
+    fc.tuple(fc.integer({ min: 0, max: len }), fc.integer({ min: 1, max: 500 })).map(
+      ([k, d]) =>
+        (b: Buffer) =>
+          Buffer.concat([b.subarray(0, k + d), b.subarray(k)]),
+    ),
   );
 
 async function fuzz(name: string, original: Buffer, runs: number, wrap: (b: Buffer) => Buffer = (b) => b): Promise<void> {
@@ -146,7 +170,10 @@ async function fuzz(name: string, original: Buffer, runs: number, wrap: (b: Buff
 }
 
 test('fuzz: mutated real traces of every format load or are refused with a BadInputError', async () => {
-  const kineto = JSON.parse(gunzipSync(readFileSync(fixture('traces/pytorch-cuda-tuned.pt.trace.json.gz'))).toString()) as { traceEvents: unknown[]; [k: string]: unknown };
+  const kineto = JSON.parse(gunzipSync(readFileSync(fixture('traces/pytorch-cuda-tuned.pt.trace.json.gz'))).toString()) as {
+    traceEvents: unknown[];
+    [k: string]: unknown;
+  };
   const small = Buffer.from(JSON.stringify({ ...kineto, traceEvents: kineto.traceEvents.filter((_, i) => i % 40 === 0) }));
   await fuzz('kineto.json', small, 150);
   await fuzz('kineto.json.gz', small, 60, (b) => gzipSync(b));
@@ -154,11 +181,16 @@ test('fuzz: mutated real traces of every format load or are refused with a BadIn
   await fuzz('memory_copy_trace.csv', csvHead, 120);
   await fuzz('hip_api_trace.csv', readFileSync(fixture('traces/rocprofv3-naive/683_hip_api_trace.csv')).subarray(0, 6000), 60);
   await fuzz('stats.csv', readFileSync(fixture('traces/rocprof-naive.hip_stats.csv')), 60);
-  const rocJson = JSON.parse(gunzipSync(readFileSync(fixture('traces/rocprofv3-naive.json.gz'))).toString()) as { 'rocprofiler-sdk-tool': Array<{ buffer_records: Record<string, unknown[]> }> };
+  const rocJson = JSON.parse(gunzipSync(readFileSync(fixture('traces/rocprofv3-naive.json.gz'))).toString()) as {
+    'rocprofiler-sdk-tool': Array<{ buffer_records: Record<string, unknown[]> }>;
+  };
   const tool = rocJson['rocprofiler-sdk-tool'][0]!;
   for (const k of Object.keys(tool.buffer_records)) tool.buffer_records[k] = tool.buffer_records[k]!.slice(0, 12);
   await fuzz('rocprofv3.json', Buffer.from(JSON.stringify(rocJson)), 120);
-  const snap = JSON.parse(gunzipSync(readFileSync(fixture('snapshots/gpt2-train.snapshot.json.gz'))).toString()) as { segments: unknown[]; device_traces: unknown[][] };
+  const snap = JSON.parse(gunzipSync(readFileSync(fixture('snapshots/gpt2-train.snapshot.json.gz'))).toString()) as {
+    segments: unknown[];
+    device_traces: unknown[][];
+  };
   await fuzz('snapshot.json', Buffer.from(JSON.stringify({ segments: snap.segments.slice(0, 3), device_traces: [snap.device_traces[0]!.slice(0, 30)] })), 100);
   const sqlite = join(dir, 'copy.sqlite');
   copyFileSync(fixture('traces/nsys-naive.sqlite'), sqlite);

@@ -24,7 +24,10 @@ export const LINK_EFFICIENCY = 0.88;
 export function gpuForDeviceName(name: string): GpuSpec | undefined {
   const n = name.toLowerCase();
   const hits = Object.values(GPUS).filter((g) => {
-    const short = g.name.toLowerCase().replace(/^(nvidia|amd)\s+(geforce\s+|instinct\s+)?/, '').split(/[\s(]/)[0]!;
+    const short = g.name
+      .toLowerCase()
+      .replace(/^(nvidia|amd)\s+(geforce\s+|instinct\s+)?/, '')
+      .split(/[\s(]/)[0]!;
     return n.includes(short);
   });
   return hits.find((g) => n.includes(g.name.toLowerCase())) ?? hits.find((g) => /pcie/.test(n) === /pcie/i.test(g.name)) ?? hits[0];
@@ -33,13 +36,22 @@ export function gpuForDeviceName(name: string): GpuSpec | undefined {
 /** Built-in rates for a device name (or for an unknown device). */
 export function defaultRates(deviceName: string | undefined): CopyRates {
   const g = deviceName ? gpuForDeviceName(deviceName) : undefined;
-  if (g?.name === 'NVIDIA H200') return { ...H200_MEASURED, source: 'built in: pinned copies measured by gpumem bench on an H200, PCIe 5.0 x16 (55.5 / 55.4 GB/s)' };
+  if (g?.name === 'NVIDIA H200')
+    return { ...H200_MEASURED, source: 'built in: pinned copies measured by gpumem bench on an H200, PCIe 5.0 x16 (55.5 / 55.4 GB/s)' };
   if (g) {
     const r = +(g.hostLinkGBps * LINK_EFFICIENCY).toFixed(1);
-    return { HtoD: r, DtoH: r, source: `built in: ${LINK_EFFICIENCY * 100}% of the ${g.name}'s ${g.hostLinkGBps} GB/s host link (the share gpumem bench measured on an H200)` };
+    return {
+      HtoD: r,
+      DtoH: r,
+      source: `built in: ${LINK_EFFICIENCY * 100}% of the ${g.name}'s ${g.hostLinkGBps} GB/s host link (the share gpumem bench measured on an H200)`,
+    };
   }
   const r = +(31.5 * LINK_EFFICIENCY).toFixed(1);
-  return { HtoD: r, DtoH: r, source: `built in: ${deviceName ? `device "${deviceName}" is not in gpumem's catalogue` : 'the trace does not name its device'}, so ${LINK_EFFICIENCY * 100}% of a PCIe 4.0 x16 link (31.5 GB/s); measure it with gpumem bench --json and pass --from-bench` };
+  return {
+    HtoD: r,
+    DtoH: r,
+    source: `built in: ${deviceName ? `device "${deviceName}" is not in gpumem's catalogue` : 'the trace does not name its device'}, so ${LINK_EFFICIENCY * 100}% of a PCIe 4.0 x16 link (31.5 GB/s); measure it with gpumem bench --json and pass --from-bench`,
+  };
 }
 
 /**
@@ -52,6 +64,11 @@ export function ratesFromBench(file: string, device = 0): CopyRates {
   const index = dev?.index ?? 0;
   const h = largestCopyRows(report, index, 'HtoD', 'pinned')[0];
   const d = largestCopyRows(report, index, 'DtoH', 'pinned')[0];
-  if (!h?.medianGBps || !d?.medianGBps) throw new BadInputError('the bench JSON has no pinned HtoD / DtoH copy rows (run gpumem bench without --only, or with the copy group)', file);
-  return { HtoD: h.medianGBps, DtoH: d.medianGBps, source: `${file}: pinned copies of ${h.bytes} bytes measured by gpumem bench on ${dev?.name ?? `device ${index}`} (${report.environment.date.slice(0, 10)})` };
+  if (!h?.medianGBps || !d?.medianGBps)
+    throw new BadInputError('the bench JSON has no pinned HtoD / DtoH copy rows (run gpumem bench without --only, or with the copy group)', file);
+  return {
+    HtoD: h.medianGBps,
+    DtoH: d.medianGBps,
+    source: `${file}: pinned copies of ${h.bytes} bytes measured by gpumem bench on ${dev?.name ?? `device ${index}`} (${report.environment.date.slice(0, 10)})`,
+  };
 }

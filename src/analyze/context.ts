@@ -41,7 +41,11 @@ export class AnalysisContext {
     const k = model.kernels;
     const devices = new Set<number>();
     for (let i = 0; i < k.length; i++) devices.add(k.get(i, 'device'));
-    for (const dev of devices) this.kernelBusy.set(dev, unionOf(k.col('start'), k.col('end'), (i) => k.get(i, 'device') === dev));
+    for (const dev of devices)
+      this.kernelBusy.set(
+        dev,
+        unionOf(k.col('start'), k.col('end'), (i) => k.get(i, 'device') === dev),
+      );
     this.allKernels = unionOf(k.col('start'), k.col('end'));
     const r = model.runtime;
     for (let i = 0; i < r.length; i++) {

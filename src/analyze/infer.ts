@@ -57,7 +57,9 @@ export function inferHostKinds(model: TraceModel): void {
     model.hostKindUnknown--;
   }
   if (inferredPinned + inferredPageable > 0)
-    model.note(`host memory kind inferred for ${inferredPinned + inferredPageable} copies from the address ranges of ${ranges.length} pinned host allocations: ${inferredPinned} pinned, ${inferredPageable} pageable (outside every pinned range)`);
+    model.note(
+      `host memory kind inferred for ${inferredPinned + inferredPageable} copies from the address ranges of ${ranges.length} pinned host allocations: ${inferredPinned} pinned, ${inferredPageable} pageable (outside every pinned range)`,
+    );
   if (model.hostKindUnknown > 0) {
     const why =
       withAddress > 0

@@ -14,16 +14,32 @@ const MiB = 2 ** 20;
 const us = 1000;
 const ms = 1e6;
 
-function copy(m: TraceModel, start: number, dur: number, bytes: number, dir: number, host: number, o: { stream?: number; hostAddr?: number; correlation?: number } = {}): void {
+function copy(
+  m: TraceModel,
+  start: number,
+  dur: number,
+  bytes: number,
+  dir: number,
+  host: number,
+  o: { stream?: number; hostAddr?: number; correlation?: number } = {},
+): void {
   m.copies.push({
-    start, end: start + dur, bytes, dir,
+    start,
+    end: start + dur,
+    bytes,
+    dir,
     src: dir === Direction.HtoD ? host : MemKind.device,
     dst: dir === Direction.DtoH ? host : MemKind.device,
-    stream: o.stream ?? 7, device: 0, correlation: o.correlation ?? Number.NaN, hostAddr: o.hostAddr ?? Number.NaN, op: -1,
+    stream: o.stream ?? 7,
+    device: 0,
+    correlation: o.correlation ?? Number.NaN,
+    hostAddr: o.hostAddr ?? Number.NaN,
+    op: -1,
   });
 }
 const kernel = (m: TraceModel, start: number, dur: number, stream = 7): void => m.kernels.push({ start, end: start + dur, stream, device: 0 });
-const call = (m: TraceModel, start: number, dur: number, api: number, correlation = Number.NaN): void => m.runtime.push({ start, end: start + dur, api, thread: 1, correlation });
+const call = (m: TraceModel, start: number, dur: number, api: number, correlation = Number.NaN): void =>
+  m.runtime.push({ start, end: start + dur, api, thread: 1, correlation });
 const rules = (r: AnalyzeResult): string[] => r.findings.map((f) => f.rule);
 const finding = (r: AnalyzeResult, rule: string) => {
   const f = r.findings.find((x) => x.rule === rule);
@@ -109,7 +125,19 @@ test('managed-faults: migrations and faults on both sides are found, with ping-p
   for (let i = 0; i < 10; i++) {
     m.faults.push({ time: i * ms, duration: 200 * us, bytes: Number.NaN, kind: 1, address: 0x7f0000000000 + (i % 2) * 4 * MiB });
     m.faults.push({ time: i * ms + 500 * us, duration: 0, bytes: Number.NaN, kind: 0, address: 0x7f0000000000 });
-    m.copies.push({ start: i * ms, end: i * ms + 100 * us, bytes: 2 * MiB, dir: Direction.HtoD, src: MemKind.managed, dst: MemKind.managed, stream: 0, device: 0, correlation: Number.NaN, hostAddr: Number.NaN, op: -1 });
+    m.copies.push({
+      start: i * ms,
+      end: i * ms + 100 * us,
+      bytes: 2 * MiB,
+      dir: Direction.HtoD,
+      src: MemKind.managed,
+      dst: MemKind.managed,
+      stream: 0,
+      device: 0,
+      correlation: Number.NaN,
+      hostAddr: Number.NaN,
+      op: -1,
+    });
   }
   const f = finding(analyzeModel(m, RATES), 'managed-faults');
   assert.equal(f.count, 30);
@@ -157,12 +185,32 @@ test('gpu-idle-on-memory: gaps between kernels filled by copies; none when kerne
 
 test('fragmentation from allocator totals; an allocator that holds little is fine', () => {
   const m = new TraceModel();
-  m.allocs.push({ time: 0, bytes: 1 * MiB, device: 0, address: 1, allocated: 10 * 2 ** 30, reserved: 14 * 2 ** 30, host: 0, agent: -1, level: AllocLevel.framework });
+  m.allocs.push({
+    time: 0,
+    bytes: 1 * MiB,
+    device: 0,
+    address: 1,
+    allocated: 10 * 2 ** 30,
+    reserved: 14 * 2 ** 30,
+    host: 0,
+    agent: -1,
+    level: AllocLevel.framework,
+  });
   const f = finding(analyzeModel(m, RATES), 'fragmentation');
   assert.equal(f.bytes, 4 * 2 ** 30);
   assert.equal(f.severity, 'medium');
   const ok = new TraceModel();
-  ok.allocs.push({ time: 0, bytes: 1 * MiB, device: 0, address: 1, allocated: 10 * 2 ** 30, reserved: 10.2 * 2 ** 30, host: 0, agent: -1, level: AllocLevel.framework });
+  ok.allocs.push({
+    time: 0,
+    bytes: 1 * MiB,
+    device: 0,
+    address: 1,
+    allocated: 10 * 2 ** 30,
+    reserved: 10.2 * 2 ** 30,
+    host: 0,
+    agent: -1,
+    level: AllocLevel.framework,
+  });
   assert.ok(!rules(analyzeModel(ok, RATES)).includes('fragmentation'));
   const oom = new TraceModel();
   oom.ooms = 1;

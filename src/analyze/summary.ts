@@ -89,12 +89,22 @@ export function summarize(ctx: AnalysisContext, notApplicable: Summary['notAppli
     formats: [...m.formats],
     devices: [...m.devices].map(([id, name]) => ({ id, name })),
     spanNs: ctx.spanNs,
-    copies: { count: c.length, bytes: knownSum(c.col('bytes')), timeNs: copyNs, groups: copyGroups, overlappedWithKernelsNs: overlapped, overlapFraction: copyNs > 0 && k.length > 0 ? +(overlapped / copyNs).toFixed(4) : null },
+    copies: {
+      count: c.length,
+      bytes: knownSum(c.col('bytes')),
+      timeNs: copyNs,
+      groups: copyGroups,
+      overlappedWithKernelsNs: overlapped,
+      overlapFraction: copyNs > 0 && k.length > 0 ? +(overlapped / copyNs).toFixed(4) : null,
+    },
     kernels: {
       count: k.length,
       timeNs: kernelNs,
       busyNs: [...ctx.kernelBusy.values()].reduce((s, u) => s + unionLength(u), 0),
-      top: [...m.kernelNames].sort((x, y) => y[1].ns - x[1].ns).slice(0, 5).map(([name, v]) => ({ name, count: v.count, timeNs: v.ns })),
+      top: [...m.kernelNames]
+        .sort((x, y) => y[1].ns - x[1].ns)
+        .slice(0, 5)
+        .map(([name, v]) => ({ name, count: v.count, timeNs: v.ns })),
     },
     memsets: { count: m.memsets.length, bytes: knownSum(m.memsets.col('bytes')), timeNs: memsetNs },
     syncs,
@@ -105,11 +115,22 @@ export function summarize(ctx: AnalysisContext, notApplicable: Summary['notAppli
       peakAllocatedBytes: peakAllocated,
       peakReservedBytes: peakReserved,
       ooms: m.ooms,
-      segments: seg.length > 0 ? { count: seg.length, reservedBytes: seg.reduce((s, x) => s + x.totalBytes, 0), allocatedBytes: seg.reduce((s, x) => s + x.allocatedBytes, 0), inactiveSplitBytes: seg.reduce((s, x) => s + x.inactiveSplitBytes, 0) } : null,
+      segments:
+        seg.length > 0
+          ? {
+              count: seg.length,
+              reservedBytes: seg.reduce((s, x) => s + x.totalBytes, 0),
+              allocatedBytes: seg.reduce((s, x) => s + x.allocatedBytes, 0),
+              inactiveSplitBytes: seg.reduce((s, x) => s + x.inactiveSplitBytes, 0),
+            }
+          : null,
     },
     faults: { gpu: gpuFaults, cpu: m.faults.length - gpuFaults },
     cpuOps: Object.fromEntries(m.cpuOps),
-    aggregates: m.aggregateCopies.length + m.aggregateApis.length > 0 ? { copies: m.aggregateCopies, apis: [...m.aggregateApis].sort((x, y) => y.totalNs - x.totalNs).slice(0, 15) } : null,
+    aggregates:
+      m.aggregateCopies.length + m.aggregateApis.length > 0
+        ? { copies: m.aggregateCopies, apis: [...m.aggregateApis].sort((x, y) => y.totalNs - x.totalNs).slice(0, 15) }
+        : null,
     rates: ctx.rates,
     notes: [...m.notes],
     notApplicable,

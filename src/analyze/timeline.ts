@@ -31,10 +31,16 @@ export function timelineOf(model: TraceModel, max = 3000): Timeline {
   for (let i = 0; i < c.length; i++) {
     const dir = DIRECTIONS[c.get(i, 'dir')] ?? 'unknown';
     const host = dir === 'HtoD' ? MEM_KINDS[c.get(i, 'src')] : dir === 'DtoH' ? MEM_KINDS[c.get(i, 'dst')] : undefined;
-    evs.push({ s: c.get(i, 'start'), e: c.get(i, 'end'), lane: `GPU ${c.get(i, 'device')} stream ${c.get(i, 'stream')}`, kind: `copy ${dir}${host ? ` ${host}` : ''}` });
+    evs.push({
+      s: c.get(i, 'start'),
+      e: c.get(i, 'end'),
+      lane: `GPU ${c.get(i, 'device')} stream ${c.get(i, 'stream')}`,
+      kind: `copy ${dir}${host ? ` ${host}` : ''}`,
+    });
   }
   const m = model.memsets;
-  for (let i = 0; i < m.length; i++) evs.push({ s: m.get(i, 'start'), e: m.get(i, 'end'), lane: `GPU ${m.get(i, 'device')} stream ${m.get(i, 'stream')}`, kind: 'memset' });
+  for (let i = 0; i < m.length; i++)
+    evs.push({ s: m.get(i, 'start'), e: m.get(i, 'end'), lane: `GPU ${m.get(i, 'device')} stream ${m.get(i, 'stream')}`, kind: 'memset' });
   const k = model.kernels;
   let firstKernel = Infinity;
   for (let i = 0; i < k.length; i++) {
@@ -52,5 +58,11 @@ export function timelineOf(model: TraceModel, max = 3000): Timeline {
   const t0 = shown[0]?.s ?? 0;
   const t1 = shown.reduce((x, e) => Math.max(x, e.e), t0);
   const lanes = [...new Set(shown.map((e) => e.lane))].sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
-  return { lanes, bars: shown.map((e) => ({ lane: e.lane, kind: e.kind, start: (e.s - t0) / 1e6, end: Math.max((e.e - t0) / 1e6, (e.s - t0) / 1e6 + 1e-4) })), windowNs: [t0, t1], shown: shown.length, total: evs.length };
+  return {
+    lanes,
+    bars: shown.map((e) => ({ lane: e.lane, kind: e.kind, start: (e.s - t0) / 1e6, end: Math.max((e.e - t0) / 1e6, (e.s - t0) / 1e6 + 1e-4) })),
+    windowNs: [t0, t1],
+    shown: shown.length,
+    total: evs.length,
+  };
 }

@@ -160,13 +160,7 @@ export interface DeviceMallocFlags {
 export type MemLocation = { type: 'device'; device: number } | { type: 'host' };
 
 /** Managed-memory advice. */
-export type MemAdvice =
-  | 'read-mostly'
-  | 'unset-read-mostly'
-  | 'preferred-location'
-  | 'unset-preferred-location'
-  | 'accessed-by'
-  | 'unset-accessed-by';
+export type MemAdvice = 'read-mostly' | 'unset-read-mostly' | 'preferred-location' | 'unset-preferred-location' | 'accessed-by' | 'unset-accessed-by';
 
 /** A kernel argument as the backend marshals it. */
 export type KernelArg =

@@ -10,7 +10,10 @@ export function dropUndefined<T extends object>(o: T): T {
  * XNACK state of an AMD device: what the architecture name says (gfx90a:xnack+ / xnack-; absent when the target
  * has no XNACK setting) and what HSA_XNACK asks for. `enabled` is the architecture's answer when it gives one.
  */
-export function xnackState(archName: string | undefined, env: string | undefined = process.env.HSA_XNACK): {
+export function xnackState(
+  archName: string | undefined,
+  env: string | undefined = process.env.HSA_XNACK,
+): {
   arch?: boolean;
   env?: string;
   enabled?: boolean;

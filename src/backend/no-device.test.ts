@@ -33,8 +33,14 @@ for (const name of ['cuda', 'hip'] as const) {
     const management = rt.backend.libraries.find((l) => l.role === 'management');
     assert.ok(management, 'the management library is listed');
     if (name === 'hip' && expect) assert.ok(management.loaded && management.path, `ROCm SMI loads: ${management.error ?? ''}`);
-    assert.throws(() => rt.device(0), (e: unknown) => e instanceof GpuError && e.code === ErrorCode.INVALID_ARGUMENT && /no device/.test(e.message));
-    assert.throws(() => rt.allocPinned(4096), (e: unknown) => e instanceof GpuError && e.code === ErrorCode.INVALID_ARGUMENT);
+    assert.throws(
+      () => rt.device(0),
+      (e: unknown) => e instanceof GpuError && e.code === ErrorCode.INVALID_ARGUMENT && /no device/.test(e.message),
+    );
+    assert.throws(
+      () => rt.allocPinned(4096),
+      (e: unknown) => e instanceof GpuError && e.code === ErrorCode.INVALID_ARGUMENT,
+    );
     const out: string[] = [];
     const code = await main(['info', '--json', '--backend', name], { out: (s) => out.push(s), err: () => {} });
     assert.equal(code, 0);
@@ -67,7 +73,10 @@ test('a file that is not a library is a BackendUnavailableError too, not a crash
   const saved = process.env.GPUMEM_LIBCUDART;
   process.env.GPUMEM_LIBCUDART = new URL(import.meta.url).pathname;
   try {
-    assert.throws(() => openBackend({ backend: 'cuda' }), (e: unknown) => e instanceof BackendUnavailableError && e.envVar === 'GPUMEM_LIBCUDART');
+    assert.throws(
+      () => openBackend({ backend: 'cuda' }),
+      (e: unknown) => e instanceof BackendUnavailableError && e.envVar === 'GPUMEM_LIBCUDART',
+    );
   } finally {
     if (saved === undefined) delete process.env.GPUMEM_LIBCUDART;
     else process.env.GPUMEM_LIBCUDART = saved;
@@ -75,7 +84,10 @@ test('a file that is not a library is a BackendUnavailableError too, not a crash
 });
 
 test('an unknown backend name is refused', () => {
-  assert.throws(() => openBackend({ backend: 'metal' }), (e: unknown) => e instanceof GpuError && e.code === ErrorCode.INVALID_ARGUMENT);
+  assert.throws(
+    () => openBackend({ backend: 'metal' }),
+    (e: unknown) => e instanceof GpuError && e.code === ErrorCode.INVALID_ARGUMENT,
+  );
 });
 
 test("ROCm SMI's BDF ids are read from PCI bus ids as rocm_smi.h lays them out", async () => {
@@ -109,8 +121,16 @@ test('management-library lists: the buffer grows while the library answers "insu
   assert.equal(list.count, 150);
   assert.equal(list.buffer.readUInt32LE(4 * 149), 149);
   assert.deepEqual(calls, [64, 166]);
-  assert.equal(readRecords(() => 3, 4, codes), undefined, 'another status is a refusal');
-  assert.equal(readRecords((_b, count) => ((count[0] = 1e9), 7), 4, codes), undefined, 'a library that is never satisfied gives up');
+  assert.equal(
+    readRecords(() => 3, 4, codes),
+    undefined,
+    'another status is a refusal',
+  );
+  assert.equal(
+    readRecords((_b, count) => ((count[0] = 1e9), 7), 4, codes),
+    undefined,
+    'a library that is never satisfied gives up',
+  );
   const capped = readRecords((_b, count) => ((count[0] = 1000), 0), 4, codes);
   assert.equal(capped?.count, 64, 'a count beyond the buffer is capped at its capacity');
 });

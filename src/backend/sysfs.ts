@@ -16,7 +16,15 @@ function read(path: string): string | undefined {
 /** PCIe generation from a per-lane transfer rate in GT/s. */
 export function pcieGeneration(gts: number | undefined): number | undefined {
   if (gts === undefined) return undefined;
-  const table: Array<[number, number]> = [[2.5, 1], [5, 2], [8, 3], [16, 4], [32, 5], [64, 6], [128, 7]];
+  const table: Array<[number, number]> = [
+    [2.5, 1],
+    [5, 2],
+    [8, 3],
+    [16, 4],
+    [32, 5],
+    [64, 6],
+    [128, 7],
+  ];
   for (const [rate, gen] of table) if (Math.abs(gts - rate) < 0.01 * rate) return gen;
   return undefined;
 }

@@ -130,7 +130,8 @@ export class BenchContext implements Disposable {
     stream.waitSync();
     using a = this.dev.createEvent();
     using b = this.dev.createEvent();
-    const gate = gated && this.options.gated && this.gateWord && stream.device === this.dev.index ? this.prepared('wait_flag', 1, [this.gateFlag!], stream, 1) : undefined;
+    const gate =
+      gated && this.options.gated && this.gateWord && stream.device === this.dev.index ? this.prepared('wait_flag', 1, [this.gateFlag!], stream, 1) : undefined;
     const out: number[] = [];
     for (let i = 0; i < reps; i++) {
       if (gate) {

@@ -23,7 +23,13 @@ export function readBenchReport(file: string): BenchReport {
 /** The copy-engine rows of one device and direction at the largest size measured, or [] when none. */
 export function largestCopyRows(report: BenchReport, device: number, direction: string, hostKind: string): BenchResult[] {
   const rows = report.results.filter(
-    (r) => r.device === device && r.test === 'copy' && r.engine === 'copy-engine' && r.direction === direction && (direction === 'DtoH' ? r.dstKind : r.srcKind) === hostKind && r.medianGBps,
+    (r) =>
+      r.device === device &&
+      r.test === 'copy' &&
+      r.engine === 'copy-engine' &&
+      r.direction === direction &&
+      (direction === 'DtoH' ? r.dstKind : r.srcKind) === hostKind &&
+      r.medianGBps,
   );
   const top = Math.max(0, ...rows.map((r) => r.bytes));
   return rows.filter((r) => r.bytes === top);

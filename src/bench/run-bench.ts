@@ -72,8 +72,10 @@ function annotate(results: BenchResult[], d: DeviceInfo, peaks: { linkGBps?: num
     if (r.percentOfPeak >= 80) continue;
     const reasons: string[] = [];
     if (overLink && linkBelowMax) reasons.push(linkBelowMax);
-    if (r.srcKind === 'pageable' || r.dstKind === 'pageable') reasons.push('pageable memory: the driver copies through a pinned bounce buffer (pin staging buffers)');
-    else if (r.test === 'zero-copy' || r.srcKind === 'mapped' || r.dstKind === 'mapped') reasons.push('zero-copy accesses cross the link in small transactions, each a round trip');
+    if (r.srcKind === 'pageable' || r.dstKind === 'pageable')
+      reasons.push('pageable memory: the driver copies through a pinned bounce buffer (pin staging buffers)');
+    else if (r.test === 'zero-copy' || r.srcKind === 'mapped' || r.dstKind === 'mapped')
+      reasons.push('zero-copy accesses cross the link in small transactions, each a round trip');
     else if (r.engine === 'sm' && overLink) reasons.push('a kernel reading host memory issues loads across the link; the copy engines move large blocks');
     else if (overLink) reasons.push('below 80% of the link: other traffic, an IOMMU, a PCIe switch, or remote NUMA memory');
     else reasons.push('below 80% of the theoretical memory bandwidth (refresh, clocks and access pattern keep every GPU under it)');
@@ -105,7 +107,8 @@ export async function runBench(rt: Runtime, options: BenchOptions): Promise<Benc
   if (devices.length === 0) throw new InvalidArgumentError(`no device to measure: ${rt.backend.noDeviceReason() ?? 'the backend has none'}`);
   for (const d of devices) rt.device(d);
   const only = new Set<string>(options.only ?? BENCH_TESTS);
-  for (const t of only) if (!(BENCH_TESTS as readonly string[]).includes(t)) throw new InvalidArgumentError(`unknown test "${t}" (tests: ${BENCH_TESTS.join(', ')})`);
+  for (const t of only)
+    if (!(BENCH_TESTS as readonly string[]).includes(t)) throw new InvalidArgumentError(`unknown test "${t}" (tests: ${BENCH_TESTS.join(', ')})`);
   if (options.only?.includes('peer') && devices.length < 2) {
     throw new InvalidArgumentError(`peer copies need two devices; ${devices.length === 1 ? 'only one is' : 'none is'} selected`, ErrorCode.UNSUPPORTED);
   }
@@ -114,7 +117,8 @@ export async function runBench(rt: Runtime, options: BenchOptions): Promise<Benc
   const max = options.maxBytes ?? defaultMax;
   for (const d of devices) {
     const free = rt.device(d).memGetInfo().freeBytes;
-    if (max * 3 > free) throw new InvalidArgumentError(`--max-size ${max} needs about ${3 * max} bytes of device ${d} memory; ${free} are free`, ErrorCode.INVALID_SIZE);
+    if (max * 3 > free)
+      throw new InvalidArgumentError(`--max-size ${max} needs about ${3 * max} bytes of device ${d} memory; ${free} are free`, ErrorCode.INVALID_SIZE);
   }
 
   const ctxs: BenchContext[] = [];

@@ -97,7 +97,11 @@ export const BENCH_JSON_SCHEMA = {
             properties: {
               index: { type: 'integer', minimum: 0 },
               totalBytes: { type: 'number', minimum: 0 },
-              peaks: { type: 'object', required: ['how'], properties: { linkGBps: { type: 'number' }, memoryGBps: { type: 'number' }, how: { type: 'string' } } },
+              peaks: {
+                type: 'object',
+                required: ['how'],
+                properties: { linkGBps: { type: 'number' }, memoryGBps: { type: 'number' }, how: { type: 'string' } },
+              },
             },
           },
         },

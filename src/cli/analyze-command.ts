@@ -19,11 +19,21 @@ export function defineAnalyze(program: Command, io: Io): void {
   program
     .command('analyze')
     .description('find memory problems in profiler and allocator traces: what to change and the time it saves (no GPU needed)')
-    .argument('<files...>', 'traces from one run: PyTorch profiler JSON(.gz), rocprofv3 CSV files or JSON, rocprof stats CSV, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation log')
-    .option('--json', 'print JSON (schema gpumem.analyze/1): { summary: {...}, findings: [ { rule, severity, count, bytes, timeNs, estimatedSavingNs, evidence, change } ] }')
+    .argument(
+      '<files...>',
+      'traces from one run: PyTorch profiler JSON(.gz), rocprofv3 CSV files or JSON, rocprof stats CSV, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation log',
+    )
+    .option(
+      '--json',
+      'print JSON (schema gpumem.analyze/1): { summary: {...}, findings: [ { rule, severity, count, bytes, timeNs, estimatedSavingNs, evidence, change } ] }',
+    )
     .option('--html <file>', 'also write a self-contained HTML page with a timeline of copies against kernels per stream')
     .option('--from-bench <file>', 'take the pinned copy rates for savings from a gpumem bench JSON (default: built in per device)')
-    .addOption(new Option('--format <format>', 'trace format of every file').choices(['auto', 'kineto', 'rocprofv3-json', 'rocprof-csv', 'nsys-sqlite', 'memory-snapshot', 'alloc-log']).default('auto'))
+    .addOption(
+      new Option('--format <format>', 'trace format of every file')
+        .choices(['auto', 'kineto', 'rocprofv3-json', 'rocprof-csv', 'nsys-sqlite', 'memory-snapshot', 'alloc-log'])
+        .default('auto'),
+    )
     .option('--progress', 'report reading progress on stderr for every file (default: files over 32 MiB)')
     .addHelpText(
       'after',
@@ -41,7 +51,6 @@ Examples:
   $ gpumem analyze snapshot.json.gz --json`,
     )
     .action((files: string[], opts: AnalyzeCliOptions) => runAnalyze(files, opts, io));
-
 }
 
 async function runAnalyze(files: string[], opts: AnalyzeCliOptions, io: Io): Promise<void> {
@@ -57,7 +66,10 @@ async function runAnalyze(files: string[], opts: AnalyzeCliOptions, io: Io): Pro
     const now = Date.now();
     if (now - lastReport < 1000 || (total < PROGRESS_FROM && opts.progress !== true)) return;
     lastReport = now;
-    const what = file.endsWith('.sqlite') || file.endsWith('.db') ? `${done} rows` : `${Math.min(100, (100 * done) / total).toFixed(0)}% of ${(total / 2 ** 20).toFixed(0)} MiB${done > total ? ' (decompressed)' : ''}`;
+    const what =
+      file.endsWith('.sqlite') || file.endsWith('.db')
+        ? `${done} rows`
+        : `${Math.min(100, (100 * done) / total).toFixed(0)}% of ${(total / 2 ** 20).toFixed(0)} MiB${done > total ? ' (decompressed)' : ''}`;
     io.err(`reading ${file}: ${what}\n`);
   };
   const model = await loadTraces(files, { format: opts.format === 'auto' ? undefined : opts.format, progress });

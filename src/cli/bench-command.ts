@@ -7,13 +7,18 @@ import { backendOption, collectInts, parseSizeOption, type BenchCliOptions } fro
 export function defineBench(program: Command, io: Io): void {
   program
     .command('bench')
-    .description("measure this machine's memory: copies of every kind and direction, peer copies, managed and zero-copy memory, STREAM, cache sweep, access patterns, latency, allocation")
+    .description(
+      "measure this machine's memory: copies of every kind and direction, peer copies, managed and zero-copy memory, STREAM, cache sweep, access patterns, latency, allocation",
+    )
     .addOption(backendOption())
     .option('--quick', 'fewer sizes and repeats (under 30 s on one GPU); default is the full run')
     .option('--device <n...>', 'devices to measure (default: all)', collectInts('--device'), undefined)
     .option('--only <test...>', 'run only these tests: copy, sm-copy, peer, managed, zero-copy, stream, cache, access, latency, alloc')
     .option('--max-size <size>', 'largest copy / working set, e.g. 64MiB (default 256 MiB quick, 1 GiB full)', (v) => parseSizeOption(v, '--max-size'))
-    .option('--gated', 'time device work only: each run waits behind a kernel until it is fully enqueued (default: time as a native program does, submission included)')
+    .option(
+      '--gated',
+      'time device work only: each run waits behind a kernel until it is fully enqueued (default: time as a native program does, submission included)',
+    )
     .option('--json', 'print JSON (schema gpumem.bench/1)')
     .option('--html <file>', 'also write a self-contained HTML page with charts')
     .addHelpText(
@@ -33,7 +38,15 @@ async function runBenchCommand(opts: BenchCliOptions, io: Io): Promise<void> {
       io,
       (e) => e instanceof BenchAborted,
       async (signal) => {
-        const report = await runBench(rt, { quick: !!opts.quick, devices: opts.device, only: opts.only, maxBytes: opts.maxSize, gated: opts.gated, signal, progress: (m) => io.err(`${m}\n`) });
+        const report = await runBench(rt, {
+          quick: !!opts.quick,
+          devices: opts.device,
+          only: opts.only,
+          maxBytes: opts.maxSize,
+          gated: opts.gated,
+          signal,
+          progress: (m) => io.err(`${m}\n`),
+        });
         if (opts.html) {
           const { benchHtml } = await import('../render/bench-html.js');
           writeFileSync(opts.html, benchHtml(report));

@@ -65,7 +65,9 @@ export function checkWritable(file: string | undefined, option: string): void {
     accessSync(dirname(path), constants.W_OK);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw new UsageError(`${option} ${file}: cannot write there (${code === 'ENOENT' ? 'the folder does not exist' : code === 'EACCES' ? 'permission denied' : code})`);
+    throw new UsageError(
+      `${option} ${file}: cannot write there (${code === 'ENOENT' ? 'the folder does not exist' : code === 'EACCES' ? 'permission denied' : code})`,
+    );
   }
   try {
     statSync(path);

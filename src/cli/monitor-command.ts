@@ -70,7 +70,6 @@ view prints GiB = 2^30.`,
       if ([opts.json, opts.prometheus, opts.serve].filter(Boolean).length > 1) throw new UsageError('choose one of --json, --prometheus and --serve');
       return runMonitor(opts, io);
     });
-
 }
 
 export async function runMonitor(opts: MonitorCliOptions, io: Io, interactive = process.stdout.isTTY === true): Promise<void> {

@@ -40,7 +40,8 @@ export function parsePositive(v: string, name: string): number {
 /** Seconds from 0.1 to 3600. */
 export function parseSeconds(v: string, name: string): number {
   const n = Number(v);
-  if (v.trim() === '' || !Number.isFinite(n) || n < 0.1 || n > 3600) throw new InvalidArgumentError(`${name} must be a number of seconds from 0.1 to 3600, got "${v}"`);
+  if (v.trim() === '' || !Number.isFinite(n) || n < 0.1 || n > 3600)
+    throw new InvalidArgumentError(`${name} must be a number of seconds from 0.1 to 3600, got "${v}"`);
   return n;
 }
 

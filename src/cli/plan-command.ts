@@ -10,17 +10,28 @@ export function definePlan(program: Command, io: Io): void {
   program
     .command('plan')
     .description('LLM memory planner: what a model needs per GPU for training or inference, and where each part should live (loads no GPU library)')
-    .requiredOption('--model <name|config.json>', 'a catalogue name (llama-2-7b, llama-3.1-70b, mixtral-8x7b, gpt-3-175b, deepseek-v3, ...) or a Hugging Face config.json')
+    .requiredOption(
+      '--model <name|config.json>',
+      'a catalogue name (llama-2-7b, llama-3.1-70b, mixtral-8x7b, gpt-3-175b, deepseek-v3, ...) or a Hugging Face config.json',
+    )
     .addOption(new Option('--mode <mode>', 'train or infer').choices(['train', 'infer']).default('train'))
     .addOption(new Option('--optimizer <name>').choices(['adamw', 'adam', 'sgd', 'adam8bit']).default('adamw'))
     .option('--fused-optimizer', 'a fused optimizer step (no parameter-sized temporaries)')
-    .addOption(new Option('--precision <p>', 'fp32, amp-bf16 (fp32 weights, bf16 autocast), bf16 (16-bit weights, fp32 master), fp8').choices(['fp32', 'amp-bf16', 'bf16', 'fp8']).default('amp-bf16'))
+    .addOption(
+      new Option('--precision <p>', 'fp32, amp-bf16 (fp32 weights, bf16 autocast), bf16 (16-bit weights, fp32 master), fp8')
+        .choices(['fp32', 'amp-bf16', 'bf16', 'fp8'])
+        .default('amp-bf16'),
+    )
     .option('--batch <n>', 'micro-batch (train) or concurrent sequences (infer)', (v) => parsePositive(v, '--batch'), 1)
     .option('--seq <n>', 'sequence length (train)', (v) => parsePositive(v, '--seq'), 2048)
     .option('--grad-accum <n>', 'gradient accumulation steps', (v) => parsePositive(v, '--grad-accum'), 1)
     .addOption(new Option('--recompute <mode>', 'activation recomputation').choices(['none', 'selective', 'full']).default('none'))
     .option('--flash-attention', 'a fused attention kernel (no s x s matrix stored); default for inference')
-    .addOption(new Option('--framework <f>', 'pytorch (eager, Hugging Face blocks; measured) or megatron (Korthikanti et al. 2022)').choices(['pytorch', 'megatron']).default('pytorch'))
+    .addOption(
+      new Option('--framework <f>', 'pytorch (eager, Hugging Face blocks; measured) or megatron (Korthikanti et al. 2022)')
+        .choices(['pytorch', 'megatron'])
+        .default('pytorch'),
+    )
     .option('--prompt <n>', 'prompt tokens (infer)', (v) => parsePositive(v, '--prompt'), 512)
     .option('--new-tokens <n>', 'generated tokens (infer)', (v) => parsePositive(v, '--new-tokens'), 512)
     .option('--context <n>', 'total context (infer): sets the prompt to context - new tokens', (v) => parsePositive(v, '--context'))
@@ -48,7 +59,6 @@ export function definePlan(program: Command, io: Io): void {
       '\nExamples:\n  $ gpumem plan --model llama-2-7b --mode train --precision bf16 --batch 4 --seq 4096 --gpus 8 --zero 3 --gpu h100\n  $ gpumem plan --model llama-3.1-70b --mode infer --batch 32 --context 8192 --kv-dtype fp8 --tp 4 --gpus 4 --gpu h200\n  $ gpumem plan --model ./config.json --mode train --recompute selective --flash-attention --json\n  $ gpumem plan --model mixtral-8x7b --mode infer --from-bench bench.json --html plan.html',
     )
     .action((opts: Record<string, unknown>) => runPlan(opts, io));
-
 }
 
 async function runPlan(opts: Record<string, unknown>, io: Io): Promise<void> {

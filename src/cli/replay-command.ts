@@ -35,7 +35,6 @@ Examples:
   $ gpumem pool replay rmm_log.csv --config gpumem gpumem-growable`,
     )
     .action((trace: string, opts: ReplayCliOptions) => runPoolReplay(trace, opts, io));
-
 }
 
 async function runPoolReplay(file: string, opts: ReplayCliOptions, io: Io): Promise<void> {

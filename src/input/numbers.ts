@@ -34,6 +34,15 @@ export function reqTimestamp(v: unknown, what: string, file: string): string | n
 
 /** A short printable description of a bad value. */
 export function describe(v: unknown): string {
-  const s = typeof v === 'string' ? JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v) : Array.isArray(v) ? 'an array' : v === null ? 'null' : typeof v === 'object' ? 'an object' : String(v);
+  const s =
+    typeof v === 'string'
+      ? JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)
+      : Array.isArray(v)
+        ? 'an array'
+        : v === null
+          ? 'null'
+          : typeof v === 'object'
+            ? 'an object'
+            : String(v);
   return s;
 }

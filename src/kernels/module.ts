@@ -27,8 +27,9 @@ export interface LaunchOptions {
 export interface KernelOwner {
   readonly backend: Backend;
   assertOpen(): void;
-  /** The device address of a pointer argument, after checking it is live, ours and reachable from `device`. */
+  /** @internal The device address of a pointer argument, after checking it is live, ours and reachable from `device`. */
   devicePointer(arg: PointerArg, device: number, what: string): number;
+  /** @internal */
   defaultStream(device: number): Stream;
 }
 

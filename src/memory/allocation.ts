@@ -13,7 +13,7 @@ export const MEMORY_KINDS: readonly MemoryKind[] = ['device', 'pinned', 'mapped'
 /** What an allocation needs from the runtime (or pool) that made it. */
 export interface AllocationOwner {
   readonly backend: Backend;
-  /** Called once when an allocation is freed, after its memory was released. */
+  /** @internal Called once when an allocation is freed, after its memory was released. */
   forget(allocation: Allocation): void;
   /** Refuses work when the owner itself was disposed. */
   assertOpen(): void;
@@ -128,7 +128,13 @@ export abstract class Allocation implements Disposable {
 
 /** Device memory (cudaMalloc / hipMalloc; on AMD optionally fine-grained or uncached). */
 export class DeviceAllocation extends Allocation {
-  constructor(owner: AllocationOwner, address: Address, bytes: number, device: number, readonly flags: { fineGrained?: boolean; uncached?: boolean } = {}) {
+  constructor(
+    owner: AllocationOwner,
+    address: Address,
+    bytes: number,
+    device: number,
+    readonly flags: { fineGrained?: boolean; uncached?: boolean } = {},
+  ) {
     super(owner, 'device', address, bytes, device, address);
   }
 
@@ -143,7 +149,13 @@ export class DeviceAllocation extends Allocation {
  * mapped into parts of it by its source; freeing it gives the address space back.
  */
 export class ReservedDeviceRange extends Allocation {
-  constructor(owner: AllocationOwner, address: Address, bytes: number, device: number, private readonly giveBack: () => void) {
+  constructor(
+    owner: AllocationOwner,
+    address: Address,
+    bytes: number,
+    device: number,
+    private readonly giveBack: () => void,
+  ) {
     super(owner, 'device', address, bytes, device, address);
   }
 
@@ -162,7 +174,14 @@ export interface PinnedOptions {
 
 /** Page-locked host memory (cudaHostAlloc / hipHostMalloc). */
 export class PinnedAllocation extends Allocation {
-  constructor(owner: AllocationOwner, kind: 'pinned' | 'mapped', address: Address, bytes: number, deviceAddress: Address | undefined, readonly options: PinnedOptions) {
+  constructor(
+    owner: AllocationOwner,
+    kind: 'pinned' | 'mapped',
+    address: Address,
+    bytes: number,
+    deviceAddress: Address | undefined,
+    readonly options: PinnedOptions,
+  ) {
     super(owner, kind, address, bytes, undefined, deviceAddress);
   }
 
@@ -224,7 +243,13 @@ export class ManagedAllocation extends Allocation {
 export class PageableAllocation extends Allocation {
   private registered: boolean;
 
-  constructor(owner: AllocationOwner, readonly buffer: ArrayBuffer, address: Address, deviceAddress: Address | undefined, registered: boolean) {
+  constructor(
+    owner: AllocationOwner,
+    readonly buffer: ArrayBuffer,
+    address: Address,
+    deviceAddress: Address | undefined,
+    registered: boolean,
+  ) {
     super(owner, 'pageable', address, buffer.byteLength, undefined, deviceAddress);
     this.registered = registered;
   }

@@ -1,5 +1,5 @@
 /** One device of a runtime: its facts and memory, device and managed allocations, streams, events, peers, kernels. */
-import { ErrorCode, InvalidArgumentError, OutOfMemoryError } from '../errors.js';
+import { OutOfMemoryError } from '../errors.js';
 import type { DeviceInfo, DeviceMemoryUse, KernelSource } from '../backend/backend.js';
 import { GpuEvent, type EventCreateOptions } from '../stream/event.js';
 import { Stream, type StreamCreateOptions } from '../stream/stream.js';
@@ -92,7 +92,15 @@ export class Device {
     const attach = options.attach ?? 'global';
     const address = this.rt.backend.mallocManaged(this.index, bytes, attach === 'host');
     return this.rt.adopt(
-      new ManagedAllocation(this.rt, address, bytes, this.index, attach, (t) => this.rt.location(t), (s) => this.rt.streamHandle(s, this.index)),
+      new ManagedAllocation(
+        this.rt,
+        address,
+        bytes,
+        this.index,
+        attach,
+        (t) => this.rt.location(t),
+        (s) => this.rt.streamHandle(s, this.index),
+      ),
     );
   }
 
@@ -171,4 +179,3 @@ export class Device {
     this.modules.clear();
   }
 }
-

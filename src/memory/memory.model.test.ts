@@ -56,7 +56,15 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       bytes: fc.option(fc.integer({ min: 0, max: 3000 }), { nil: undefined }),
     }),
   },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('write' as const), i: fc.nat(12), offset: fc.nat(3000), data: fc.array(fc.nat(255), { minLength: 1, maxLength: 64 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('write' as const),
+      i: fc.nat(12),
+      offset: fc.nat(3000),
+      data: fc.array(fc.nat(255), { minLength: 1, maxLength: 64 }),
+    }),
+  },
 );
 
 /** What the model says a copy or fill should do: an error code, or the range it touches. */
@@ -90,11 +98,15 @@ async function run(rt: Runtime, ops: Op[]): Promise<void> {
       let alloc: Allocation | undefined;
       const got = await outcome(() => {
         alloc =
-          o.kind === 'device' ? d.alloc(o.size)
-          : o.kind === 'managed' ? d.allocManaged(o.size)
-          : o.kind === 'pinned' ? rt.allocPinned(o.size)
-          : o.kind === 'mapped' ? rt.allocMapped(o.size)
-          : rt.allocPageable(o.size);
+          o.kind === 'device'
+            ? d.alloc(o.size)
+            : o.kind === 'managed'
+              ? d.allocManaged(o.size)
+              : o.kind === 'pinned'
+                ? rt.allocPinned(o.size)
+                : o.kind === 'mapped'
+                  ? rt.allocMapped(o.size)
+                  : rt.allocPageable(o.size);
       });
       assert.equal(got, valid ? 'ok' : ErrorCode.INVALID_SIZE, `alloc ${o.kind} ${o.size}`);
       if (alloc) {

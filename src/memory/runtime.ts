@@ -13,16 +13,14 @@
  * ```
  */
 import { DisposedError, ErrorCode, InvalidArgumentError, OutOfMemoryError } from '../errors.js';
-import type { Backend, DeviceInfo, DeviceMemoryUse, KernelSource, MemLocation } from '../backend/backend.js';
+import type { Backend, DeviceInfo, MemLocation } from '../backend/backend.js';
 import { openBackend, type BackendSelection, type OpenBackendOptions } from '../backend/select.js';
 import { Device } from './device.js';
-import { GpuEvent, type EventCreateOptions, type EventOwner } from '../stream/event.js';
-import { Stream, type StreamCreateOptions, type StreamOwner } from '../stream/stream.js';
-import { KernelModule, type KernelOwner, type PointerArg } from '../kernels/module.js';
+import { GpuEvent, type EventOwner } from '../stream/event.js';
+import { Stream, type StreamOwner } from '../stream/stream.js';
+import type { KernelOwner, PointerArg } from '../kernels/module.js';
 import {
   Allocation,
-  DeviceAllocation,
-  ManagedAllocation,
   MappedAllocation,
   PageableAllocation,
   PinnedAllocation,
@@ -33,7 +31,7 @@ import {
 } from './allocation.js';
 import { planCopy, planFill, type CopyDirection, type CopyOptions, type FillOptions, type MemoryRef, type PlannedCopy } from './copy.js';
 import { AllocationRegistry } from './registry.js';
-import { checkInteger, checkSize } from './validate.js';
+import { checkSize } from './validate.js';
 
 export type { CopyOptions, FillOptions, MemoryRef, CopyDirection };
 
@@ -93,7 +91,10 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
     this.assertOpen();
     const d = typeof index === 'number' && Number.isInteger(index) ? this.devices[index] : undefined;
     if (!d) {
-      const why = this.devices.length === 0 ? `the ${this.backend.name} backend has no device${this.backend.noDeviceReason() ? ` (${this.backend.noDeviceReason()})` : ''}` : `devices are 0 to ${this.devices.length - 1}`;
+      const why =
+        this.devices.length === 0
+          ? `the ${this.backend.name} backend has no device${this.backend.noDeviceReason() ? ` (${this.backend.noDeviceReason()})` : ''}`
+          : `devices are 0 to ${this.devices.length - 1}`;
       throw new InvalidArgumentError(`no device ${String(index)}: ${why}`, ErrorCode.INVALID_ARGUMENT);
     }
     return d;
@@ -332,11 +333,15 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
       this.deviceFacts.set(device, { index: device, totalBytes: total });
     }
     if (bytes > total) {
-      throw new OutOfMemoryError(`out of memory: ${what} of ${bytes} bytes is larger than device ${device}'s ${total} bytes`, {
-        requestedBytes: bytes,
-        device,
-        totalBytes: total,
-      }, { backend: this.backend.name });
+      throw new OutOfMemoryError(
+        `out of memory: ${what} of ${bytes} bytes is larger than device ${device}'s ${total} bytes`,
+        {
+          requestedBytes: bytes,
+          device,
+          totalBytes: total,
+        },
+        { backend: this.backend.name },
+      );
     }
   }
 
@@ -372,12 +377,18 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
       throw new InvalidArgumentError(`${what}: offset ${offset} is outside the ${a.bytes}-byte allocation`, ErrorCode.OUT_OF_BOUNDS);
     }
     if (a.kind === 'device' && a.device !== device && !this.peers.has(`${device}:${a.device}`)) {
-      throw new InvalidArgumentError(`${what}: memory of device ${a.device} used by a kernel on device ${device}; enable peer access first`, ErrorCode.WRONG_DEVICE);
+      throw new InvalidArgumentError(
+        `${what}: memory of device ${a.device} used by a kernel on device ${device}; enable peer access first`,
+        ErrorCode.WRONG_DEVICE,
+      );
     }
     let base = a.deviceAddress;
     if (base === undefined && a.kind === 'pageable' && this.pageableAccess(device)) base = a.address;
     if (base === undefined) {
-      throw new InvalidArgumentError(`${what}: ${a.kind} memory is not reachable from device ${device} (register it, or use pinned or mapped memory)`, ErrorCode.INVALID_ARGUMENT);
+      throw new InvalidArgumentError(
+        `${what}: ${a.kind} memory is not reachable from device ${device} (register it, or use pinned or mapped memory)`,
+        ErrorCode.INVALID_ARGUMENT,
+      );
     }
     return base + offset;
   }

@@ -63,7 +63,7 @@ test('rejected calls never reach the backend', () => {
   rt[Symbol.dispose]();
 });
 
-test('a copy touching another runtime\'s memory is refused', () => {
+test("a copy touching another runtime's memory is refused", () => {
   using rt1 = openRuntime({ backend: 'host' });
   using rt2 = openRuntime({ backend: 'host' });
   using a = rt1.device(0).alloc(64);

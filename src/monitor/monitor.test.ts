@@ -22,7 +22,9 @@ import { MonitorServer } from './server.js';
 import { renderFrame } from '../render/monitor-terminal.js';
 
 const require = createRequire(import.meta.url);
-const parsePrometheus = require('parse-prometheus-text-format') as (text: string) => Array<{ name: string; help: string; type: string; metrics: Array<{ value: string; labels?: Record<string, string> }> }>;
+const parsePrometheus = require('parse-prometheus-text-format') as (
+  text: string,
+) => Array<{ name: string; help: string; type: string; metrics: Array<{ value: string; labels?: Record<string, string> }> }>;
 const MiB = 2 ** 20;
 const host = (): Runtime => openRuntime({ backend: 'host', host: { devices: 2, deviceBytes: 1 << 30 } });
 const ajv = new Ajv({ allErrors: true, strict: false });
@@ -35,7 +37,10 @@ test('a sample follows device allocations and the pools handed to the monitor', 
   const before = monitor.sample();
   validSample(before);
   assert.equal(before.backend, 'host');
-  assert.deepEqual(before.devices.map((d) => d.index), [0, 1]);
+  assert.deepEqual(
+    before.devices.map((d) => d.index),
+    [0, 1],
+  );
   assert.equal(before.devices[0]!.totalBytes, 1 << 30);
   {
     using a = rt.device(0).alloc(64 * MiB);
@@ -73,10 +78,17 @@ test('the monitor refuses devices it does not have, bad history sizes and things
   using rt = host();
   assert.throws(() => new MemoryMonitor(rt, { devices: [2] }), InvalidArgumentError);
   assert.throws(() => new MemoryMonitor(rt, { devices: [-1] }), InvalidArgumentError);
-  assert.throws(() => new MemoryMonitor(rt, { historySize: 0 }), (e: unknown) => e instanceof InvalidArgumentError && e.code === ErrorCode.INVALID_ARGUMENT);
+  assert.throws(
+    () => new MemoryMonitor(rt, { historySize: 0 }),
+    (e: unknown) => e instanceof InvalidArgumentError && e.code === ErrorCode.INVALID_ARGUMENT,
+  );
   assert.throws(() => new MemoryMonitor(rt, { historySize: 1.5 }), InvalidArgumentError);
   const m = new MemoryMonitor(rt, { devices: [1, 1] });
-  assert.deepEqual(m.sample().devices.map((d) => d.index), [1], 'a device asked for twice is sampled once');
+  assert.deepEqual(
+    m.sample().devices.map((d) => d.index),
+    [1],
+    'a device asked for twice is sampled once',
+  );
   assert.throws(() => m.watchPool('', new CachingPool(new DeviceResource(rt.device(0)))), InvalidArgumentError);
   assert.throws(() => m.watchPool('x', {} as never), InvalidArgumentError);
 });
@@ -91,7 +103,8 @@ test('Prometheus text: every family has HELP and TYPE, values and escaped labels
   const sample = monitor.sample();
   const text = toPrometheus(sample);
   // The exposition grammar, line by line: comments, or name{labels} value.
-  const sampleLine = /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\["\\n])*"(,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\["\\n])*")*\})? (-?[0-9.e+]+|NaN|[+-]Inf)$/;
+  const sampleLine =
+    /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\["\\n])*"(,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\["\\n])*")*\})? (-?[0-9.e+]+|NaN|[+-]Inf)$/;
   const seen = new Set<string>();
   for (const line of text.trimEnd().split('\n')) {
     const m = /^# (HELP|TYPE) (\S+) (.+)$/.exec(line);
@@ -128,10 +141,32 @@ test('the terminal frame shows devices, processes and pools', () => {
     host: 'gpu-node-7',
     backend: 'cuda',
     devices: [
-      { index: 0, name: 'NVIDIA H200', totalBytes: 150_109_880_320, freeBytes: 139_000_000_000, usedBytes: 11_109_880_320, source: 'nvml', processes: [{ pid: 4242, name: 'python3', usedBytes: 10_737_418_240 }, { pid: 77 }] },
+      {
+        index: 0,
+        name: 'NVIDIA H200',
+        totalBytes: 150_109_880_320,
+        freeBytes: 139_000_000_000,
+        usedBytes: 11_109_880_320,
+        source: 'nvml',
+        processes: [{ pid: 4242, name: 'python3', usedBytes: 10_737_418_240 }, { pid: 77 }],
+      },
       { index: 1, totalBytes: 100, freeBytes: 100, usedBytes: 0, source: 'runtime', note: 'NVML (libnvidia-ml) not found' },
     ],
-    pools: [{ name: 'kv', reservedBytes: 2 ** 30, allocatedBytes: 2 ** 29, requestedBytes: 2 ** 29, peakReservedBytes: 2 ** 30, freeBytes: 2 ** 29, largestFreeBlockBytes: 2 ** 28, fragmentation: 0.5, segments: 3, cacheHits: 10, cacheMisses: 2 }],
+    pools: [
+      {
+        name: 'kv',
+        reservedBytes: 2 ** 30,
+        allocatedBytes: 2 ** 29,
+        requestedBytes: 2 ** 29,
+        peakReservedBytes: 2 ** 30,
+        freeBytes: 2 ** 29,
+        largestFreeBlockBytes: 2 ** 28,
+        fragmentation: 0.5,
+        segments: 3,
+        cacheHits: 10,
+        cacheMisses: 2,
+      },
+    ],
   };
   validSample(sample);
   const f = renderFrame(sample);
@@ -173,7 +208,10 @@ test('the server answers /, /metrics, /api/sample and /api/history, and refuses 
     history = (await (await fetch(`${url}api/history`)).json()) as MonitorSample[];
   }
   assert.ok(history.length >= 3, `the timer samples every interval (history ${history.length})`);
-  assert.ok(history.every((h, i) => i === 0 || h.time >= history[i - 1]!.time), 'oldest first');
+  assert.ok(
+    history.every((h, i) => i === 0 || h.time >= history[i - 1]!.time),
+    'oldest first',
+  );
   history.forEach(validSample);
   assert.equal((await fetch(`${url}nowhere`)).status, 404);
   const post = await fetch(`${url}metrics`, { method: 'POST', body: 'x' });
@@ -245,7 +283,14 @@ test('gpumem monitor --once --json prints one valid sample; bad options exit 2',
   const counted = await runCli(['monitor', '--backend', 'host', '--count', '3', '--interval', '0.1', '--prometheus']);
   assert.equal(counted.code, 0, counted.err);
   assert.equal(counted.out.match(/^# TYPE gpumem_device_memory_used_bytes gauge$/gm)?.length, 3);
-  for (const bad of [['--interval', '0'], ['--interval', 'soon'], ['--count', '0'], ['--port', '70000'], ['--device', '9', '--once'], ['--json', '--serve']]) {
+  for (const bad of [
+    ['--interval', '0'],
+    ['--interval', 'soon'],
+    ['--count', '0'],
+    ['--port', '70000'],
+    ['--device', '9', '--once'],
+    ['--json', '--serve'],
+  ]) {
     const b = await runCli(['monitor', '--backend', 'host', ...bad]);
     assert.equal(b.code, 2, `${bad.join(' ')}: ${b.err}`);
     assert.ok(b.err.length > 0);

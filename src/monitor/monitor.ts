@@ -120,7 +120,8 @@ export class MemoryMonitor {
     for (const d of wanted) rt.device(d); // validates each index, naming the backend's devices when it fails
     this.devices = [...new Set(wanted)];
     const h = options.historySize ?? 600;
-    if (!Number.isInteger(h) || h < 1 || h > 100_000) throw new InvalidArgumentError(`historySize must be a whole number from 1 to 100000, got ${String(h)}`, ErrorCode.INVALID_ARGUMENT);
+    if (!Number.isInteger(h) || h < 1 || h > 100_000)
+      throw new InvalidArgumentError(`historySize must be a whole number from 1 to 100000, got ${String(h)}`, ErrorCode.INVALID_ARGUMENT);
     this.historySize = h;
     for (const [name, pool] of Object.entries(options.pools ?? {})) this.watchPool(name, pool);
   }
@@ -131,7 +132,8 @@ export class MemoryMonitor {
    */
   watchPool(name: string, pool: PoolLike): void {
     if (typeof name !== 'string' || name.length === 0) throw new InvalidArgumentError('watchPool: a pool needs a name', ErrorCode.INVALID_ARGUMENT);
-    if (typeof (pool as { stats?: unknown })?.stats !== 'function') throw new InvalidArgumentError(`watchPool(${name}): expected a pool with stats()`, ErrorCode.INVALID_ARGUMENT);
+    if (typeof (pool as { stats?: unknown })?.stats !== 'function')
+      throw new InvalidArgumentError(`watchPool(${name}): expected a pool with stats()`, ErrorCode.INVALID_ARGUMENT);
     this.pools.set(name, pool);
   }
 
@@ -149,7 +151,8 @@ export class MemoryMonitor {
       devices: this.devices.map((index) => this.deviceSample(index)),
       pools: [...this.pools].map(([name, pool]) => poolSample(name, pool.stats())),
     };
-    if (this.rt.devices.length === 0) out.notice = `the ${this.rt.backend.name} backend has no device${this.rt.backend.noDeviceReason() ? ` (${this.rt.backend.noDeviceReason()})` : ''}`;
+    if (this.rt.devices.length === 0)
+      out.notice = `the ${this.rt.backend.name} backend has no device${this.rt.backend.noDeviceReason() ? ` (${this.rt.backend.noDeviceReason()})` : ''}`;
     this.samples.push(out);
     if (this.samples.length > this.historySize) this.samples.splice(0, this.samples.length - this.historySize);
     return out;

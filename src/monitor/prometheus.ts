@@ -78,11 +78,11 @@ export function toPrometheus(sample: MonitorSample): string {
     m.add('gpumem_pool_allocated_bytes', 'gauge', 'Rounded sizes of live pool allocations.', l, p.allocatedBytes);
     m.add('gpumem_pool_requested_bytes', 'gauge', 'Sizes callers asked for, of live pool allocations.', l, p.requestedBytes);
     m.add('gpumem_pool_peak_reserved_bytes', 'gauge', 'Peak of reserved bytes since the pool was made.', l, p.peakReservedBytes);
-    m.add('gpumem_pool_free_bytes', 'gauge', 'Free bytes inside the pool\'s segments.', l, p.freeBytes);
+    m.add('gpumem_pool_free_bytes', 'gauge', "Free bytes inside the pool's segments.", l, p.freeBytes);
     m.add('gpumem_pool_largest_free_block_bytes', 'gauge', 'The largest free block in the pool.', l, p.largestFreeBlockBytes);
     m.add('gpumem_pool_fragmentation_ratio', 'gauge', '1 - largest free block / free bytes.', l, p.fragmentation);
     m.add('gpumem_pool_segments', 'gauge', 'Segments the pool holds.', l, p.segments);
-    m.add('gpumem_pool_cache_hits_total', 'counter', 'Allocations served from the pool\'s cache.', l, p.cacheHits);
+    m.add('gpumem_pool_cache_hits_total', 'counter', "Allocations served from the pool's cache.", l, p.cacheHits);
     m.add('gpumem_pool_cache_misses_total', 'counter', 'Allocations that needed the upstream resource.', l, p.cacheMisses);
   }
   return m.text();

@@ -44,7 +44,19 @@ export const MONITOR_SAMPLE_SCHEMA = {
       type: 'array',
       items: {
         type: 'object',
-        required: ['name', 'reservedBytes', 'allocatedBytes', 'requestedBytes', 'peakReservedBytes', 'freeBytes', 'largestFreeBlockBytes', 'fragmentation', 'segments', 'cacheHits', 'cacheMisses'],
+        required: [
+          'name',
+          'reservedBytes',
+          'allocatedBytes',
+          'requestedBytes',
+          'peakReservedBytes',
+          'freeBytes',
+          'largestFreeBlockBytes',
+          'fragmentation',
+          'segments',
+          'cacheHits',
+          'cacheMisses',
+        ],
         additionalProperties: false,
         properties: {
           name: { type: 'string', minLength: 1 },

@@ -35,7 +35,8 @@ export class MonitorServer implements AsyncDisposable {
       throw new InvalidArgumentError(`the sampling interval must be from 100 ms to 1 hour, got ${String(interval)} ms`, ErrorCode.INVALID_ARGUMENT);
     }
     const port = options.port ?? 9464;
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError(`port must be a whole number from 0 to 65535, got ${String(port)}`, ErrorCode.INVALID_ARGUMENT);
+    if (!Number.isInteger(port) || port < 0 || port > 65535)
+      throw new InvalidArgumentError(`port must be a whole number from 0 to 65535, got ${String(port)}`, ErrorCode.INVALID_ARGUMENT);
     this.intervalMs = interval;
     this.server = createServer((req, res) => this.handle(req, res));
   }
@@ -49,7 +50,11 @@ export class MonitorServer implements AsyncDisposable {
     const port = this.options.port ?? 9464;
     await new Promise<void>((resolve, reject) => {
       const onError = (e: NodeJS.ErrnoException): void => {
-        reject(new GpuError(ErrorCode.LISTEN_FAILED, `cannot listen on ${host}:${port}: ${e.code === 'EADDRINUSE' ? 'the port is in use' : e.message}`, { cause: e }));
+        reject(
+          new GpuError(ErrorCode.LISTEN_FAILED, `cannot listen on ${host}:${port}: ${e.code === 'EADDRINUSE' ? 'the port is in use' : e.message}`, {
+            cause: e,
+          }),
+        );
       };
       this.server.once('error', onError);
       this.server.listen(port, host, () => {

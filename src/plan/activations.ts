@@ -48,4 +48,3 @@ export function korthikantiLayerBytes(s: number, b: number, h: number, a: number
   if (t === 1) return sbh * (34 + attn);
   return sbh * (10 + 24 / t + attn);
 }
-

@@ -5,7 +5,16 @@
 import { BadInputError } from '../errors.js';
 import { normaliseConfig, type ModelConfig } from './model-config.js';
 
-const llama = (h: number, l: number, heads: number, kv: number, f: number, vocab: number, ctx: number, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+const llama = (
+  h: number,
+  l: number,
+  heads: number,
+  kv: number,
+  f: number,
+  vocab: number,
+  ctx: number,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> => ({
   model_type: 'llama',
   hidden_size: h,
   num_hidden_layers: l,
@@ -82,16 +91,80 @@ export interface GpuSpec {
 
 const GB = 1e9;
 export const GPUS: Record<string, GpuSpec> = {
-  h200: { name: 'NVIDIA H200', vendor: 'nvidia', memoryBytes: 150_109_880_320, memorySource: 'cudaMemGetInfo total, measured on an H200 (139.8 GiB)', memoryGBps: 4800, hostLinkGBps: 63, peerGBps: 450 },
-  h100: { name: 'NVIDIA H100 SXM 80GB', vendor: 'nvidia', memoryBytes: 80 * GB, memorySource: 'nominal 80 GB', memoryGBps: 3350, hostLinkGBps: 63, peerGBps: 450 },
-  'h100-pcie': { name: 'NVIDIA H100 PCIe 80GB', vendor: 'nvidia', memoryBytes: 80 * GB, memorySource: 'nominal 80 GB', memoryGBps: 2000, hostLinkGBps: 63, peerGBps: 300 },
-  'a100-80': { name: 'NVIDIA A100 80GB', vendor: 'nvidia', memoryBytes: 80 * GB, memorySource: 'nominal 80 GB', memoryGBps: 2039, hostLinkGBps: 31.5, peerGBps: 300 },
-  'a100-40': { name: 'NVIDIA A100 40GB', vendor: 'nvidia', memoryBytes: 40 * GB, memorySource: 'nominal 40 GB', memoryGBps: 1555, hostLinkGBps: 31.5, peerGBps: 300 },
+  h200: {
+    name: 'NVIDIA H200',
+    vendor: 'nvidia',
+    memoryBytes: 150_109_880_320,
+    memorySource: 'cudaMemGetInfo total, measured on an H200 (139.8 GiB)',
+    memoryGBps: 4800,
+    hostLinkGBps: 63,
+    peerGBps: 450,
+  },
+  h100: {
+    name: 'NVIDIA H100 SXM 80GB',
+    vendor: 'nvidia',
+    memoryBytes: 80 * GB,
+    memorySource: 'nominal 80 GB',
+    memoryGBps: 3350,
+    hostLinkGBps: 63,
+    peerGBps: 450,
+  },
+  'h100-pcie': {
+    name: 'NVIDIA H100 PCIe 80GB',
+    vendor: 'nvidia',
+    memoryBytes: 80 * GB,
+    memorySource: 'nominal 80 GB',
+    memoryGBps: 2000,
+    hostLinkGBps: 63,
+    peerGBps: 300,
+  },
+  'a100-80': {
+    name: 'NVIDIA A100 80GB',
+    vendor: 'nvidia',
+    memoryBytes: 80 * GB,
+    memorySource: 'nominal 80 GB',
+    memoryGBps: 2039,
+    hostLinkGBps: 31.5,
+    peerGBps: 300,
+  },
+  'a100-40': {
+    name: 'NVIDIA A100 40GB',
+    vendor: 'nvidia',
+    memoryBytes: 40 * GB,
+    memorySource: 'nominal 40 GB',
+    memoryGBps: 1555,
+    hostLinkGBps: 31.5,
+    peerGBps: 300,
+  },
   l40s: { name: 'NVIDIA L40S', vendor: 'nvidia', memoryBytes: 48 * GB, memorySource: 'nominal 48 GB', memoryGBps: 864, hostLinkGBps: 31.5 },
   'rtx-4090': { name: 'NVIDIA GeForce RTX 4090', vendor: 'nvidia', memoryBytes: 24 * GB, memorySource: 'nominal 24 GB', memoryGBps: 1008, hostLinkGBps: 31.5 },
-  mi300x: { name: 'AMD Instinct MI300X', vendor: 'amd', memoryBytes: 192 * GB, memorySource: 'nominal 192 GB', memoryGBps: 5300, hostLinkGBps: 63, peerGBps: 64 },
-  mi325x: { name: 'AMD Instinct MI325X', vendor: 'amd', memoryBytes: 256 * GB, memorySource: 'nominal 256 GB', memoryGBps: 6000, hostLinkGBps: 63, peerGBps: 64 },
-  mi250x: { name: 'AMD Instinct MI250X (one GCD, as the runtime shows it)', vendor: 'amd', memoryBytes: 64 * GB, memorySource: 'nominal 128 GB per package, 64 GB per GCD', memoryGBps: 1600, hostLinkGBps: 31.5, peerGBps: 50 },
+  mi300x: {
+    name: 'AMD Instinct MI300X',
+    vendor: 'amd',
+    memoryBytes: 192 * GB,
+    memorySource: 'nominal 192 GB',
+    memoryGBps: 5300,
+    hostLinkGBps: 63,
+    peerGBps: 64,
+  },
+  mi325x: {
+    name: 'AMD Instinct MI325X',
+    vendor: 'amd',
+    memoryBytes: 256 * GB,
+    memorySource: 'nominal 256 GB',
+    memoryGBps: 6000,
+    hostLinkGBps: 63,
+    peerGBps: 64,
+  },
+  mi250x: {
+    name: 'AMD Instinct MI250X (one GCD, as the runtime shows it)',
+    vendor: 'amd',
+    memoryBytes: 64 * GB,
+    memorySource: 'nominal 128 GB per package, 64 GB per GCD',
+    memoryGBps: 1600,
+    hostLinkGBps: 31.5,
+    peerGBps: 50,
+  },
   mi210: { name: 'AMD Instinct MI210', vendor: 'amd', memoryBytes: 64 * GB, memorySource: 'nominal 64 GB', memoryGBps: 1600, hostLinkGBps: 31.5 },
 };
 
@@ -117,7 +190,10 @@ export function closest(name: string, known: readonly string[], n = 3): string[]
 export function catalogueModel(name: string): ModelConfig {
   const key = name.toLowerCase();
   const cfg = MODEL_CONFIGS[key];
-  if (!cfg) throw new BadInputError(`unknown model "${name}": not a config.json path nor a catalogue name. Closest: ${closest(key, Object.keys(MODEL_CONFIGS)).join(', ')}`);
+  if (!cfg)
+    throw new BadInputError(
+      `unknown model "${name}": not a config.json path nor a catalogue name. Closest: ${closest(key, Object.keys(MODEL_CONFIGS)).join(', ')}`,
+    );
   return normaliseConfig(cfg, `catalogue:${key}`, key);
 }
 

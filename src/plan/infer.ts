@@ -32,7 +32,11 @@ export function estimateInfer(m: ModelConfig, o: InferOptions): Estimate {
   const logits = o.batch * m.vocab * 4;
   // Prefill: hidden and MLP buffers for every prompt token, the prompt's attention matrix without a fused kernel.
   const prefillTokens = o.batch * o.prompt;
-  const prefillWork = (prefillTokens * (4 * m.hidden + 3 * f) * e) / p.tp + repeatKv(o.prompt) + (o.flashAttention ? 0 : o.batch * (m.heads / p.tp) * o.prompt * o.prompt * 4) + logits;
+  const prefillWork =
+    (prefillTokens * (4 * m.hidden + 3 * f) * e) / p.tp +
+    repeatKv(o.prompt) +
+    (o.flashAttention ? 0 : o.batch * (m.heads / p.tp) * o.prompt * o.prompt * 4) +
+    logits;
   const prefillPeak = kvAt(o.prompt) + prefillWork;
   // Last decode step: the whole cache, plus one layer's cache being copied as it grows (a contiguous cache grows by
   // concatenation; a paged cache does not), repeated heads and the logits.
@@ -50,8 +54,16 @@ export function estimateInfer(m: ModelConfig, o: InferOptions): Estimate {
       note: `${kvPerToken} bytes per token per layer${m.mla ? ' (MLA latent)' : ''} x ${layersHere} layers x ${o.batch} sequences x ${atDecode ? blocks : o.prompt} tokens${m.slidingWindow && ctx > m.slidingWindow ? ` (sliding window ${m.slidingWindow})` : ''}${o.blockSize ? ` (rounded to ${o.blockSize}-token blocks)` : ''}${kvSplit > 1 ? ` / ${kvSplit} (tensor parallel)` : ''}`,
     },
     atDecode
-      ? { name: 'decode workspace', bytes: workspace, note: `at the last step: ${growth ? "one layer's cache copied as it grows, " : ''}${repeatKv(ctx) ? 'keys and values repeated to every head for one layer, ' : ''}fp32 logits` }
-      : { name: 'prefill workspace', bytes: workspace, note: `hidden and MLP buffers for ${prefillTokens} prompt tokens${o.flashAttention ? '' : ', the prompt attention matrix (math kernel)'}, fp32 logits` },
+      ? {
+          name: 'decode workspace',
+          bytes: workspace,
+          note: `at the last step: ${growth ? "one layer's cache copied as it grows, " : ''}${repeatKv(ctx) ? 'keys and values repeated to every head for one layer, ' : ''}fp32 logits`,
+        }
+      : {
+          name: 'prefill workspace',
+          bytes: workspace,
+          note: `hidden and MLP buffers for ${prefillTokens} prompt tokens${o.flashAttention ? '' : ', the prompt attention matrix (math kernel)'}, fp32 logits`,
+        },
   ];
   // The JSON's kvCacheBytes is the cache at full context (what it reaches); the lines follow the peak's moment.
   const kvReported = kvCacheBytes;
@@ -79,4 +91,3 @@ export function estimateInfer(m: ModelConfig, o: InferOptions): Estimate {
     localParams: P,
   };
 }
-

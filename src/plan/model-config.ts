@@ -59,7 +59,8 @@ function num(cfg: Json, file: string, names: string[], opts: { required?: boolea
   for (const n of names) {
     const v = cfg[n];
     if (v === undefined || v === null) continue;
-    if (typeof v !== 'number' || !Number.isFinite(v) || !Number.isInteger(v)) throw new BadInputError(`field "${n}" must be a whole number, got ${JSON.stringify(v)}`, file);
+    if (typeof v !== 'number' || !Number.isFinite(v) || !Number.isInteger(v))
+      throw new BadInputError(`field "${n}" must be a whole number, got ${JSON.stringify(v)}`, file);
     if (v < (opts.min ?? 1)) throw new BadInputError(`field "${n}" must be at least ${opts.min ?? 1}, got ${v}`, file);
     if (v > 1e12) throw new BadInputError(`field "${n}" is implausibly large: ${v}`, file);
     return v;
@@ -98,7 +99,13 @@ export function normaliseConfig(cfg: unknown, file: string, name = 'custom'): Mo
   if (kvLora !== undefined) {
     const nope = num(c, file, ['qk_nope_head_dim'], { required: true })!;
     const rope = num(c, file, ['qk_rope_head_dim'], { required: true })!;
-    mla = { kvLoraRank: kvLora, qLoraRank: num(c, file, ['q_lora_rank']), qkNopeHeadDim: nope, qkRopeHeadDim: rope, vHeadDim: num(c, file, ['v_head_dim']) ?? nope };
+    mla = {
+      kvLoraRank: kvLora,
+      qLoraRank: num(c, file, ['q_lora_rank']),
+      qkNopeHeadDim: nope,
+      qkRopeHeadDim: rope,
+      vHeadDim: num(c, file, ['v_head_dim']) ?? nope,
+    };
   }
   let moe: MoeShape | undefined;
   const experts = num(c, file, ['num_local_experts', 'n_routed_experts', 'num_experts']);

@@ -17,7 +17,13 @@ export function bytesPerParam(precision: Precision, optimizer: OptimizerName): {
  * Model-state bytes (parameters, gradients, optimizer states) of `params` parameters under ZeRO stage `zero` over
  * `dp` data-parallel GPUs, as ZeRO (Rajbhandari et al. 2020) defines them.
  */
-export function modelStateBytes(params: number, precision: Precision, optimizer: OptimizerName, dp: number, zero: number): { parameters: number; gradients: number; optimizer: number } {
+export function modelStateBytes(
+  params: number,
+  precision: Precision,
+  optimizer: OptimizerName,
+  dp: number,
+  zero: number,
+): { parameters: number; gradients: number; optimizer: number } {
   const b = bytesPerParam(precision, optimizer);
   return {
     parameters: (params * b.weights) / (zero >= 3 ? dp : 1),
@@ -51,4 +57,3 @@ export function localParams(c: ParamCounts, m: ModelConfig, p: Parallelism): num
 export function isLastStageOf(c: ParamCounts, p: Parallelism): boolean {
   return p.pp === 1 || c.lmHead + c.finalNorm >= c.embedding;
 }
-

@@ -108,4 +108,3 @@ export function checkParallel(m: ModelConfig, p: Parallelism): void {
     if ((p.gpus / (p.tp * p.pp)) % p.ep !== 0) fail(`--ep ${p.ep} does not divide the data-parallel size ${p.gpus / (p.tp * p.pp)}`);
   }
 }
-

@@ -5,7 +5,13 @@ const MiB = 1024 * 1024;
 
 /** Overhead lines: context, communication buffers, fragmentation allowance. */
 export function overheads(o: PlanOptions, localParamsCount: number, weightBytesPer: number, largestLayerParams: number, peak: number): Line[] {
-  const lines: Line[] = [{ name: 'CUDA/HIP context and library workspaces', bytes: 512 * MiB, note: 'estimate: driver context, cuBLAS/hipBLASLt and NCCL/RCCL init; read yours as total - free at start (gpumem info)' }];
+  const lines: Line[] = [
+    {
+      name: 'CUDA/HIP context and library workspaces',
+      bytes: 512 * MiB,
+      note: 'estimate: driver context, cuBLAS/hipBLASLt and NCCL/RCCL init; read yours as total - free at start (gpumem info)',
+    },
+  ];
   if (o.parallel.gpus > 1) {
     let comm = 256 * MiB;
     let note = 'NCCL/RCCL buffers';
@@ -21,8 +27,11 @@ export function overheads(o: PlanOptions, localParamsCount: number, weightBytesP
     lines.push({ name: 'communication buffers', bytes: comm, note });
   }
   const frag = Math.round(peak * o.fragmentation);
-  lines.push({ name: 'fragmentation allowance', bytes: frag, note: `${Math.round(o.fragmentation * 100)}% of the estimate for the caching allocator's split blocks (gpumem pool replay measures yours)` });
+  lines.push({
+    name: 'fragmentation allowance',
+    bytes: frag,
+    note: `${Math.round(o.fragmentation * 100)}% of the estimate for the caching allocator's split blocks (gpumem pool replay measures yours)`,
+  });
   void localParamsCount;
   return lines;
 }
-

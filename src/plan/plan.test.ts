@@ -24,12 +24,33 @@ function matchesPrinted(ours: number, paper: string): boolean {
   return Math.round(ours * f) / f === p || Math.trunc(ours * f) / f === p;
 }
 
-test('ZeRO model-state memory per device matches the paper\'s Table 1 (7.5B, 128B, 1T; DP 1 to 1024; stages 1-3)', () => {
+test("ZeRO model-state memory per device matches the paper's Table 1 (7.5B, 128B, 1T; DP 1 to 1024; stages 1-3)", () => {
   // Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models", Table 1 (GB = 1e9).
   const table: Record<string, Record<number, [string, string, string]>> = {
-    '7.5': { 1: ['120', '120', '120'], 4: ['52.5', '41.3', '30'], 16: ['35.6', '21.6', '7.5'], 64: ['31.4', '16.6', '1.88'], 256: ['30.4', '15.4', '0.47'], 1024: ['30.1', '15.1', '0.12'] },
-    '128': { 1: ['2048', '2048', '2048'], 4: ['896', '704', '512'], 16: ['608', '368', '128'], 64: ['536', '284', '32'], 256: ['518', '263', '8'], 1024: ['513', '257', '2'] },
-    '1000': { 1: ['16000', '16000', '16000'], 4: ['7000', '5500', '4000'], 16: ['4750', '2875', '1000'], 64: ['4187', '2218', '250'], 256: ['4046', '2054', '62.5'], 1024: ['4011', '2013', '15.6'] },
+    '7.5': {
+      1: ['120', '120', '120'],
+      4: ['52.5', '41.3', '30'],
+      16: ['35.6', '21.6', '7.5'],
+      64: ['31.4', '16.6', '1.88'],
+      256: ['30.4', '15.4', '0.47'],
+      1024: ['30.1', '15.1', '0.12'],
+    },
+    '128': {
+      1: ['2048', '2048', '2048'],
+      4: ['896', '704', '512'],
+      16: ['608', '368', '128'],
+      64: ['536', '284', '32'],
+      256: ['518', '263', '8'],
+      1024: ['513', '257', '2'],
+    },
+    '1000': {
+      1: ['16000', '16000', '16000'],
+      4: ['7000', '5500', '4000'],
+      16: ['4750', '2875', '1000'],
+      64: ['4187', '2218', '250'],
+      256: ['4046', '2054', '62.5'],
+      1024: ['4011', '2013', '15.6'],
+    },
   };
   for (const [billions, rows] of Object.entries(table)) {
     const psi = Number(billions) * 1e9;
@@ -62,8 +83,19 @@ test('activation memory per layer follows Korthikanti et al. 2022, Table 2, in e
   // The megatron framework uses exactly these per layer, times layers per stage and micro-batches in flight.
   const m = catalogueModel('gpt-3-175b');
   const o: TrainOptions = {
-    mode: 'train', precision: 'bf16', optimizer: 'adamw', fusedOptimizer: true, batch: 1, seq: 2048, gradAccum: 8, recompute: 'selective', flashAttention: false, framework: 'megatron',
-    parallel: { gpus: 64, nodes: 8, zero: 1, tp: 8, sp: true, pp: 8, ep: 1, inFlight: 8 }, offload: 'none', fragmentation: 0,
+    mode: 'train',
+    precision: 'bf16',
+    optimizer: 'adamw',
+    fusedOptimizer: true,
+    batch: 1,
+    seq: 2048,
+    gradAccum: 8,
+    recompute: 'selective',
+    flashAttention: false,
+    framework: 'megatron',
+    parallel: { gpus: 64, nodes: 8, zero: 1, tp: 8, sp: true, pp: 8, ep: 1, inFlight: 8 },
+    offload: 'none',
+    fragmentation: 0,
   };
   const e = estimate(m, o);
   const perLayer = korthikantiLayerBytes(2048, 1, 12288, 96, 8, true, 'selective');
@@ -117,12 +149,40 @@ test('against peaks measured with PyTorch on an H200: total - overhead within 10
     const fused = !(r.model === 'llama-mini' && r.precision === 'fp32');
     const o: TrainOptions | InferOptions =
       r.mode === 'train'
-        ? { mode: 'train', precision: r.precision as TrainOptions['precision'], optimizer: 'adamw', fusedOptimizer: false, batch: r.batch as number, seq: r.seq as number, gradAccum: 1, recompute: 'none', flashAttention: fused, framework: 'pytorch', parallel: one, offload: 'none', fragmentation: 0.05 }
-        : { mode: 'infer', batch: r.batch as number, prompt: r.prompt as number, newTokens: r.newTokens as number, kvDtype: 'bf16', blockSize: undefined, weights: 'bf16', flashAttention: true, parallel: one, fragmentation: 0.05 };
+        ? {
+            mode: 'train',
+            precision: r.precision as TrainOptions['precision'],
+            optimizer: 'adamw',
+            fusedOptimizer: false,
+            batch: r.batch as number,
+            seq: r.seq as number,
+            gradAccum: 1,
+            recompute: 'none',
+            flashAttention: fused,
+            framework: 'pytorch',
+            parallel: one,
+            offload: 'none',
+            fragmentation: 0.05,
+          }
+        : {
+            mode: 'infer',
+            batch: r.batch as number,
+            prompt: r.prompt as number,
+            newTokens: r.newTokens as number,
+            kvDtype: 'bf16',
+            blockSize: undefined,
+            weights: 'bf16',
+            flashAttention: true,
+            parallel: one,
+            fragmentation: 0.05,
+          };
     const e = estimate(m, o);
     const predicted = e.totalBytes - e.overheadBytes;
     const err = predicted / r.peakAllocatedBytes - 1;
-    assert.ok(Math.abs(err) <= 0.1, `${r.mode} ${r.model} ${String(r.precision ?? '')} b=${String(r.batch)}: planner ${predicted}, measured ${r.peakAllocatedBytes} (${(err * 100).toFixed(1)}%)`);
+    assert.ok(
+      Math.abs(err) <= 0.1,
+      `${r.mode} ${r.model} ${String(r.precision ?? '')} b=${String(r.batch)}: planner ${predicted}, measured ${r.peakAllocatedBytes} (${(err * 100).toFixed(1)}%)`,
+    );
     const paramBytes = e.localParams * (r.mode === 'train' ? 4 : 2);
     assert.ok(Math.abs(paramBytes / r.parameterBytes - 1) <= 0.03, `${r.model} parameter bytes ${paramBytes} vs ${r.parameterBytes}`);
   }
@@ -131,10 +191,29 @@ test('against peaks measured with PyTorch on an H200: total - overhead within 10
 const cli = runCli;
 
 test('gpumem plan --json has the documented shape; a plan that does not fit gets suggestions and the largest batch', async () => {
-  const r = await cli(['plan', '--model', 'llama-2-70b', '--mode', 'train', '--precision', 'bf16', '--batch', '1', '--seq', '4096', '--gpus', '8', '--gpu', 'h100', '--flash-attention', '--json']);
+  const r = await cli([
+    'plan',
+    '--model',
+    'llama-2-70b',
+    '--mode',
+    'train',
+    '--precision',
+    'bf16',
+    '--batch',
+    '1',
+    '--seq',
+    '4096',
+    '--gpus',
+    '8',
+    '--gpu',
+    'h100',
+    '--flash-attention',
+    '--json',
+  ]);
   assert.equal(r.code, 0, r.err);
   const p = JSON.parse(r.out) as PlanResult;
-  for (const k of ['parametersBytes', 'gradientsBytes', 'optimizerBytes', 'activationsBytes', 'kvCacheBytes', 'overheadBytes', 'totalBytes'] as const) assert.equal(typeof p.perGpu[k], 'number', k);
+  for (const k of ['parametersBytes', 'gradientsBytes', 'optimizerBytes', 'activationsBytes', 'kvCacheBytes', 'overheadBytes', 'totalBytes'] as const)
+    assert.equal(typeof p.perGpu[k], 'number', k);
   assert.equal(p.fits, false);
   assert.ok(p.suggestions.length > 0 && p.suggestions.some((s) => s.fits), 'a change that makes it fit');
   assert.ok(p.suggestions.every((s) => s.totalBytes < p.perGpu.totalBytes));
@@ -146,7 +225,10 @@ test('gpumem plan --json has the documented shape; a plan that does not fit gets
   assert.equal(q.fits, true);
   assert.equal(q.perGpu.kvCacheBytes, 131072 * 8 * 8192);
   assert.ok((q.largest.batch ?? 0) > 8 && (q.largest.context ?? 0) === 8192, "the context is capped at the model's 8192 positions");
-  const fp8 = JSON.parse((await cli(['plan', '--model', 'llama-3-8b', '--mode', 'infer', '--batch', '8', '--context', '8192', '--new-tokens', '512', '--kv-dtype', 'fp8', '--json'])).out) as PlanResult;
+  const fp8 = JSON.parse(
+    (await cli(['plan', '--model', 'llama-3-8b', '--mode', 'infer', '--batch', '8', '--context', '8192', '--new-tokens', '512', '--kv-dtype', 'fp8', '--json']))
+      .out,
+  ) as PlanResult;
   assert.equal(fp8.perGpu.kvCacheBytes, q.perGpu.kvCacheBytes / 2);
   const offload = JSON.parse((await cli(['plan', '--model', 'llama-2-7b', '--precision', 'bf16', '--offload', 'optimizer', '--json'])).out) as PlanResult;
   const os = offload.placement.find((x) => x.part === 'optimizer states')!;
@@ -169,11 +251,20 @@ test('bad input: unknown names list the closest, bad configs name the field, imp
   try {
     const cases: Record<string, [object | string, RegExp]> = {
       'missing.json': [{ model_type: 'llama', hidden_size: 4096, num_attention_heads: 32, vocab_size: 32000 }, /num_hidden_layers/],
-      'heads.json': [{ model_type: 'llama', hidden_size: 4001, num_hidden_layers: 2, num_attention_heads: 32, vocab_size: 10 }, /not divisible by num_attention_heads/],
-      'kv.json': [{ model_type: 'llama', hidden_size: 4096, num_hidden_layers: 2, num_attention_heads: 32, num_key_value_heads: 5, vocab_size: 10 }, /multiple of num_key_value_heads/],
+      'heads.json': [
+        { model_type: 'llama', hidden_size: 4001, num_hidden_layers: 2, num_attention_heads: 32, vocab_size: 10 },
+        /not divisible by num_attention_heads/,
+      ],
+      'kv.json': [
+        { model_type: 'llama', hidden_size: 4096, num_hidden_layers: 2, num_attention_heads: 32, num_key_value_heads: 5, vocab_size: 10 },
+        /multiple of num_key_value_heads/,
+      ],
       'negative.json': [{ model_type: 'llama', hidden_size: -1, num_hidden_layers: 2, num_attention_heads: 32, vocab_size: 10 }, /hidden_size/],
       'types.json': [{ model_type: 'llama', hidden_size: '4096', num_hidden_layers: 2, num_attention_heads: 32, vocab_size: 10 }, /hidden_size/],
-      'experts.json': [{ model_type: 'mixtral', hidden_size: 64, num_hidden_layers: 2, num_attention_heads: 4, vocab_size: 10, num_local_experts: 2, num_experts_per_tok: 3 }, /num_experts_per_tok/],
+      'experts.json': [
+        { model_type: 'mixtral', hidden_size: 64, num_hidden_layers: 2, num_attention_heads: 4, vocab_size: 10, num_local_experts: 2, num_experts_per_tok: 3 },
+        /num_experts_per_tok/,
+      ],
       'broken.json': ['{"hidden_size": 4096,', /not valid JSON/],
     };
     for (const [name, [body, why]] of Object.entries(cases)) {

@@ -64,7 +64,7 @@ export function machineFromBench(file: string): Machine {
   const rows = [...largestCopyRows(report, dev.index, 'HtoD', 'pinned'), ...largestCopyRows(report, dev.index, 'DtoH', 'pinned')];
   const top = Math.max(0, ...rows.map((r) => r.bytes));
   const atTop = rows.filter((r) => r.bytes === top).map((r) => r.medianGBps!);
-  const link = atTop.length ? Math.min(...atTop) : dev.peaks.linkGBps ?? 16;
+  const link = atTop.length ? Math.min(...atTop) : (dev.peaks.linkGBps ?? 16);
   return {
     name: `${dev.name ?? 'device'} (measured by gpumem bench, ${report.environment.date})`,
     capacityBytes: dev.totalBytes,
@@ -105,17 +105,35 @@ function placements(m: ModelConfig, o: PlanOptions, e: Estimate, mc: Machine): P
       part: 'optimizer states',
       bytes: o.offload === 'none' ? e.optimizerBytes : e.hostOptimizerBytes,
       location: o.offload === 'none' ? 'device' : 'pinned-host',
-      why: o.offload === 'none' ? 'updated once per step on the device' : 'offloaded: the step runs on the CPU; gradients go down and parameters come back every step',
+      why:
+        o.offload === 'none'
+          ? 'updated once per step on the device'
+          : 'offloaded: the step runs on the CPU; gradients go down and parameters come back every step',
       ...(o.offload === 'none' ? {} : { secondsPerStep: e.offloadBytesPerStep / link }),
     });
-    out.push({ part: 'activations', bytes: e.activationsBytes, location: 'device', why: o.recompute === 'none' ? 'kept from the forward to the backward pass' : `reduced by ${o.recompute} recomputation (recomputed in the backward pass)` });
+    out.push({
+      part: 'activations',
+      bytes: e.activationsBytes,
+      location: 'device',
+      why: o.recompute === 'none' ? 'kept from the forward to the backward pass' : `reduced by ${o.recompute} recomputation (recomputed in the backward pass)`,
+    });
   } else {
     out.push({ part: 'weights', bytes: e.parametersBytes, location: 'device', why: 'read once per decode step: they belong in the fastest memory' });
-    out.push({ part: 'KV cache', bytes: e.kvCacheBytes, location: 'device', why: 'read every decode step; if it does not fit, a quantised cache (fp8) halves it before offloading pays' });
+    out.push({
+      part: 'KV cache',
+      bytes: e.kvCacheBytes,
+      location: 'device',
+      why: 'read every decode step; if it does not fit, a quantised cache (fp8) halves it before offloading pays',
+    });
     out.push({ part: 'workspace', bytes: e.activationsBytes, location: 'device', why: 'transient buffers of the prefill and decode steps' });
   }
   if (m.moe && o.parallel.ep === 1) {
-    out.push({ part: 'inactive experts', bytes: 0, location: 'managed', why: `only ${m.moe.expertsPerToken} of ${m.moe.experts} experts run per token: with managed memory and prefetch by router statistics, cold experts can live in host memory (costs link bandwidth per miss)` });
+    out.push({
+      part: 'inactive experts',
+      bytes: 0,
+      location: 'managed',
+      why: `only ${m.moe.expertsPerToken} of ${m.moe.experts} experts run per token: with managed memory and prefetch by router statistics, cold experts can live in host memory (costs link bandwidth per miss)`,
+    });
   }
   return out;
 }
@@ -127,26 +145,68 @@ function variants(m: ModelConfig, o: PlanOptions): Variant[] {
   const par = o.parallel;
   if (o.mode === 'train') {
     const t = o;
-    if (par.zero < 3) v.push({ change: `ZeRO stage ${par.zero + 1}`, cost: 'more communication: shards over the data-parallel GPUs', apply: (x) => ({ ...(x as TrainOptions), parallel: { ...par, zero: (par.zero + 1) as 1 | 2 | 3 } }) });
-    if (par.zero < 3) v.push({ change: 'ZeRO stage 3 (FSDP)', cost: 'parameters all-gathered per layer in both passes', apply: (x) => ({ ...(x as TrainOptions), parallel: { ...par, zero: 3 } }) });
-    if (t.recompute === 'none') v.push({ change: 'selective recomputation', cost: 'recomputes attention in the backward pass (a few % more compute)', apply: (x) => ({ ...(x as TrainOptions), recompute: 'selective' }) });
-    if (t.recompute !== 'full') v.push({ change: 'full recomputation', cost: 'one more forward pass per step (about 33% more compute)', apply: (x) => ({ ...(x as TrainOptions), recompute: 'full' }) });
-    if (!t.flashAttention) v.push({ change: 'a fused (flash) attention kernel', cost: 'none: faster as a rule', apply: (x) => ({ ...(x as TrainOptions), flashAttention: true }) });
+    if (par.zero < 3)
+      v.push({
+        change: `ZeRO stage ${par.zero + 1}`,
+        cost: 'more communication: shards over the data-parallel GPUs',
+        apply: (x) => ({ ...(x as TrainOptions), parallel: { ...par, zero: (par.zero + 1) as 1 | 2 | 3 } }),
+      });
+    if (par.zero < 3)
+      v.push({
+        change: 'ZeRO stage 3 (FSDP)',
+        cost: 'parameters all-gathered per layer in both passes',
+        apply: (x) => ({ ...(x as TrainOptions), parallel: { ...par, zero: 3 } }),
+      });
+    if (t.recompute === 'none')
+      v.push({
+        change: 'selective recomputation',
+        cost: 'recomputes attention in the backward pass (a few % more compute)',
+        apply: (x) => ({ ...(x as TrainOptions), recompute: 'selective' }),
+      });
+    if (t.recompute !== 'full')
+      v.push({
+        change: 'full recomputation',
+        cost: 'one more forward pass per step (about 33% more compute)',
+        apply: (x) => ({ ...(x as TrainOptions), recompute: 'full' }),
+      });
+    if (!t.flashAttention)
+      v.push({ change: 'a fused (flash) attention kernel', cost: 'none: faster as a rule', apply: (x) => ({ ...(x as TrainOptions), flashAttention: true }) });
     if (t.batch > 1) {
       const half = Math.max(1, Math.floor(t.batch / 2));
-      v.push({ change: `micro-batch ${half} with gradient accumulation x${Math.ceil((t.batch * t.gradAccum) / half / t.gradAccum) * t.gradAccum}`, cost: 'same global batch, more steps of smaller matmuls', apply: (x) => ({ ...(x as TrainOptions), batch: half, gradAccum: (x as TrainOptions).gradAccum * 2 }) });
+      v.push({
+        change: `micro-batch ${half} with gradient accumulation x${Math.ceil((t.batch * t.gradAccum) / half / t.gradAccum) * t.gradAccum}`,
+        cost: 'same global batch, more steps of smaller matmuls',
+        apply: (x) => ({ ...(x as TrainOptions), batch: half, gradAccum: (x as TrainOptions).gradAccum * 2 }),
+      });
     }
-    if (t.offload === 'none') v.push({ change: 'offload the optimizer to pinned host memory', cost: 'gradients and parameters cross the host link every step; the step runs on the CPU', apply: (x) => ({ ...(x as TrainOptions), offload: 'optimizer' }) });
-    if (t.offload !== 'params') v.push({ change: 'offload parameters and optimizer to pinned host memory', cost: 'parameters cross the host link in both passes', apply: (x) => ({ ...(x as TrainOptions), offload: 'params' }) });
-    if (t.precision === 'fp32') v.push({ change: 'bf16 mixed precision (amp-bf16)', cost: 'none on current GPUs', apply: (x) => ({ ...(x as TrainOptions), precision: 'amp-bf16' }) });
+    if (t.offload === 'none')
+      v.push({
+        change: 'offload the optimizer to pinned host memory',
+        cost: 'gradients and parameters cross the host link every step; the step runs on the CPU',
+        apply: (x) => ({ ...(x as TrainOptions), offload: 'optimizer' }),
+      });
+    if (t.offload !== 'params')
+      v.push({
+        change: 'offload parameters and optimizer to pinned host memory',
+        cost: 'parameters cross the host link in both passes',
+        apply: (x) => ({ ...(x as TrainOptions), offload: 'params' }),
+      });
+    if (t.precision === 'fp32')
+      v.push({ change: 'bf16 mixed precision (amp-bf16)', cost: 'none on current GPUs', apply: (x) => ({ ...(x as TrainOptions), precision: 'amp-bf16' }) });
   } else {
     const i = o;
-    if (i.kvDtype === 'bf16' || i.kvDtype === 'fp16' || i.kvDtype === 'fp32') v.push({ change: 'an fp8 KV cache', cost: 'small accuracy loss; halves the cache', apply: (x) => ({ ...(x as InferOptions), kvDtype: 'fp8' }) });
+    if (i.kvDtype === 'bf16' || i.kvDtype === 'fp16' || i.kvDtype === 'fp32')
+      v.push({ change: 'an fp8 KV cache', cost: 'small accuracy loss; halves the cache', apply: (x) => ({ ...(x as InferOptions), kvDtype: 'fp8' }) });
     if (i.weights === 'bf16' || i.weights === 'fp16' || i.weights === 'fp32') {
       v.push({ change: 'int8 weights', cost: 'small accuracy loss; halves the weights', apply: (x) => ({ ...(x as InferOptions), weights: 'int8' }) });
       v.push({ change: 'int4 weights', cost: 'some accuracy loss; a quarter of the weights', apply: (x) => ({ ...(x as InferOptions), weights: 'int4' }) });
     }
-    if (i.batch > 1) v.push({ change: `batch ${Math.floor(i.batch / 2)}`, cost: 'half the concurrent sequences', apply: (x) => ({ ...(x as InferOptions), batch: Math.floor(i.batch / 2) }) });
+    if (i.batch > 1)
+      v.push({
+        change: `batch ${Math.floor(i.batch / 2)}`,
+        cost: 'half the concurrent sequences',
+        apply: (x) => ({ ...(x as InferOptions), batch: Math.floor(i.batch / 2) }),
+      });
   }
   for (const k of [2, 4, 8]) {
     const gpus = par.gpus * k;
@@ -218,7 +278,13 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
         cur = best.o;
         curTotal = best.total;
       }
-      if (steps.length > 1) suggestions.push({ change: steps.map((s) => s.change).join(', then '), totalBytes: curTotal, fits: curTotal <= cap, cost: steps.map((s) => s.cost).join('; ') });
+      if (steps.length > 1)
+        suggestions.push({
+          change: steps.map((s) => s.change).join(', then '),
+          totalBytes: curTotal,
+          fits: curTotal <= cap,
+          cost: steps.map((s) => s.cost).join('; '),
+        });
     }
     suggestions.sort((a, b) => Number(b.fits) - Number(a.fits));
   }
@@ -232,16 +298,26 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
     const b = largestFitting(m, o, cap, (x, n) => ({ ...(x as InferOptions), batch: n }), 1 << 16);
     if (b !== undefined) largest.batch = b;
     const total = o.prompt + o.newTokens;
-    const c = largestFitting(m, o, cap, (x, n) => ({ ...(x as InferOptions), prompt: Math.max(1, n - (x as InferOptions).newTokens), newTokens: Math.min((x as InferOptions).newTokens, n) }), m.maxPositions ?? 1 << 20);
+    const c = largestFitting(
+      m,
+      o,
+      cap,
+      (x, n) => ({ ...(x as InferOptions), prompt: Math.max(1, n - (x as InferOptions).newTokens), newTokens: Math.min((x as InferOptions).newTokens, n) }),
+      m.maxPositions ?? 1 << 20,
+    );
     if (c !== undefined) largest.context = c;
     void total;
   }
   const notes: string[] = [];
   if (o.mode === 'train') {
-    notes.push(`total = the peak of a step (${e.peakPhase === 'backward' ? 'the start of the backward pass: activations held, gradients not yet' : 'the optimizer step: gradients held, activations freed'}) plus the overhead lines; everything added up would be ${e.sumBytes} bytes`);
-    if (o.framework === 'pytorch') notes.push('activations follow PyTorch eager with Hugging Face blocks (see the note on each line); --framework megatron uses Korthikanti et al. 2022');
+    notes.push(
+      `total = the peak of a step (${e.peakPhase === 'backward' ? 'the start of the backward pass: activations held, gradients not yet' : 'the optimizer step: gradients held, activations freed'}) plus the overhead lines; everything added up would be ${e.sumBytes} bytes`,
+    );
+    if (o.framework === 'pytorch')
+      notes.push('activations follow PyTorch eager with Hugging Face blocks (see the note on each line); --framework megatron uses Korthikanti et al. 2022');
   }
-  if (o.mode === 'infer' && m.maxPositions && o.prompt + o.newTokens > m.maxPositions) notes.push(`the context ${o.prompt + o.newTokens} exceeds the model's ${m.maxPositions} positions`);
+  if (o.mode === 'infer' && m.maxPositions && o.prompt + o.newTokens > m.maxPositions)
+    notes.push(`the context ${o.prompt + o.newTokens} exceeds the model's ${m.maxPositions} positions`);
   return {
     schema: 'gpumem.plan/1',
     model: {

@@ -70,7 +70,10 @@ export class StatisticsAdaptor<U extends MemoryResource = MemoryResource> extend
 export class LimitingAdaptor<U extends MemoryResource = MemoryResource> extends Adaptor<U> {
   private used = 0;
 
-  constructor(upstream: U, readonly limitBytes: number) {
+  constructor(
+    upstream: U,
+    readonly limitBytes: number,
+  ) {
     super(upstream);
     checkSize(limitBytes, 'LimitingAdaptor limit', { allowZero: true });
   }
@@ -169,7 +172,10 @@ export interface TrackedAllocation {
 export class TrackingAdaptor<U extends MemoryResource = MemoryResource> extends Adaptor<U> {
   private readonly live = new Map<number, TrackedAllocation>();
 
-  constructor(upstream: U, private readonly options: { stacks?: boolean } = {}) {
+  constructor(
+    upstream: U,
+    private readonly options: { stacks?: boolean } = {},
+  ) {
     super(upstream);
   }
 

@@ -22,7 +22,10 @@ function modelLowerBound(model: TreeNode[], want: number): TreeNode | null {
 type Op = { op: 'insert'; size: number } | { op: 'remove'; i: number } | { op: 'query'; want: number };
 
 test('BlockTree agrees with a model under random inserts, removes and best-fit queries', () => {
-  const sizes = fc.oneof(fc.integer({ min: 1, max: 6 }).map((k) => k * 512), fc.integer({ min: 1, max: 4000 }).map((k) => k * 256));
+  const sizes = fc.oneof(
+    fc.integer({ min: 1, max: 6 }).map((k) => k * 512),
+    fc.integer({ min: 1, max: 4000 }).map((k) => k * 256),
+  );
   const opArb: fc.Arbitrary<Op> = fc.oneof(
     { weight: 3, arbitrary: fc.record({ op: fc.constant('insert' as const), size: sizes }) },
     { weight: 3, arbitrary: fc.record({ op: fc.constant('remove' as const), i: fc.nat(10_000) }) },
@@ -48,12 +51,19 @@ test('BlockTree agrees with a model under random inserts, removes and best-fit q
           assert.equal(t.lowerBound(o.want), modelLowerBound(model, o.want));
         }
         assert.equal(t.size, model.length);
-        assert.equal(t.bytes, model.reduce((a, n) => a + n.size, 0));
+        assert.equal(
+          t.bytes,
+          model.reduce((a, n) => a + n.size, 0),
+        );
         const maxSize = model.reduce((a, n) => Math.max(a, n.size), 0);
         assert.equal(t.max()?.size ?? 0, maxSize);
         assert.deepEqual(new Set(t.values()), new Set(model));
         const sizesSeen = [...t.values()].map((n) => n.size);
-        assert.deepEqual(sizesSeen, [...sizesSeen].sort((a, b) => a - b), 'values come in increasing size');
+        assert.deepEqual(
+          sizesSeen,
+          [...sizesSeen].sort((a, b) => a - b),
+          'values come in increasing size',
+        );
       }
     }),
     { numRuns: 200 },

@@ -365,7 +365,10 @@ export class CachingPool extends ResourceBase {
     const b = this.live.get(address);
     if (!b) throw this.notLive(address);
     if (bytes !== b.requested) {
-      throw new InvalidArgumentError(`CachingPool: deallocate of 0x${address.toString(16)} with ${bytes} bytes, but ${b.requested} were allocated`, ErrorCode.INVALID_ARGUMENT);
+      throw new InvalidArgumentError(
+        `CachingPool: deallocate of 0x${address.toString(16)} with ${bytes} bytes, but ${b.requested} were allocated`,
+        ErrorCode.INVALID_ARGUMENT,
+      );
     }
     const stream = options?.stream;
     const key = streamKey(stream);

@@ -47,7 +47,10 @@ export class GrowableSegments {
     const step = seg.small ? this.step.small : this.step.large;
     const bytes = Math.max(step, Math.ceil((size - tailFree) / this.granularity) * this.granularity);
     if (seg.size + bytes > seg.reserved) {
-      throw new OutOfMemoryError(`the growable segment's reserved address space (${seg.reserved} bytes) is exhausted`, { requestedBytes: size, device: this.device });
+      throw new OutOfMemoryError(`the growable segment's reserved address space (${seg.reserved} bytes) is exhausted`, {
+        requestedBytes: size,
+        device: this.device,
+      });
     }
     const at = seg.address + seg.size;
     seg.size += bytes;

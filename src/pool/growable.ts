@@ -94,7 +94,8 @@ export class VmmSource extends GrowableSource {
   constructor(dev: Device, options: { reserveBytes?: number } = {}) {
     super();
     const r = options.reserveBytes;
-    if (r !== undefined && (!Number.isSafeInteger(r) || r <= 0)) throw new InvalidArgumentError(`reserveBytes must be a positive whole number of bytes, got ${String(r)}`, ErrorCode.INVALID_SIZE);
+    if (r !== undefined && (!Number.isSafeInteger(r) || r <= 0))
+      throw new InvalidArgumentError(`reserveBytes must be a positive whole number of bytes, got ${String(r)}`, ErrorCode.INVALID_SIZE);
     const rt = dev.runtime;
     if (!rt.backend.vmm) throw rt.unsupported('growable segments (the virtual memory API)');
     this.rt = rt;

@@ -13,13 +13,17 @@ import { SimulatedResource } from './sources.js';
 
 type Op = { op: 'alloc'; size: number; stream: number; alignment: number } | { op: 'free'; i: number };
 
-const sizeArb = fc.oneof(
-  fc.integer({ min: 1, max: 4096 }),
-  fc.integer({ min: 4097, max: 1 << 20 }),
-  fc.integer({ min: (1 << 20) + 1, max: 48 << 20 }),
-);
+const sizeArb = fc.oneof(fc.integer({ min: 1, max: 4096 }), fc.integer({ min: 4097, max: 1 << 20 }), fc.integer({ min: (1 << 20) + 1, max: 48 << 20 }));
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('alloc' as const), size: sizeArb, stream: fc.integer({ min: 0, max: 3 }), alignment: fc.constantFrom(256, 256, 256, 1024, 4096) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('alloc' as const),
+      size: sizeArb,
+      stream: fc.integer({ min: 0, max: 3 }),
+      alignment: fc.constantFrom(256, 256, 256, 1024, 4096),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('free' as const), i: fc.nat(1000) }) },
 );
 
@@ -59,7 +63,8 @@ for (const mode of ['fixed', 'growable'] as const) {
   test(`${mode} segments: random allocate/free over four streams keep every invariant`, () => {
     fc.assert(
       fc.property(fc.array(opArb, { minLength: 1, maxLength: 120 }), (ops) => {
-        const p = mode === 'fixed' ? new CachingPool(new SimulatedResource(2 ** 40)) : new CachingPool(undefined, { growable: new SimulatedGrowableSource(2 ** 40) });
+        const p =
+          mode === 'fixed' ? new CachingPool(new SimulatedResource(2 ** 40)) : new CachingPool(undefined, { growable: new SimulatedGrowableSource(2 ** 40) });
         const live = new Map<number, { size: number; alignment: number; stream: number }>();
         for (const o of ops) {
           if (o.op === 'alloc') {

@@ -24,34 +24,52 @@ function withRuntime(make: (rt: Runtime) => Omit<ResourceUnderTest, 'cleanup'>):
 
 const poolObserve = (p: CachingPool) => () => ({ stats: p.stats(), snapshot: p.snapshot().segments });
 
-resourceConformance('DeviceResource', withRuntime((rt) => {
-  const r = new DeviceResource(rt.device(0));
-  return { resource: r, observe: () => ({ live: r.liveBytes, mem: rt.liveMemory() }) };
-}));
-resourceConformance('PinnedResource', withRuntime((rt) => {
-  const r = new PinnedResource(rt);
-  return { resource: r, observe: () => ({ live: r.liveBytes, mem: rt.liveMemory() }) };
-}));
-resourceConformance('ManagedResource', withRuntime((rt) => {
-  const r = new ManagedResource(rt.device(0));
-  return { resource: r, observe: () => ({ live: r.liveBytes, mem: rt.liveMemory() }) };
-}));
-resourceConformance('AsyncPoolResource', withRuntime((rt) => {
-  const r = new AsyncPoolResource(rt.device(0), { releaseThresholdBytes: 0 });
-  return { resource: r, observe: () => rt.device(0).memGetInfo() };
-}));
+resourceConformance(
+  'DeviceResource',
+  withRuntime((rt) => {
+    const r = new DeviceResource(rt.device(0));
+    return { resource: r, observe: () => ({ live: r.liveBytes, mem: rt.liveMemory() }) };
+  }),
+);
+resourceConformance(
+  'PinnedResource',
+  withRuntime((rt) => {
+    const r = new PinnedResource(rt);
+    return { resource: r, observe: () => ({ live: r.liveBytes, mem: rt.liveMemory() }) };
+  }),
+);
+resourceConformance(
+  'ManagedResource',
+  withRuntime((rt) => {
+    const r = new ManagedResource(rt.device(0));
+    return { resource: r, observe: () => ({ live: r.liveBytes, mem: rt.liveMemory() }) };
+  }),
+);
+resourceConformance(
+  'AsyncPoolResource',
+  withRuntime((rt) => {
+    const r = new AsyncPoolResource(rt.device(0), { releaseThresholdBytes: 0 });
+    return { resource: r, observe: () => rt.device(0).memGetInfo() };
+  }),
+);
 resourceConformance('SimulatedResource', () => {
   const r = new SimulatedResource(1 << 30);
   return { resource: r, observe: () => ({ used: r.usedBytes, n: r.allocations }) };
 });
-resourceConformance('CachingPool(DeviceResource)', withRuntime((rt) => {
-  const p = new CachingPool(new DeviceResource(rt.device(0)));
-  return { resource: p, observe: poolObserve(p) };
-}));
-resourceConformance('CachingPool(PinnedResource)', withRuntime((rt) => {
-  const p = new CachingPool(new PinnedResource(rt));
-  return { resource: p, observe: poolObserve(p) };
-}));
+resourceConformance(
+  'CachingPool(DeviceResource)',
+  withRuntime((rt) => {
+    const p = new CachingPool(new DeviceResource(rt.device(0)));
+    return { resource: p, observe: poolObserve(p) };
+  }),
+);
+resourceConformance(
+  'CachingPool(PinnedResource)',
+  withRuntime((rt) => {
+    const p = new CachingPool(new PinnedResource(rt));
+    return { resource: p, observe: poolObserve(p) };
+  }),
+);
 resourceConformance('CachingPool(SimulatedResource)', () => {
   const p = new CachingPool(new SimulatedResource(1 << 30));
   return { resource: p, observe: poolObserve(p) };
@@ -60,14 +78,20 @@ resourceConformance('CachingPool(growable, simulated)', () => {
   const p = new CachingPool(undefined, { growable: new SimulatedGrowableSource(1 << 30) });
   return { resource: p, observe: poolObserve(p) };
 });
-resourceConformance('StatisticsAdaptor(CachingPool)', withRuntime((rt) => {
-  const s = new StatisticsAdaptor(new CachingPool(new DeviceResource(rt.device(0))));
-  return { resource: s, observe: () => ({ c: s.counters(), p: s.upstream.stats() }) };
-}));
-resourceConformance('LimitingAdaptor(DeviceResource)', withRuntime((rt) => {
-  const l = new LimitingAdaptor(new DeviceResource(rt.device(0)), 64 * MiB);
-  return { resource: l, observe: () => ({ used: l.usedBytes, live: l.upstream.liveBytes }) };
-}));
+resourceConformance(
+  'StatisticsAdaptor(CachingPool)',
+  withRuntime((rt) => {
+    const s = new StatisticsAdaptor(new CachingPool(new DeviceResource(rt.device(0))));
+    return { resource: s, observe: () => ({ c: s.counters(), p: s.upstream.stats() }) };
+  }),
+);
+resourceConformance(
+  'LimitingAdaptor(DeviceResource)',
+  withRuntime((rt) => {
+    const l = new LimitingAdaptor(new DeviceResource(rt.device(0)), 64 * MiB);
+    return { resource: l, observe: () => ({ used: l.usedBytes, live: l.upstream.liveBytes }) };
+  }),
+);
 resourceConformance('LoggingAdaptor(SimulatedResource)', () => {
   const lines: string[] = [];
   const l = new LoggingAdaptor(new SimulatedResource(1 << 30), (s) => lines.push(s));
@@ -95,14 +119,21 @@ test('a cache hit reuses the block and calls the upstream no more', () => {
   assert.equal(s.reservedBytes.current, 2 * MiB);
 });
 
-test('small and large requests get PyTorch\'s segment sizes; splitting and coalescing keep bytes whole', () => {
+test("small and large requests get PyTorch's segment sizes; splitting and coalescing keep bytes whole", () => {
   const up = new SimulatedResource(2 ** 34);
   using p = new CachingPool(up);
   const small = p.allocate(100);
   const mid = p.allocate(3 * MiB);
   const big = p.allocate(50 * MiB + 1);
-  const segs = p.snapshot().segments.map((s) => [s.segment_type, s.total_size]).sort();
-  assert.deepEqual(segs, [['large', 20 * MiB], ['large', 52 * MiB], ['small', 2 * MiB]]);
+  const segs = p
+    .snapshot()
+    .segments.map((s) => [s.segment_type, s.total_size])
+    .sort();
+  assert.deepEqual(segs, [
+    ['large', 20 * MiB],
+    ['large', 52 * MiB],
+    ['small', 2 * MiB],
+  ]);
   const parts = [p.allocate(5 * MiB), p.allocate(5 * MiB), p.allocate(5 * MiB)];
   assert.equal(p.snapshot().segments.find((s) => s.total_size === 20 * MiB)!.blocks.length, 5, '3 + 3 x 5 MiB and the 2 MiB rest');
   for (const x of parts) p.deallocate(x, 5 * MiB);
@@ -150,14 +181,17 @@ test('out of memory: cached segments are freed and the allocation retried, then 
   p.deallocate(b, 50 * MiB);
 });
 
-test('alignment above the pool\'s is honoured', () => {
+test("alignment above the pool's is honoured", () => {
   using p = new CachingPool(new SimulatedResource(1 << 30));
   for (const al of [512, 4096, 65536]) {
     const a = p.allocate(1000, { alignment: al });
     assert.equal(a % al, 0);
     p.deallocate(a, 1000);
   }
-  assert.throws(() => new CachingPool(new SimulatedResource(), { alignment: 64 }), (e: unknown) => e instanceof GpuError && e.code === ErrorCode.INVALID_ARGUMENT);
+  assert.throws(
+    () => new CachingPool(new SimulatedResource(), { alignment: 64 }),
+    (e: unknown) => e instanceof GpuError && e.code === ErrorCode.INVALID_ARGUMENT,
+  );
 });
 
 test('release threshold hands whole free segments back at once', () => {
@@ -183,7 +217,7 @@ test('growable segments grow in place instead of adding segments, and shrink on 
   assert.equal(g.mappedBytes, 0);
 });
 
-test('cross-stream reuse waits for the other stream\'s work (host backend, deferred streams)', async () => {
+test("cross-stream reuse waits for the other stream's work (host backend, deferred streams)", async () => {
   using rt = host();
   const d = rt.device(0);
   using p = new CachingPool(new DeviceResource(d));
@@ -208,7 +242,7 @@ test('cross-stream reuse waits for the other stream\'s work (host backend, defer
   p.deallocate(b, MiB, { stream: s2 });
 });
 
-test('recordStream: a block used on another stream is reused only after that stream\'s work', async () => {
+test("recordStream: a block used on another stream is reused only after that stream's work", async () => {
   using rt = host();
   const d = rt.device(0);
   using p = new CachingPool(new DeviceResource(d));
@@ -224,10 +258,13 @@ test('recordStream: a block used on another stream is reused only after that str
   const b = p.allocate(4096, { stream: s1 });
   assert.equal(b, a);
   p.deallocate(b, 4096, { stream: s1 });
-  assert.throws(() => p.recordStream(123, s2), (e: unknown) => e instanceof GpuError && e.code === ErrorCode.FOREIGN_ADDRESS);
+  assert.throws(
+    () => p.recordStream(123, s2),
+    (e: unknown) => e instanceof GpuError && e.code === ErrorCode.FOREIGN_ADDRESS,
+  );
 });
 
-test('snapshot has PyTorch\'s shape and the trace ring its actions', () => {
+test("snapshot has PyTorch's shape and the trace ring its actions", () => {
   using p = new CachingPool(new SimulatedResource(1 << 30), { traceEntries: 16 });
   const a = p.allocate(1000);
   p.deallocate(a, 1000);
@@ -238,7 +275,19 @@ test('snapshot has PyTorch\'s shape and the trace ring its actions', () => {
   for (const e of snap.device_traces[0]!) assert.deepEqual(Object.keys(e).sort(), ['action', 'addr', 'size', 'stream', 'time_us']);
   const b = p.allocate(10);
   const seg = p.snapshot().segments[0]!;
-  assert.deepEqual(Object.keys(seg).sort(), ['active_size', 'address', 'allocated_size', 'blocks', 'device', 'is_expandable', 'mapped_size', 'requested_size', 'segment_type', 'stream', 'total_size']);
+  assert.deepEqual(Object.keys(seg).sort(), [
+    'active_size',
+    'address',
+    'allocated_size',
+    'blocks',
+    'device',
+    'is_expandable',
+    'mapped_size',
+    'requested_size',
+    'segment_type',
+    'stream',
+    'total_size',
+  ]);
   assert.equal(seg.blocks[0]!.state, 'active_allocated');
   assert.equal(seg.blocks[0]!.requested_size, 10);
   p.deallocate(b, 10);
@@ -254,8 +303,14 @@ test('the logging adaptor writes one NDJSON line per event to a file', () => {
       l.deallocate(a, 100);
       assert.throws(() => l.allocate(2 << 20));
     }
-    const lines = readFileSync(file, 'utf8').trim().split('\n').map((x) => JSON.parse(x) as { action: string });
-    assert.deepEqual(lines.map((x) => x.action), ['allocate', 'deallocate', 'allocate_failed']);
+    const lines = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((x) => JSON.parse(x) as { action: string });
+    assert.deepEqual(
+      lines.map((x) => x.action),
+      ['allocate', 'deallocate', 'allocate_failed'],
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -313,26 +368,34 @@ for (const name of ['cuda', 'hip'] as const) {
   } catch (e) {
     why = (e as Error).message.split('\n')[0]!;
   }
-  const onDevice = (make: (rt: Runtime) => Omit<ResourceUnderTest, 'cleanup'>): (() => ResourceUnderTest) => () => {
-    const rt = openRuntime({ backend: name });
-    return { ...make(rt), cleanup: () => rt[Symbol.dispose]() };
-  };
+  const onDevice =
+    (make: (rt: Runtime) => Omit<ResourceUnderTest, 'cleanup'>): (() => ResourceUnderTest) =>
+    () => {
+      const rt = openRuntime({ backend: name });
+      return { ...make(rt), cleanup: () => rt[Symbol.dispose]() };
+    };
   if (devices === 0) {
     test(`${name}: the pool on a device`, { skip: `no ${name} device here (${why})` }, () => {});
     continue;
   }
-  resourceConformance(`${name}: CachingPool(DeviceResource)`, onDevice((rt) => {
-    const p = new CachingPool(new DeviceResource(rt.device(0)));
-    return { resource: p, observe: poolObserve(p) };
-  }));
+  resourceConformance(
+    `${name}: CachingPool(DeviceResource)`,
+    onDevice((rt) => {
+      const p = new CachingPool(new DeviceResource(rt.device(0)));
+      return { resource: p, observe: poolObserve(p) };
+    }),
+  );
   if (!vmm) {
     test(`${name}: growable segments`, { skip: `the ${name} backend has no virtual memory API here` }, () => {});
     continue;
   }
-  resourceConformance(`${name}: CachingPool(growable, VmmSource)`, onDevice((rt) => {
-    const p = new CachingPool(undefined, { growable: new VmmSource(rt.device(0), { reserveBytes: 4 * 2 ** 30 }) });
-    return { resource: p, observe: poolObserve(p) };
-  }));
+  resourceConformance(
+    `${name}: CachingPool(growable, VmmSource)`,
+    onDevice((rt) => {
+      const p = new CachingPool(undefined, { growable: new VmmSource(rt.device(0), { reserveBytes: 4 * 2 ** 30 }) });
+      return { resource: p, observe: poolObserve(p) };
+    }),
+  );
   test(`${name}: growable segments hold data across growth, and give their memory back`, async () => {
     using rt = openRuntime({ backend: name });
     const d = rt.device(0);
@@ -352,7 +415,10 @@ for (const name of ['cuda', 'hip'] as const) {
       const v = back.view(0, sizes[i]!);
       assert.ok(v[0] === i + 1 && v[sizes[i]! - 1] === i + 1, `block ${i} read back what was written`);
     }
-    assert.throws(() => rt.copy(blocks[0]! + 8 * 1024 ** 3, src, { bytes: 16 }), (e: unknown) => e instanceof GpuError && e.code === ErrorCode.FOREIGN_ADDRESS);
+    assert.throws(
+      () => rt.copy(blocks[0]! + 8 * 1024 ** 3, src, { bytes: 16 }),
+      (e: unknown) => e instanceof GpuError && e.code === ErrorCode.FOREIGN_ADDRESS,
+    );
     for (const [i, a] of blocks.entries()) p.deallocate(a, sizes[i]!, { stream: s });
     await s.synchronize();
     p.trim();
@@ -365,7 +431,14 @@ test('VmmSource refuses a bad reservation size before any native call, and a bac
   using rt = host();
   const d = rt.device(0);
   for (const bad of [0, -1, 2.5, 4 << 30, Number.NaN]) {
-    assert.throws(() => new VmmSource(d, { reserveBytes: bad }), (e: unknown) => e instanceof GpuError && e.code === ErrorCode.INVALID_SIZE, String(bad));
+    assert.throws(
+      () => new VmmSource(d, { reserveBytes: bad }),
+      (e: unknown) => e instanceof GpuError && e.code === ErrorCode.INVALID_SIZE,
+      String(bad),
+    );
   }
-  assert.throws(() => new VmmSource(d), (e: unknown) => e instanceof GpuError && e.code === ErrorCode.UNSUPPORTED);
+  assert.throws(
+    () => new VmmSource(d),
+    (e: unknown) => e instanceof GpuError && e.code === ErrorCode.UNSUPPORTED,
+  );
 });

@@ -46,7 +46,8 @@ export abstract class ResourceBase implements MemoryResource {
   protected checkAllocate(bytes: number, options: AllocateOptions | undefined, defaultAlignment: number): number {
     this.assertOpen();
     // The common valid case without building the message label (this is every pool hit's path).
-    if (!(typeof bytes === 'number' && bytes >= 1 && bytes <= Number.MAX_SAFE_INTEGER && Number.isInteger(bytes))) checkSize(bytes, `${this.constructor.name}.allocate`);
+    if (!(typeof bytes === 'number' && bytes >= 1 && bytes <= Number.MAX_SAFE_INTEGER && Number.isInteger(bytes)))
+      checkSize(bytes, `${this.constructor.name}.allocate`);
     return options?.alignment === undefined ? defaultAlignment : checkAlignment(options.alignment, `${this.constructor.name}.allocate`);
   }
 

@@ -35,7 +35,10 @@ function checkDeallocate(name: string, live: Map<number, { bytes: number }>, fre
     throw new InvalidArgumentError(`${name}: 0x${address.toString(16)} was not allocated by this resource`, ErrorCode.FOREIGN_ADDRESS);
   }
   if (bytes !== entry.bytes) {
-    throw new InvalidArgumentError(`${name}: deallocate of 0x${address.toString(16)} with ${bytes} bytes, but it was allocated with ${entry.bytes}`, ErrorCode.INVALID_ARGUMENT);
+    throw new InvalidArgumentError(
+      `${name}: deallocate of 0x${address.toString(16)} with ${bytes} bytes, but it was allocated with ${entry.bytes}`,
+      ErrorCode.INVALID_ARGUMENT,
+    );
   }
 }
 
@@ -211,12 +214,15 @@ export class SimulatedResource extends ResourceBase {
   allocate(bytes: number, options?: AllocateOptions): number {
     this.checkAllocate(bytes, options, 256);
     if (this.used + bytes > this.capacityBytes) {
-      throw new OutOfMemoryError(`out of memory on the simulated device: ${bytes} bytes requested, ${this.capacityBytes - this.used} free of ${this.capacityBytes}`, {
-        requestedBytes: bytes,
-        device: 0,
-        freeBytes: this.capacityBytes - this.used,
-        totalBytes: this.capacityBytes,
-      });
+      throw new OutOfMemoryError(
+        `out of memory on the simulated device: ${bytes} bytes requested, ${this.capacityBytes - this.used} free of ${this.capacityBytes}`,
+        {
+          requestedBytes: bytes,
+          device: 0,
+          freeBytes: this.capacityBytes - this.used,
+          totalBytes: this.capacityBytes,
+        },
+      );
     }
     const address = this.next;
     this.next += Math.ceil(bytes / 2 ** 21) * 2 ** 21 + 2 ** 21;

@@ -63,7 +63,13 @@ export class TraceRing {
     const start = (this.head - this.count + this.capacity) % Math.max(1, this.capacity);
     for (let k = 0; k < this.count; k++) {
       const i = (start + k) % this.capacity;
-      out.push({ action: TRACE_ACTIONS[this.action[i]!]!, addr: this.addr[i]!, size: this.size[i]!, stream: this.stream[i]!, time_us: Math.round(this.time[i]!) });
+      out.push({
+        action: TRACE_ACTIONS[this.action[i]!]!,
+        addr: this.addr[i]!,
+        size: this.size[i]!,
+        stream: this.stream[i]!,
+        time_us: Math.round(this.time[i]!),
+      });
     }
     return out;
   }

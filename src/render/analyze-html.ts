@@ -4,7 +4,14 @@ import type { Timeline } from '../analyze/timeline.js';
 import { formatBytes, formatNs } from '../units.js';
 import { chartPlaceholder, esc, htmlTable, renderPage, type ChartSpec } from './html.js';
 
-const COLOURS: Record<string, string> = { kernel: '#2da44e', memset: '#8250df', 'copy HtoD pageable': '#cf222e', 'copy DtoH pageable': '#fb8f44', 'copy HtoD pinned': '#0969da', 'copy DtoH pinned': '#54aeff' };
+const COLOURS: Record<string, string> = {
+  kernel: '#2da44e',
+  memset: '#8250df',
+  'copy HtoD pageable': '#cf222e',
+  'copy DtoH pageable': '#fb8f44',
+  'copy HtoD pinned': '#0969da',
+  'copy DtoH pinned': '#54aeff',
+};
 
 export function renderAnalyzeHtml(r: AnalyzeResult, timeline: Timeline): string {
   const s = r.summary;
@@ -36,7 +43,9 @@ export function renderAnalyzeHtml(r: AnalyzeResult, timeline: Timeline): string 
   const findings = r.findings.length
     ? r.findings
         .map(
-          (f) => `<div class="card"><h3>${esc(`${f.rule}: ${f.title}`)} <span class="${f.severity === 'high' ? 'bad' : f.severity === 'medium' ? 'warn' : 'note'}">[${esc(f.severity)}]</span></h3>
+          (
+            f,
+          ) => `<div class="card"><h3>${esc(`${f.rule}: ${f.title}`)} <span class="${f.severity === 'high' ? 'bad' : f.severity === 'medium' ? 'warn' : 'note'}">[${esc(f.severity)}]</span></h3>
 <p>${esc(f.count)} events${f.bytes !== null ? `, ${esc(formatBytes(f.bytes))}` : ''}${f.timeNs > 0 ? `, ${esc(formatNs(f.timeNs))}` : ''}; saves about <b>${esc(f.estimatedSavingNs > 0 ? formatNs(f.estimatedSavingNs) : 'no time')}</b></p>
 <ul>${f.evidence.map((e) => `<li>${esc(e)}</li>`).join('')}</ul><p class="note">saving: ${esc(f.savingHow)}</p><p><b>change:</b> ${esc(f.change)}</p></div>`,
         )
@@ -44,7 +53,14 @@ export function renderAnalyzeHtml(r: AnalyzeResult, timeline: Timeline): string 
     : '<p class="good">No rule found a memory problem in this trace.</p>';
   const copies = htmlTable(
     ['direction', 'host memory', 'copies', 'bytes', 'time', 'achieved'],
-    s.copies.groups.map((g) => [g.direction, g.hostKind, g.count, g.bytes === null ? 'n/a' : formatBytes(g.bytes), formatNs(g.timeNs), g.achievedGBps === null ? 'n/a' : `${g.achievedGBps.toFixed(2)} GB/s`]),
+    s.copies.groups.map((g) => [
+      g.direction,
+      g.hostKind,
+      g.count,
+      g.bytes === null ? 'n/a' : formatBytes(g.bytes),
+      formatNs(g.timeNs),
+      g.achievedGBps === null ? 'n/a' : `${g.achievedGBps.toFixed(2)} GB/s`,
+    ]),
   );
   const notes = [...s.notes.map((n) => `note: ${n}`), ...s.notApplicable.map((n) => `not judged: ${n.rule} — ${n.reason}`)];
   return renderPage({

@@ -10,34 +10,51 @@ export function renderAnalyze(r: AnalyzeResult): string {
   const out: string[] = [];
   out.push(`trace: ${s.files.join(', ')} (${s.formats.join(', ')})`);
   if (s.devices.length) out.push(`devices: ${s.devices.map((d) => `${d.id}: ${d.name}`).join('; ')}`);
-  out.push(`span: ${formatNs(s.spanNs)}; kernels: ${s.kernels.count} (${formatNs(s.kernels.timeNs)}, GPU busy ${formatNs(s.kernels.busyNs)}); memsets: ${s.memsets.count}`);
+  out.push(
+    `span: ${formatNs(s.spanNs)}; kernels: ${s.kernels.count} (${formatNs(s.kernels.timeNs)}, GPU busy ${formatNs(s.kernels.busyNs)}); memsets: ${s.memsets.count}`,
+  );
   out.push('');
   if (s.copies.count > 0) {
     out.push('copies (GB/s = 1e9 bytes per second of copy-engine time):');
     out.push(
       table(
         ['direction', 'host memory', '>copies', '>bytes', '>time', '>achieved'],
-        s.copies.groups.map((g) => [g.direction, g.direction === 'HtoD' || g.direction === 'DtoH' ? g.hostKind : '-', g.count, orNa(g.bytes, (b) => formatBytes(b)), formatNs(g.timeNs), orNa(g.achievedGBps, (x) => `${x.toFixed(2)} GB/s`)]),
+        s.copies.groups.map((g) => [
+          g.direction,
+          g.direction === 'HtoD' || g.direction === 'DtoH' ? g.hostKind : '-',
+          g.count,
+          orNa(g.bytes, (b) => formatBytes(b)),
+          formatNs(g.timeNs),
+          orNa(g.achievedGBps, (x) => `${x.toFixed(2)} GB/s`),
+        ]),
       ),
     );
-    out.push(`overlap with kernels: ${s.copies.overlapFraction === null ? 'n/a (no kernels)' : `${(100 * s.copies.overlapFraction).toFixed(1)}% of copy time (${formatNs(s.copies.overlappedWithKernelsNs)})`}`);
+    out.push(
+      `overlap with kernels: ${s.copies.overlapFraction === null ? 'n/a (no kernels)' : `${(100 * s.copies.overlapFraction).toFixed(1)}% of copy time (${formatNs(s.copies.overlappedWithKernelsNs)})`}`,
+    );
   } else out.push('copies: none recorded');
   const sy = s.syncs;
-  out.push(`host synchronisation: ${sy.streamSync} stream, ${sy.deviceSync} device, ${sy.eventSync} event, ${sy.memcpySync} synchronous copies; host blocked ${formatNs(sy.hostBlockedNs)}`);
+  out.push(
+    `host synchronisation: ${sy.streamSync} stream, ${sy.deviceSync} device, ${sy.eventSync} event, ${sy.memcpySync} synchronous copies; host blocked ${formatNs(sy.hostBlockedNs)}`,
+  );
   const a = s.allocations;
   const alloc = [`${a.mallocCalls} device alloc / ${a.freeCalls} free calls`, `${a.hostAllocCalls} pinned alloc / ${a.hostFreeCalls} free calls`];
   if (a.managedAllocCalls) alloc.push(`${a.managedAllocCalls} managed`);
   if (a.driverAllocEvents) alloc.push(`${a.driverAllocEvents} driver allocation events`);
   if (a.frameworkAllocEvents) alloc.push(`${a.frameworkAllocEvents} allocator (tensor) allocations`);
   if (a.peakReservedBytes !== null) alloc.push(`peak ${formatBytes(a.peakAllocatedBytes ?? 0)} allocated / ${formatBytes(a.peakReservedBytes)} reserved`);
-  if (a.segments) alloc.push(`${a.segments.count} segments: ${formatBytes(a.segments.reservedBytes)} reserved, ${formatBytes(a.segments.allocatedBytes)} allocated`);
+  if (a.segments)
+    alloc.push(`${a.segments.count} segments: ${formatBytes(a.segments.reservedBytes)} reserved, ${formatBytes(a.segments.allocatedBytes)} allocated`);
   if (a.ooms) alloc.push(`${a.ooms} OOM events`);
   out.push(`allocations: ${alloc.join('; ')}`);
   if (s.faults.gpu + s.faults.cpu > 0) out.push(`managed memory page faults: ${s.faults.gpu} GPU, ${s.faults.cpu} CPU`);
   if (s.aggregates) {
     out.push('');
     out.push('aggregate statistics (the trace kept totals, not events):');
-    const rows = [...s.aggregates.copies.map((c) => [`copy ${c.direction}`, c.calls, formatNs(c.totalNs)]), ...s.aggregates.apis.map((x) => [x.name, x.calls, formatNs(x.totalNs)])];
+    const rows = [
+      ...s.aggregates.copies.map((c) => [`copy ${c.direction}`, c.calls, formatNs(c.totalNs)]),
+      ...s.aggregates.apis.map((x) => [x.name, x.calls, formatNs(x.totalNs)]),
+    ];
     out.push(table(['name', '>calls', '>total time'], rows));
   }
   out.push(`copy rates for savings: pinned HtoD ${s.rates.HtoD} GB/s, DtoH ${s.rates.DtoH} GB/s — ${s.rates.source}`);
@@ -49,7 +66,9 @@ export function renderAnalyze(r: AnalyzeResult): string {
     for (const [i, f] of r.findings.entries()) {
       out.push('');
       out.push(`${i + 1}. [${f.severity}] ${f.rule}: ${f.title}`);
-      out.push(`   ${f.count} events${f.bytes !== null ? `, ${formatBytes(f.bytes)}` : ''}${f.timeNs > 0 ? `, ${formatNs(f.timeNs)}` : ''}; saves about ${f.estimatedSavingNs > 0 ? formatNs(f.estimatedSavingNs) : 'no time (see below)'}`);
+      out.push(
+        `   ${f.count} events${f.bytes !== null ? `, ${formatBytes(f.bytes)}` : ''}${f.timeNs > 0 ? `, ${formatNs(f.timeNs)}` : ''}; saves about ${f.estimatedSavingNs > 0 ? formatNs(f.estimatedSavingNs) : 'no time (see below)'}`,
+      );
       for (const e of f.evidence) out.push(`   - ${e}`);
       out.push(`   saving: ${f.savingHow}`);
       out.push(`   change: ${f.change}`);

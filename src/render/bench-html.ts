@@ -53,7 +53,13 @@ export function benchSections(report: BenchReport): { sections: Array<{ heading:
         return r?.medianGBps !== undefined ? r.medianGBps.toFixed(1) : '';
       };
       peerHtml = ['on', 'off']
-        .map((mode) => `<h3>peer access ${mode} (GB/s, one way, row → column)</h3>${htmlTable(['from \\ to', ...devs.map(String)], devs.map((i) => [String(i), ...devs.map((j) => cell(i, j, mode === 'on'))]))}`)
+        .map(
+          (mode) =>
+            `<h3>peer access ${mode} (GB/s, one way, row → column)</h3>${htmlTable(
+              ['from \\ to', ...devs.map(String)],
+              devs.map((i) => [String(i), ...devs.map((j) => cell(i, j, mode === 'on'))]),
+            )}`,
+        )
         .join('');
     }
     const fmt = (r: BenchResult): Array<string | number> => [
@@ -78,7 +84,13 @@ ${chartPlaceholder(idc)}${cache.length ? chartPlaceholder(idk) : ''}
     });
   }
   if (report.environment.failures.length) {
-    sections.push({ heading: 'Failures', html: htmlTable(['test', 'direction', 'bytes', 'reason'], report.environment.failures.map((f) => [f.test, f.direction, formatBytes(f.bytes, 0), f.reason])) });
+    sections.push({
+      heading: 'Failures',
+      html: htmlTable(
+        ['test', 'direction', 'bytes', 'reason'],
+        report.environment.failures.map((f) => [f.test, f.direction, formatBytes(f.bytes, 0), f.reason]),
+      ),
+    });
   }
   return { sections, charts };
 }

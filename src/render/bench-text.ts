@@ -19,7 +19,8 @@ function spread(r: BenchResult): string {
 /** Copy-like rows as a matrix: one line per (test, direction, kinds, engine), one column per size. */
 function matrix(rows: BenchResult[]): string {
   const sizes = [...new Set(rows.map((r) => r.bytes))].sort((a, b) => a - b);
-  const keyOf = (r: BenchResult): string => `${r.test}|${r.direction}|${r.srcKind}->${r.dstKind}|${r.engine}${r.peer !== undefined ? `|to ${r.peer}, peer access ${r.peerAccess ? 'on' : 'off'}` : ''}`;
+  const keyOf = (r: BenchResult): string =>
+    `${r.test}|${r.direction}|${r.srcKind}->${r.dstKind}|${r.engine}${r.peer !== undefined ? `|to ${r.peer}, peer access ${r.peerAccess ? 'on' : 'off'}` : ''}`;
   const keys = [...new Set(rows.map(keyOf))];
   const body = keys.map((k) => {
     const [test, direction, kinds, engine, peer] = k.split('|');
@@ -61,14 +62,20 @@ function rowsTable(rows: BenchResult[], latency: boolean): string {
 export function renderBench(report: BenchReport): string {
   const e = report.environment;
   const out: string[] = [];
-  out.push(`gpumem bench: backend ${e.backend}${e.runtimeVersion ? ` (runtime ${e.runtimeVersion}${e.driverVersion ? `, driver ${e.driverVersion}` : ''})` : ''}, ${e.mode} mode, ${e.seconds} s, ${e.date}`);
+  out.push(
+    `gpumem bench: backend ${e.backend}${e.runtimeVersion ? ` (runtime ${e.runtimeVersion}${e.driverVersion ? `, driver ${e.driverVersion}` : ''})` : ''}, ${e.mode} mode, ${e.seconds} s, ${e.date}`,
+  );
   if (e.backend === 'host') out.push('backend host: these are CPU memory figures, not GPU figures.');
   out.push('Bandwidth in GB/s (GB = 1e9 bytes): median of the repeats; "counted" says which bytes: one-way, read+write, both directions at once.');
   for (const d of e.devices) {
     const rows = report.results.filter((r) => r.device === d.index);
     out.push('');
-    out.push(`device ${d.index}: ${d.name ?? 'unknown'} (${d.arch ?? '?'})  link ${d.link ? `gen ${d.link.generation} x${d.link.width}` : 'unknown'}  NUMA node ${d.numaNode ?? 'unknown'}`);
-    out.push(`  peaks: ${d.peaks.linkGBps !== undefined ? `link ${d.peaks.linkGBps} GB/s` : 'link unknown'}, ${d.peaks.memoryGBps !== undefined ? `memory ${d.peaks.memoryGBps} GB/s` : 'memory unknown'} (${d.peaks.how})`);
+    out.push(
+      `device ${d.index}: ${d.name ?? 'unknown'} (${d.arch ?? '?'})  link ${d.link ? `gen ${d.link.generation} x${d.link.width}` : 'unknown'}  NUMA node ${d.numaNode ?? 'unknown'}`,
+    );
+    out.push(
+      `  peaks: ${d.peaks.linkGBps !== undefined ? `link ${d.peaks.linkGBps} GB/s` : 'link unknown'}, ${d.peaks.memoryGBps !== undefined ? `memory ${d.peaks.memoryGBps} GB/s` : 'memory unknown'} (${d.peaks.how})`,
+    );
     const copies = rows.filter((r) => ['copy', 'sm-copy', 'peer'].includes(r.test));
     if (copies.length) out.push('', matrix(copies));
     const cache = rows.filter((r) => r.test === 'cache');

@@ -26,7 +26,12 @@ export function esc(s: unknown): string {
 
 /** JSON that is safe inside a <script> element. */
 function scriptJson(v: unknown): string {
-  return JSON.stringify(v).replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+  return JSON.stringify(v)
+    .replace(/</g, '\\u003c')
+    .replace(/>/g, '\\u003e')
+    .replace(/&/g, '\\u0026')
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029');
 }
 
 /** A Chart.js chart: its canvas id and configuration (type, data, options). */
@@ -74,7 +79,9 @@ export function renderPage(page: PageSpec): string {
     .map((s) => {
       const html = s.html.replace(/<!--chart:([\w-]+)-->/g, (_, id: string) => {
         const c = charts.get(id);
-        return c ? `<figure class="chart" style="height:${c.height ?? 320}px"><canvas id="${esc(id)}" aria-label="${esc(c.title)}" role="img"></canvas></figure>` : '';
+        return c
+          ? `<figure class="chart" style="height:${c.height ?? 320}px"><canvas id="${esc(id)}" aria-label="${esc(c.title)}" role="img"></canvas></figure>`
+          : '';
       });
       return `<section><h2>${esc(s.heading)}</h2>${html}</section>`;
     })

@@ -30,15 +30,21 @@ export function renderInfo(r: InfoReport): string {
   if (r.noDevice) out.push(`no device: ${r.noDevice}`);
   for (const d of r.devices) {
     out.push('');
-    out.push(`device ${d.index}: ${known(d.name)}  (${known(d.arch)}${d.archName && d.archName !== d.arch ? `, ${d.archName}` : ''}${d.computeCapability ? `, compute ${d.computeCapability}` : ''})`);
+    out.push(
+      `device ${d.index}: ${known(d.name)}  (${known(d.arch)}${d.archName && d.archName !== d.arch ? `, ${d.archName}` : ''}${d.computeCapability ? `, compute ${d.computeCapability}` : ''})`,
+    );
     out.push(`  memory          ${known(d.totalBytes, formatBytes)} total, ${known(d.freeBytes, formatBytes)} free`);
     out.push(`  compute units   ${known(d.multiprocessors)}    L2 ${known(d.l2Bytes, formatBytes)}    async copy engines ${known(d.asyncEngines)}`);
     out.push(
       `  managed memory  ${yesNo(d.managedMemory)}; concurrent managed access ${yesNo(d.concurrentManagedAccess)}; pageable memory access ${yesNo(d.pageableMemoryAccess)}`,
     );
-    if (d.xnack) out.push(`  XNACK           ${d.xnack.arch === undefined ? 'not in the target name' : d.xnack.arch ? 'xnack+' : 'xnack-'}; HSA_XNACK=${d.xnack.env ?? '(unset)'}`);
+    if (d.xnack)
+      out.push(
+        `  XNACK           ${d.xnack.arch === undefined ? 'not in the target name' : d.xnack.arch ? 'xnack+' : 'xnack-'}; HSA_XNACK=${d.xnack.env ?? '(unset)'}`,
+      );
     out.push(`  integrated      ${yesNo(d.integrated)}    maps host memory ${yesNo(d.canMapHostMemory)}`);
-    if (d.memoryBusWidthBits !== undefined) out.push(`  memory bus      ${d.memoryBusWidthBits} bits at ${known(d.memoryClockKHz, (k) => `${(k / 1000).toFixed(0)} MHz`)}`);
+    if (d.memoryBusWidthBits !== undefined)
+      out.push(`  memory bus      ${d.memoryBusWidthBits} bits at ${known(d.memoryClockKHz, (k) => `${(k / 1000).toFixed(0)} MHz`)}`);
     out.push(`  PCI             ${known(d.pciBusId)}  link ${linkText(d)}  NUMA node ${known(d.numaNode)}`);
   }
   return out.join('\n');

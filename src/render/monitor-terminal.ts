@@ -43,7 +43,9 @@ export function renderFrame(sample: MonitorSample, options: { interactive?: bool
     out.push(...table(['device', 'name', 'used', 'total', 'free', 'use', 'processes', 'source'], rows, new Set([2, 3, 4, 6])));
     const notes = sample.devices.filter((d) => d.note).map((d) => `  device ${d.index}: ${d.note}`);
     if (notes.length) out.push('', 'notes:', ...notes);
-    const procRows = sample.devices.flatMap((d) => (d.processes ?? []).map((p) => [String(d.index), String(p.pid), p.name ?? '?', p.usedBytes === undefined ? 'n/a' : formatBytes(p.usedBytes)]));
+    const procRows = sample.devices.flatMap((d) =>
+      (d.processes ?? []).map((p) => [String(d.index), String(p.pid), p.name ?? '?', p.usedBytes === undefined ? 'n/a' : formatBytes(p.usedBytes)]),
+    );
     if (procRows.length) out.push('', ...table(['device', 'pid', 'process', 'used'], procRows, new Set([1, 3])));
   }
   if (sample.pools.length) {
@@ -58,7 +60,14 @@ export function renderFrame(sample: MonitorSample, options: { interactive?: bool
       String(p.cacheHits),
       String(p.cacheMisses),
     ]);
-    out.push('', ...table(['pool', 'reserved', 'allocated', 'requested', 'peak reserved', 'fragmentation', 'segments', 'hits', 'misses'], rows, new Set([1, 2, 3, 4, 5, 6, 7, 8])));
+    out.push(
+      '',
+      ...table(
+        ['pool', 'reserved', 'allocated', 'requested', 'peak reserved', 'fragmentation', 'segments', 'hits', 'misses'],
+        rows,
+        new Set([1, 2, 3, 4, 5, 6, 7, 8]),
+      ),
+    );
   }
   return `${out.join('\n')}\n`;
 }

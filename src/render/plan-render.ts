@@ -27,7 +27,9 @@ function describe(r: PlanResult): string {
 
 export function renderPlanText(r: PlanResult): string {
   const out: string[] = [];
-  out.push(`gpumem plan: ${r.model.name} (${formatCount(r.model.parameters)} parameters${r.model.activeParameters !== r.model.parameters ? `, ${formatCount(r.model.activeParameters)} active per token` : ''})`);
+  out.push(
+    `gpumem plan: ${r.model.name} (${formatCount(r.model.parameters)} parameters${r.model.activeParameters !== r.model.parameters ? `, ${formatCount(r.model.activeParameters)} active per token` : ''})`,
+  );
   out.push(`  ${describe(r)}`);
   out.push(`machine: ${r.machine.name}, ${gib(r.capacityBytes)} GiB (${gb(r.capacityBytes)} GB) per GPU  [${r.machine.capacitySource}]`);
   out.push('');
@@ -37,16 +39,28 @@ export function renderPlanText(r: PlanResult): string {
       ['line', '>GiB', '>GB', 'how'],
       [
         ...r.lines.map((l) => [l.name, gib(l.bytes), gb(l.bytes), l.note]),
-        ['total (peak of the step + overhead)', gib(r.perGpu.totalBytes), gb(r.perGpu.totalBytes), r.options.mode === 'train' ? `peak in the ${r.peakPhase === 'backward' ? 'backward pass' : 'optimizer step'}` : ''],
+        [
+          'total (peak of the step + overhead)',
+          gib(r.perGpu.totalBytes),
+          gb(r.perGpu.totalBytes),
+          r.options.mode === 'train' ? `peak in the ${r.peakPhase === 'backward' ? 'backward pass' : 'optimizer step'}` : '',
+        ],
         ['capacity', gib(r.capacityBytes), gb(r.capacityBytes), r.machine.capacitySource],
       ],
     ),
   );
   out.push('');
-  out.push(r.fits ? `fits: yes, ${gib(r.marginBytes)} GiB (${gb(r.marginBytes)} GB) to spare` : `fits: NO, ${gib(-r.marginBytes)} GiB (${gb(-r.marginBytes)} GB) short`);
+  out.push(
+    r.fits
+      ? `fits: yes, ${gib(r.marginBytes)} GiB (${gb(r.marginBytes)} GB) to spare`
+      : `fits: NO, ${gib(-r.marginBytes)} GiB (${gb(-r.marginBytes)} GB) short`,
+  );
   out.push('');
   out.push('placement:');
-  for (const p of r.placement) out.push(`  ${p.part.padEnd(18)} ${p.location.padEnd(12)} ${gib(p.bytes).padStart(9)} GiB  ${p.why}${p.secondsPerStep !== undefined ? `; costs ${(p.secondsPerStep * 1000).toFixed(0)} ms per step at ${r.machine.hostLinkGBps} GB/s (${r.machine.hostLinkSource})` : ''}`);
+  for (const p of r.placement)
+    out.push(
+      `  ${p.part.padEnd(18)} ${p.location.padEnd(12)} ${gib(p.bytes).padStart(9)} GiB  ${p.why}${p.secondsPerStep !== undefined ? `; costs ${(p.secondsPerStep * 1000).toFixed(0)} ms per step at ${r.machine.hostLinkGBps} GB/s (${r.machine.hostLinkSource})` : ''}`,
+    );
   if (r.suggestions.length) {
     out.push('');
     out.push('changes that would make it fit (cheapest first), each with its new total:');
@@ -85,7 +99,11 @@ export function renderPlanHtml(r: PlanResult): string {
           { label: 'capacity', data: [null, Number(gib(r.capacityBytes))], backgroundColor: '#d0d7de', stack: 'm' },
         ],
       },
-      options: { indexAxis: 'y', plugins: { title: { display: true, text: 'GiB (2^30 bytes)' } }, scales: { x: { stacked: true, title: { display: true, text: 'GiB' } }, y: { stacked: true } } },
+      options: {
+        indexAxis: 'y',
+        plugins: { title: { display: true, text: 'GiB (2^30 bytes)' } },
+        scales: { x: { stacked: true, title: { display: true, text: 'GiB' } }, y: { stacked: true } },
+      },
     },
   };
   return renderPage({
@@ -96,8 +114,24 @@ export function renderPlanHtml(r: PlanResult): string {
         heading: r.fits ? `Fits, ${gib(r.marginBytes)} GiB to spare` : `Does not fit: ${gib(-r.marginBytes)} GiB short`,
         html: `${chartPlaceholder('plan-bar')}${htmlTable(['line', 'GiB', 'GB', 'how'], [...r.lines.map((l) => [l.name, gib(l.bytes), gb(l.bytes), l.note]), ['total', gib(r.perGpu.totalBytes), gb(r.perGpu.totalBytes), ''], ['capacity', gib(r.capacityBytes), gb(r.capacityBytes), r.machine.capacitySource]])}`,
       },
-      { heading: 'Placement', html: htmlTable(['part', 'where', 'GiB', 'why'], r.placement.map((p) => [p.part, p.location, gib(p.bytes), p.why])) },
-      ...(r.suggestions.length ? [{ heading: 'Changes that would make it fit', html: htmlTable(['change', 'fits', 'new total GiB', 'cost'], r.suggestions.map((s) => [s.change, s.fits ? 'yes' : 'no', gib(s.totalBytes), s.cost])) }] : []),
+      {
+        heading: 'Placement',
+        html: htmlTable(
+          ['part', 'where', 'GiB', 'why'],
+          r.placement.map((p) => [p.part, p.location, gib(p.bytes), p.why]),
+        ),
+      },
+      ...(r.suggestions.length
+        ? [
+            {
+              heading: 'Changes that would make it fit',
+              html: htmlTable(
+                ['change', 'fits', 'new total GiB', 'cost'],
+                r.suggestions.map((s) => [s.change, s.fits ? 'yes' : 'no', gib(s.totalBytes), s.cost]),
+              ),
+            },
+          ]
+        : []),
       { heading: 'Notes', html: r.notes.map((n) => `<p class="note">${esc(n)}</p>`).join('') || '<p class="note">none</p>' },
     ],
     charts: [chart],

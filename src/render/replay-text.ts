@@ -6,17 +6,28 @@ import { table } from './text.js';
 export function renderReplay(r: ReplayReport): string {
   const t = r.trace;
   const out: string[] = [];
-  out.push(`trace: ${t.file} (${t.format}, device ${t.device}, ${t.events} events, ${t.allocations} allocations on ${t.streams} stream${t.streams === 1 ? '' : 's'})`);
+  out.push(
+    `trace: ${t.file} (${t.format}, device ${t.device}, ${t.events} events, ${t.allocations} allocations on ${t.streams} stream${t.streams === 1 ? '' : 's'})`,
+  );
   const rec = [`peak requested ${formatBytes(t.peakRequestedBytes, 2)}`];
   if (t.peakReservedBytes !== undefined) rec.push(`peak reserved ${formatBytes(t.peakReservedBytes, 2)}`, `${t.segmentAllocs} segment allocations`);
-  else rec.push('(the trace has no segment events: the recording allocator\'s reserved memory is unknown)');
+  else rec.push("(the trace has no segment events: the recording allocator's reserved memory is unknown)");
   out.push(`recorded: ${rec.join(', ')}`);
   if (t.untrackedFrees > 0) out.push(`note: ${t.untrackedFrees} frees of memory allocated before the trace began were ignored`);
   out.push('');
   out.push('replayed on a simulated device (no GPU; bytes counted, not measured):');
   out.push(
     table(
-      ['configuration', '>peak requested', '>peak allocated', '>peak reserved', '>reserved/allocated', '>segment allocs', '>fragmentation at peak', '>smallest device'],
+      [
+        'configuration',
+        '>peak requested',
+        '>peak allocated',
+        '>peak reserved',
+        '>reserved/allocated',
+        '>segment allocs',
+        '>fragmentation at peak',
+        '>smallest device',
+      ],
       r.configurations.map((c) => [
         c.name,
         formatBytes(c.peakRequestedBytes, 2),

@@ -47,7 +47,9 @@ export function renderReportHtml(r: Report): string {
           .map(
             (a) =>
               `<div class="card advice" data-id="${esc(a.id)}"><strong>${esc(a.title)}</strong><br><span class="note">${esc(a.workloads.join(', '))}</span><p>${esc(a.recommendation)}</p>${
-                a.evidence.length ? `<p class="note">measured: ${a.evidence.map((e) => `${esc(e.label)} <b>${esc(e.value)} ${esc(e.unit)}</b>`).join('; ')}</p>` : ''
+                a.evidence.length
+                  ? `<p class="note">measured: ${a.evidence.map((e) => `${esc(e.label)} <b>${esc(e.value)} ${esc(e.unit)}</b>`).join('; ')}</p>`
+                  : ''
               }</div>`,
           )
           .join(''),
@@ -58,7 +60,10 @@ export function renderReportHtml(r: Report): string {
     subtitle: `backend ${r.backend}${r.info.runtimeVersion ? `, runtime ${r.info.runtimeVersion}` : ''}; ${r.bench.environment.date}. GB = 1e9 bytes, GiB = 2^30 bytes.`,
     sections: [
       ...(r.hostNotice ? [{ heading: 'Host backend', html: `<p class="warn">${esc(r.hostNotice)}</p>` }] : []),
-      { heading: 'This machine', html: htmlTable(['device', 'name', 'arch', 'memory', 'SMs / CUs', 'PCIe link', 'NUMA node', 'concurrent managed access'], devices) },
+      {
+        heading: 'This machine',
+        html: htmlTable(['device', 'name', 'arch', 'memory', 'SMs / CUs', 'PCIe link', 'NUMA node', 'concurrent managed access'], devices),
+      },
       { heading: 'Strategy', html: advice || '<p>No advice: nothing was measured.</p>' },
       ...sections,
     ],

@@ -104,7 +104,8 @@ async function readSnapshot(file: string, wantDevice: number | undefined): Promi
   let freeCompleted = false;
   let settings: Record<string, unknown> | undefined;
   let sawTraces = false;
-  const select = (p: readonly PathKey[]): boolean => (p.length === 3 && p[0] === 'device_traces' && typeof p[2] === 'number') || (p.length === 1 && p[0] === 'allocator_settings');
+  const select = (p: readonly PathKey[]): boolean =>
+    (p.length === 3 && p[0] === 'device_traces' && typeof p[2] === 'number') || (p.length === 1 && p[0] === 'allocator_settings');
   await walkJson(file, select, (p, v) => {
     if (p[0] === 'allocator_settings') {
       if (isJsonObject(v)) settings = v;
@@ -120,7 +121,11 @@ async function readSnapshot(file: string, wantDevice: number | undefined): Promi
     if (!ev) perDevice.set(device, (ev = new TraceEvents()));
     ev.push(kind, num(v.addr ?? 0, 'addr', file), num(v.size ?? 0, 'size', file), num(v.stream ?? 0, 'stream', file));
   });
-  if (!sawTraces) throw new BadInputError('the snapshot has no device_traces (record with torch.cuda.memory._record_memory_history and save torch.cuda.memory._snapshot() as JSON)', file);
+  if (!sawTraces)
+    throw new BadInputError(
+      'the snapshot has no device_traces (record with torch.cuda.memory._record_memory_history and save torch.cuda.memory._snapshot() as JSON)',
+      file,
+    );
   const devices = [...perDevice.keys()].sort((a, b) => a - b);
   const device = wantDevice ?? devices[0] ?? 0;
   const events = perDevice.get(device);
@@ -141,7 +146,12 @@ async function readNdjson(file: string): Promise<Trace> {
     }
     if (o.action === 'allocate_failed') continue;
     if (o.action !== 'allocate' && o.action !== 'deallocate') throw new BadInputError(`line ${line}: unknown action ${JSON.stringify(o.action)}`, file);
-    events.push(o.action === 'allocate' ? EventKind.Alloc : EventKind.Free, num(o.address, `line ${line} address`, file), num(o.bytes, `line ${line} bytes`, file), num(o.stream ?? 0, `line ${line} stream`, file));
+    events.push(
+      o.action === 'allocate' ? EventKind.Alloc : EventKind.Free,
+      num(o.address, `line ${line} address`, file),
+      num(o.bytes, `line ${line} bytes`, file),
+      num(o.stream ?? 0, `line ${line} stream`, file),
+    );
   }
   return { file, format: 'gpumem', devices: [0], device: 0, events, hasFreeCompleted: true };
 }
@@ -160,9 +170,15 @@ async function readRmmCsv(file: string): Promise<Trace> {
     }
     const action = cells[cols.action!]?.toLowerCase() ?? '';
     if (action.startsWith('allocate fail') || action === 'allocate_failure') continue;
-    if (action !== 'allocate' && action !== 'deallocate' && action !== 'free') throw new BadInputError(`line ${line}: unknown action ${JSON.stringify(action)}`, file);
+    if (action !== 'allocate' && action !== 'deallocate' && action !== 'free')
+      throw new BadInputError(`line ${line}: unknown action ${JSON.stringify(action)}`, file);
     const stream = cols.stream !== undefined ? num(cells[cols.stream] ?? '0', `line ${line} stream`, file) : 0;
-    events.push(action === 'allocate' ? EventKind.Alloc : EventKind.Free, num(cells[cols.pointer!], `line ${line} pointer`, file), num(cells[cols.size!], `line ${line} size`, file), stream);
+    events.push(
+      action === 'allocate' ? EventKind.Alloc : EventKind.Free,
+      num(cells[cols.pointer!], `line ${line} pointer`, file),
+      num(cells[cols.size!], `line ${line} size`, file),
+      stream,
+    );
   }
   if (!cols) throw new BadInputError('the file is empty', file);
   return { file, format: 'rmm', devices: [0], device: 0, events, hasFreeCompleted: true };

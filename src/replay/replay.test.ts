@@ -44,7 +44,7 @@ for (const name of ['gpt2-train', 'llama-mini-train']) {
   });
 }
 
-test('gpumem\'s own log (written by LoggingAdaptor) and RMM\'s CSV replay', async () => {
+test("gpumem's own log (written by LoggingAdaptor) and RMM's CSV replay", async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gpumem-replay-'));
   try {
     const file = join(dir, 'trace.ndjson');
@@ -64,7 +64,7 @@ test('gpumem\'s own log (written by LoggingAdaptor) and RMM\'s CSV replay', asyn
     assert.equal(r.trace.format, 'gpumem');
     assert.equal(r.trace.allocations, 200);
     assert.equal(r.trace.streams, 2);
-    assert.equal(r.trace.peakReservedBytes, undefined, 'a request log says nothing about the recorder\'s segments');
+    assert.equal(r.trace.peakReservedBytes, undefined, "a request log says nothing about the recorder's segments");
     const csv = replay(await readTrace(fixture('pool/rmm-log.csv')));
     assert.equal(csv.trace.format, 'rmm');
     assert.equal(csv.trace.allocations, 4);
@@ -106,13 +106,21 @@ test('bad traces are refused with the file named, and the CLI exits 2', async ()
 
 test('gpumem pool replay --json prints the documented shape', async () => {
   const out: string[] = [];
-  const code = await main(['pool', 'replay', fixture('pool/rmm-log.csv'), '--json', '--config', 'gpumem', 'gpumem-growable'], { out: (s) => out.push(s), err: () => {} });
+  const code = await main(['pool', 'replay', fixture('pool/rmm-log.csv'), '--json', '--config', 'gpumem', 'gpumem-growable'], {
+    out: (s) => out.push(s),
+    err: () => {},
+  });
   assert.equal(code, 0);
   const j = JSON.parse(out.join('')) as { trace: Record<string, unknown>; configurations: Array<Record<string, unknown>> };
-  for (const k of ['peakRequestedBytes', 'peakReservedBytes', 'segmentAllocs']) assert.ok(k in j.trace || k === 'peakReservedBytes' || k === 'segmentAllocs', k);
-  assert.deepEqual(j.configurations.map((c) => c.name), ['gpumem', 'gpumem-growable']);
+  for (const k of ['peakRequestedBytes', 'peakReservedBytes', 'segmentAllocs'])
+    assert.ok(k in j.trace || k === 'peakReservedBytes' || k === 'segmentAllocs', k);
+  assert.deepEqual(
+    j.configurations.map((c) => c.name),
+    ['gpumem', 'gpumem-growable'],
+  );
   for (const c of j.configurations) {
-    for (const k of ['name', 'peakRequestedBytes', 'peakAllocatedBytes', 'peakReservedBytes', 'segmentAllocs', 'fragmentationAtPeak', 'minDeviceBytes']) assert.ok(k in c, k);
+    for (const k of ['name', 'peakRequestedBytes', 'peakAllocatedBytes', 'peakReservedBytes', 'segmentAllocs', 'fragmentationAtPeak', 'minDeviceBytes'])
+      assert.ok(k in c, k);
   }
   assert.equal(await main(['pool', 'replay', fixture('pool/rmm-log.csv'), '--config', 'nope'], { out: () => {}, err: () => {} }), 2);
 });

@@ -180,7 +180,14 @@ function runOnce(trace: Trace, config: ReplayConfiguration, capacity: number): R
   }
   const s = pool.stats();
   pool[Symbol.dispose]();
-  return { ok, peakRequested, peakAllocated: s.allocatedBytes.peak, peakReserved: s.reservedBytes.peak, segmentAllocs: s.segmentAllocs, fragmentationAtPeak: fragAtPeak };
+  return {
+    ok,
+    peakRequested,
+    peakAllocated: s.allocatedBytes.peak,
+    peakReserved: s.reservedBytes.peak,
+    segmentAllocs: s.segmentAllocs,
+    fragmentationAtPeak: fragAtPeak,
+  };
 }
 
 /** The smallest capacity, to `step` bytes, on which the replay succeeds (binary search between lo and hi). */

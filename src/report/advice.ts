@@ -50,7 +50,15 @@ class Figures {
 
   smallest(test: string, direction: string, srcKind: string, dstKind: string): BenchResult | undefined {
     return this.rows
-      .filter((r) => r.device === this.device && r.test === test && r.direction === direction && r.srcKind === srcKind && r.dstKind === dstKind && r.engine === 'copy-engine')
+      .filter(
+        (r) =>
+          r.device === this.device &&
+          r.test === test &&
+          r.direction === direction &&
+          r.srcKind === srcKind &&
+          r.dstKind === dstKind &&
+          r.engine === 'copy-engine',
+      )
       .sort((a, b) => a.bytes - b.bytes)[0];
   }
 }
@@ -90,11 +98,13 @@ export function adviseDevice(info: DeviceInfo, bench: BenchReport): Advice[] {
   }
   if (d2hPinned?.medianGBps && d2hPageable?.medianGBps) {
     const x = d2hPinned.medianGBps / d2hPageable.medianGBps;
-    const sync = 'Copy outputs and logits into a reused pinned buffer with non_blocking copies and synchronize once (an event), not per tensor: .item() or .cpu() every step stalls the device.';
+    const sync =
+      'Copy outputs and logits into a reused pinned buffer with non_blocking copies and synchronize once (an event), not per tensor: .item() or .cpu() every step stalls the device.';
     add({
       id: 'pinned-readback',
       workloads: ['inference', 'training'],
-      title: x >= 1.1 ? `Read results back into pinned memory (${f1(x)}x faster than pageable)` : 'Read-back bandwidth is close for pinned and pageable memory here',
+      title:
+        x >= 1.1 ? `Read results back into pinned memory (${f1(x)}x faster than pageable)` : 'Read-back bandwidth is close for pinned and pageable memory here',
       recommendation:
         x >= 1.1
           ? `A device-to-host copy into pageable memory is synchronous and goes through a bounce buffer: ${f1(d2hPageable.medianGBps)} GB/s against ${f1(d2hPinned.medianGBps)} GB/s into pinned memory. ${sync}`
@@ -200,7 +210,8 @@ export function adviseDevice(info: DeviceInfo, bench: BenchReport): Advice[] {
       });
     }
   }
-  const mallocRow = F.pick('alloc', 'allocate+free', 'device', 'device', 'driver', 64 * 1024 * 1024) ?? F.pick('alloc', 'allocate+free', 'device', 'device', 'driver');
+  const mallocRow =
+    F.pick('alloc', 'allocate+free', 'device', 'device', 'driver', 64 * 1024 * 1024) ?? F.pick('alloc', 'allocate+free', 'device', 'device', 'driver');
   const poolRow = F.pick('alloc', 'allocate+free', 'device', 'device', 'gpumem-pool', mallocRow?.bytes);
   const asyncRow = F.pick('alloc', 'allocate+free', 'device', 'device', 'stream-ordered', mallocRow?.bytes);
   if (mallocRow?.medianUs && poolRow?.medianUs) {
@@ -212,7 +223,8 @@ export function adviseDevice(info: DeviceInfo, bench: BenchReport): Advice[] {
       evidence: [ev('device malloc+free', mallocRow, 'µs'), ev('gpumem pool hit', poolRow, 'µs'), ev('stream-ordered malloc+free', asyncRow, 'µs')],
     });
   }
-  const pinnedAlloc = F.pick('alloc', 'allocate+free', 'pinned', 'pinned', 'driver', 64 * 1024 * 1024) ?? F.pick('alloc', 'allocate+free', 'pinned', 'pinned', 'driver');
+  const pinnedAlloc =
+    F.pick('alloc', 'allocate+free', 'pinned', 'pinned', 'driver', 64 * 1024 * 1024) ?? F.pick('alloc', 'allocate+free', 'pinned', 'pinned', 'driver');
   if (pinnedAlloc?.medianUs) {
     add({
       id: 'pinned-allocation-cost',
@@ -223,7 +235,9 @@ export function adviseDevice(info: DeviceInfo, bench: BenchReport): Advice[] {
     });
   }
   const peerOn = bench.results.find((r) => r.device === info.index && r.test === 'peer' && r.direction === 'one-way' && r.peerAccess === true);
-  const peerOff = peerOn && bench.results.find((r) => r.device === info.index && r.test === 'peer' && r.direction === 'one-way' && r.peerAccess === false && r.peer === peerOn.peer);
+  const peerOff =
+    peerOn &&
+    bench.results.find((r) => r.device === info.index && r.test === 'peer' && r.direction === 'one-way' && r.peerAccess === false && r.peer === peerOn.peer);
   if (peerOn?.medianGBps && peerOff?.medianGBps) {
     add({
       id: 'peer-access',
@@ -238,7 +252,8 @@ export function adviseDevice(info: DeviceInfo, bench: BenchReport): Advice[] {
       id: 'link-below-max',
       workloads: ['training', 'inference', 'preprocessing'],
       title: `The PCIe link runs at gen ${info.link.generation} x${info.link.width}, below its gen ${info.link.maxGeneration} x${info.link.maxWidth}`,
-      recommendation: 'Host transfers are capped by the trained link: check the slot, riser and BIOS settings; links also drop speed when idle (read again under load).',
+      recommendation:
+        'Host transfers are capped by the trained link: check the slot, riser and BIOS settings; links also drop speed when idle (read again under load).',
       evidence: [ev('HtoD pinned', h2dPinned)],
     });
   }

@@ -33,4 +33,3 @@ export function collectInfo(rt: Runtime): InfoReport {
   for (const k of ['runtimeVersion', 'driverVersion', 'noDevice'] as const) if (report[k] === undefined) delete report[k];
   return report;
 }
-

@@ -22,7 +22,9 @@ export interface Report {
 export async function buildReport(rt: Runtime, options: Omit<BenchOptions, 'quick'>): Promise<Report> {
   const info = collectInfo(rt);
   const bench = await runBench(rt, { ...options, quick: true });
-  const advice = info.devices.filter((d) => bench.environment.devices.some((e) => e.index === d.index)).map((d) => ({ device: d.index, items: adviseDevice(d, bench) }));
+  const advice = info.devices
+    .filter((d) => bench.environment.devices.some((e) => e.index === d.index))
+    .map((d) => ({ device: d.index, items: adviseDevice(d, bench) }));
   const report: Report = { schema: 'gpumem.report/1', backend: rt.backend.name, info, bench, advice };
   if (rt.backend.name === 'host') {
     report.hostNotice =

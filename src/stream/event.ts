@@ -6,6 +6,7 @@ import type { Stream } from './stream.js';
 export interface EventOwner {
   readonly backend: Backend;
   assertOpen(): void;
+  /** @internal */
   forgetEvent(event: GpuEvent): void;
 }
 

@@ -10,10 +10,11 @@ import type { GpuEvent } from './event.js';
 export interface StreamOwner {
   readonly backend: Backend;
   assertOpen(): void;
-  /** Creates a non-timing event used internally for host callbacks. */
+  /** @internal Creates a non-timing event used internally for host callbacks. */
   internalEvent(device: number): GpuEvent;
-  /** The default stream of a device. */
+  /** @internal The default stream of a device. */
   defaultStream(device: number): Stream;
+  /** @internal */
   forgetStream(stream: Stream): void;
 }
 

@@ -9,7 +9,6 @@ import { EventKind, readTrace } from '../../replay/read-trace.js';
 import { AllocLevel, type SnapshotSegment, type TraceModel } from '../model.js';
 import { describe, optNumber } from '../../input/numbers.js';
 
-
 /** Reads one snapshot segment into gpumem's summary of it. */
 function segmentOf(v: Obj, where: string, file: string): SnapshotSegment {
   const n = (k: string): number => optNumber(v[k], `${where}.${k}`, file) ?? 0;
@@ -29,7 +28,16 @@ function segmentOf(v: Obj, where: string, file: string): SnapshotSegment {
       }
     }
   }
-  return { totalBytes: n('total_size'), allocatedBytes: allocated, activeBytes: n('active_size'), requestedBytes: n('requested_size'), inactiveSplitBytes, inactiveSplitBlocks, largestFreeBlock, stream: n('stream') };
+  return {
+    totalBytes: n('total_size'),
+    allocatedBytes: allocated,
+    activeBytes: n('active_size'),
+    requestedBytes: n('requested_size'),
+    inactiveSplitBytes,
+    inactiveSplitBlocks,
+    largestFreeBlock,
+    stream: n('stream'),
+  };
 }
 
 const ACTION_LEVEL: Record<string, [number, number]> = {
@@ -49,7 +57,8 @@ export async function importSnapshot(file: string, model: TraceModel, progress?:
   let sawSegments = false;
   let sawTraces = false;
   let index = 0;
-  const select = (p: readonly PathKey[]): boolean => (p.length === 2 && p[0] === 'segments' && typeof p[1] === 'number') || (p.length === 3 && p[0] === 'device_traces' && typeof p[2] === 'number');
+  const select = (p: readonly PathKey[]): boolean =>
+    (p.length === 2 && p[0] === 'segments' && typeof p[1] === 'number') || (p.length === 3 && p[0] === 'device_traces' && typeof p[2] === 'number');
   const onValue = (p: readonly PathKey[], v: Json): void => {
     const where = p.join('.');
     if (!isObj(v)) throw new BadInputError(`${where} is ${describe(v)}, not an object`, file);
@@ -68,7 +77,17 @@ export async function importSnapshot(file: string, model: TraceModel, progress?:
     if (!level) return;
     const size = optNumber(v.size, `${where}.size`, file) ?? 0;
     const t = optNumber(v.time_us, `${where}.time_us`, file);
-    model.allocs.push({ time: t !== undefined ? model.time(t * 1000) : index, bytes: level[1] * size, device: Number(p[1]) || 0, address: optNumber(v.addr, `${where}.addr`, file) ?? Number.NaN, allocated: Number.NaN, reserved: Number.NaN, host: 0, agent: -1, level: level[0] });
+    model.allocs.push({
+      time: t !== undefined ? model.time(t * 1000) : index,
+      bytes: level[1] * size,
+      device: Number(p[1]) || 0,
+      address: optNumber(v.addr, `${where}.addr`, file) ?? Number.NaN,
+      allocated: Number.NaN,
+      reserved: Number.NaN,
+      host: 0,
+      agent: -1,
+      level: level[0],
+    });
   };
   await walkJson(file, select, onValue, { progress });
   if (!sawSegments && !sawTraces) throw new BadInputError('neither "segments" nor "device_traces": not a PyTorch / gpumem memory snapshot', file);
@@ -85,7 +104,17 @@ export async function importAllocLog(file: string, model: TraceModel): Promise<v
   for (let i = 0; i < e.length; i++) {
     const k = e.kind[i];
     if (k !== EventKind.Alloc && k !== EventKind.Free) continue;
-    model.allocs.push({ time: i, bytes: (k === EventKind.Alloc ? 1 : -1) * e.size[i]!, device: trace.device, address: e.addr[i]!, allocated: Number.NaN, reserved: Number.NaN, host: 0, agent: -1, level: AllocLevel.framework });
+    model.allocs.push({
+      time: i,
+      bytes: (k === EventKind.Alloc ? 1 : -1) * e.size[i]!,
+      device: trace.device,
+      address: e.addr[i]!,
+      allocated: Number.NaN,
+      reserved: Number.NaN,
+      host: 0,
+      agent: -1,
+      level: AllocLevel.framework,
+    });
   }
   model.note(`${file}: an allocation log keeps the order of events, not their times`);
   model.formats.add(trace.format === 'rmm' ? 'rmm-log' : 'gpumem-pool-log');

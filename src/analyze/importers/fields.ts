@@ -38,7 +38,10 @@ export function directionOf(src: string, dst: string): number {
 
 /** A direction from a short code (HtoD, DtoH, DtoD, PtoP, HtoH, or rocprof's HOST_TO_DEVICE style). */
 export function directionCode(code: string): number {
-  const c = code.toUpperCase().replace(/^MEMORY_COPY_/, '').replace(/[^A-Z]/g, '');
+  const c = code
+    .toUpperCase()
+    .replace(/^MEMORY_COPY_/, '')
+    .replace(/[^A-Z]/g, '');
   switch (c) {
     case 'HTOD':
     case 'HOSTTODEVICE':

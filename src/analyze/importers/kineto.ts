@@ -56,7 +56,8 @@ export async function importKineto(file: string, model: TraceModel, progress?: (
     }
     sawEvents = true;
     if (!isObj(v)) {
-      if (++bad > 1000) throw new BadInputError(`traceEvents[${String(p[p.length - 1])}] is ${describe(v)}, not an event object (and so were 1000 before it)`, file);
+      if (++bad > 1000)
+        throw new BadInputError(`traceEvents[${String(p[p.length - 1])}] is ${describe(v)}, not an event object (and so were 1000 before it)`, file);
       return;
     }
     events++;
@@ -106,7 +107,14 @@ export async function importKineto(file: string, model: TraceModel, progress?: (
         const hostSide = dir === Direction.HtoD ? src : dir === Direction.DtoH ? dst : MemKind.device;
         if (hostSide === MemKind.unknown) model.hostKindUnknown++;
         model.copies.push({
-          start, end, dir, src, dst, stream, device, correlation,
+          start,
+          end,
+          dir,
+          src,
+          dst,
+          stream,
+          device,
+          correlation,
           bytes: optNumber(args.bytes, `${where} bytes`, file) ?? Number.NaN,
           hostAddr: Number.NaN,
           op: ext !== undefined ? (opByExternal.get(ext) ?? -1) : -1,

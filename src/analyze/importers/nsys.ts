@@ -12,8 +12,27 @@ import { AllocLevel, Direction, MemKind, classifyApi, type TraceModel } from '..
 
 const require = createRequire(import.meta.url);
 
-const COPY_KIND: Record<number, number> = { 1: Direction.HtoD, 2: Direction.DtoH, 3: Direction.HtoD, 4: Direction.DtoH, 5: Direction.DtoD, 6: Direction.DtoD, 7: Direction.DtoD, 8: Direction.DtoD, 9: Direction.HtoH, 10: Direction.PtoP };
-const MEM_KIND: Record<number, number> = { 1: MemKind.pageable, 2: MemKind.pinned, 3: MemKind.device, 4: MemKind.array, 5: MemKind.managed, 6: MemKind.device, 7: MemKind.managed };
+const COPY_KIND: Record<number, number> = {
+  1: Direction.HtoD,
+  2: Direction.DtoH,
+  3: Direction.HtoD,
+  4: Direction.DtoH,
+  5: Direction.DtoD,
+  6: Direction.DtoD,
+  7: Direction.DtoD,
+  8: Direction.DtoD,
+  9: Direction.HtoH,
+  10: Direction.PtoP,
+};
+const MEM_KIND: Record<number, number> = {
+  1: MemKind.pageable,
+  2: MemKind.pinned,
+  3: MemKind.device,
+  4: MemKind.array,
+  5: MemKind.managed,
+  6: MemKind.device,
+  7: MemKind.managed,
+};
 
 /** SQLite files start with this 16-byte header. */
 export const SQLITE_MAGIC = 'SQLite format 3\0';
@@ -44,13 +63,22 @@ export async function importNsys(file: string, model: TraceModel, progress?: (ro
 function read(db: BetterSqlite3.Database, file: string, model: TraceModel, progress?: (rows: number) => void): void {
   const tables = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((r) => r.name));
   const known = ['CUPTI_ACTIVITY_KIND_MEMCPY', 'CUPTI_ACTIVITY_KIND_KERNEL', 'CUPTI_ACTIVITY_KIND_RUNTIME', 'CUPTI_ACTIVITY_KIND_MEMSET'];
-  if (!known.some((t) => tables.has(t))) throw new BadInputError('no CUPTI_ACTIVITY_KIND_* tables: not an Nsight Systems export with CUDA trace (nsys profile --trace=cuda; nsys export --type sqlite)', file);
-  const columns = (t: string): Set<string> => new Set((db.prepare(`PRAGMA table_info(${JSON.stringify(t)})`).all() as Array<{ name: string }>).map((r) => r.name));
+  if (!known.some((t) => tables.has(t)))
+    throw new BadInputError(
+      'no CUPTI_ACTIVITY_KIND_* tables: not an Nsight Systems export with CUDA trace (nsys profile --trace=cuda; nsys export --type sqlite)',
+      file,
+    );
+  const columns = (t: string): Set<string> =>
+    new Set((db.prepare(`PRAGMA table_info(${JSON.stringify(t)})`).all() as Array<{ name: string }>).map((r) => r.name));
   const strings = new Map<number, string>();
-  if (tables.has('StringIds')) for (const r of db.prepare('SELECT id, value FROM StringIds').iterate() as Iterable<{ id: unknown; value: unknown }>) if (typeof r.id === 'number' && typeof r.value === 'string') strings.set(r.id, r.value);
+  if (tables.has('StringIds'))
+    for (const r of db.prepare('SELECT id, value FROM StringIds').iterate() as Iterable<{ id: unknown; value: unknown }>)
+      if (typeof r.id === 'number' && typeof r.value === 'string') strings.set(r.id, r.value);
   if (tables.has('TARGET_INFO_GPU')) {
     const c = columns('TARGET_INFO_GPU');
-    if (c.has('id') && c.has('name')) for (const r of db.prepare('SELECT id, name FROM TARGET_INFO_GPU').all() as Array<{ id: unknown; name: unknown }>) if (typeof r.id === 'number' && typeof r.name === 'string') model.devices.set(r.id, r.name);
+    if (c.has('id') && c.has('name'))
+      for (const r of db.prepare('SELECT id, name FROM TARGET_INFO_GPU').all() as Array<{ id: unknown; name: unknown }>)
+        if (typeof r.id === 'number' && typeof r.name === 'string') model.devices.set(r.id, r.name);
   }
   let rows = 0;
   /** Rows of a table with the wanted columns (missing optional ones read as NULL); start/end as bigints. */
@@ -91,12 +119,30 @@ function read(db: BetterSqlite3.Database, file: string, model: TraceModel, progr
     const src = migration ? MemKind.managed : (MEM_KIND[int(T, 'srcKind', r.srcKind)] ?? MemKind.unknown);
     const dst = migration ? MemKind.managed : (MEM_KIND[int(T, 'dstKind', r.dstKind)] ?? MemKind.unknown);
     if ((dir === Direction.HtoD && src === MemKind.unknown) || (dir === Direction.DtoH && dst === MemKind.unknown)) model.hostKindUnknown++;
-    model.copies.push({ start, end, dir, src, dst, bytes: int(T, 'bytes', r.bytes), stream: int(T, 'streamId', r.streamId) || 0, device: int(T, 'deviceId', r.deviceId) || 0, correlation: int(T, 'correlationId', r.correlationId), hostAddr: Number.NaN, op: -1 });
+    model.copies.push({
+      start,
+      end,
+      dir,
+      src,
+      dst,
+      bytes: int(T, 'bytes', r.bytes),
+      stream: int(T, 'streamId', r.streamId) || 0,
+      device: int(T, 'deviceId', r.deviceId) || 0,
+      correlation: int(T, 'correlationId', r.correlationId),
+      hostAddr: Number.NaN,
+      op: -1,
+    });
   }
   T = 'CUPTI_ACTIVITY_KIND_MEMSET';
   for (const r of each(T, ['start', 'end'], ['bytes', 'streamId', 'deviceId'])) {
     const [start, end] = span(T, r);
-    model.memsets.push({ start, end, bytes: int(T, 'bytes', r.bytes), stream: int(T, 'streamId', r.streamId) || 0, device: int(T, 'deviceId', r.deviceId) || 0 });
+    model.memsets.push({
+      start,
+      end,
+      bytes: int(T, 'bytes', r.bytes),
+      stream: int(T, 'streamId', r.streamId) || 0,
+      device: int(T, 'deviceId', r.deviceId) || 0,
+    });
   }
   T = 'CUPTI_ACTIVITY_KIND_KERNEL';
   for (const r of each(T, ['start', 'end'], ['shortName', 'demangledName', 'streamId', 'deviceId'])) {
@@ -109,7 +155,13 @@ function read(db: BetterSqlite3.Database, file: string, model: TraceModel, progr
   for (const r of each(T, ['start', 'end', 'nameId'], ['globalTid', 'correlationId'])) {
     const [start, end] = span(T, r);
     const name = strings.get(int(T, 'nameId', r.nameId)) ?? '';
-    model.runtime.push({ start, end, api: classifyApi(name), thread: int(T, 'globalTid', r.globalTid) || 0, correlation: int(T, 'correlationId', r.correlationId) });
+    model.runtime.push({
+      start,
+      end,
+      api: classifyApi(name),
+      thread: int(T, 'globalTid', r.globalTid) || 0,
+      correlation: int(T, 'correlationId', r.correlationId),
+    });
   }
   T = 'CUPTI_ACTIVITY_KIND_SYNCHRONIZATION';
   for (const r of each(T, ['start', 'end'], ['streamId'])) {
@@ -122,7 +174,17 @@ function read(db: BetterSqlite3.Database, file: string, model: TraceModel, progr
     const op = int(T, 'memoryOperationType', r.memoryOperationType);
     const bytes = int(T, 'bytes', r.bytes);
     const kind = MEM_KIND[int(T, 'memKind', r.memKind)];
-    model.allocs.push({ time: stamp(T, 'start', r.start), bytes: op === 1 ? -bytes : bytes, device: int(T, 'deviceId', r.deviceId) || 0, address: int(T, 'address', r.address), allocated: Number.NaN, reserved: Number.NaN, host: kind === MemKind.pinned || kind === MemKind.pageable ? 1 : kind === undefined ? Number.NaN : 0, agent: -1, level: AllocLevel.driver });
+    model.allocs.push({
+      time: stamp(T, 'start', r.start),
+      bytes: op === 1 ? -bytes : bytes,
+      device: int(T, 'deviceId', r.deviceId) || 0,
+      address: int(T, 'address', r.address),
+      allocated: Number.NaN,
+      reserved: Number.NaN,
+      host: kind === MemKind.pinned || kind === MemKind.pageable ? 1 : kind === undefined ? Number.NaN : 0,
+      agent: -1,
+      level: AllocLevel.driver,
+    });
   }
   T = 'CUDA_UM_GPU_PAGE_FAULT_EVENTS';
   for (const r of each(T, ['start'], ['end', 'address', 'numberOfPageFaults'])) {
@@ -131,6 +193,7 @@ function read(db: BetterSqlite3.Database, file: string, model: TraceModel, progr
     model.faults.push({ time, duration: Math.max(0, end - time), bytes: Number.NaN, kind: 1, address: int(T, 'address', r.address) });
   }
   T = 'CUDA_UM_CPU_PAGE_FAULT_EVENTS';
-  for (const r of each(T, ['start'], ['address'])) model.faults.push({ time: stamp(T, 'start', r.start), duration: 0, bytes: Number.NaN, kind: 0, address: int(T, 'address', r.address) });
+  for (const r of each(T, ['start'], ['address']))
+    model.faults.push({ time: stamp(T, 'start', r.start), duration: 0, bytes: Number.NaN, kind: 0, address: int(T, 'address', r.address) });
   progress?.(rows);
 }

@@ -72,7 +72,9 @@ export async function importRocprofCsv(file: string, model: TraceModel, progress
         if (end < start) throw new BadInputError(`${where} ends before it starts`, file);
         const hostCol = dir === Direction.HtoD ? srcAddrCol : dir === Direction.DtoH ? dstAddrCol : undefined;
         model.copies.push({
-          start, end, dir,
+          start,
+          end,
+          dir,
           src: dir === Direction.HtoD || dir === Direction.HtoH ? MemKind.unknown : MemKind.device,
           dst: dir === Direction.DtoH || dir === Direction.HtoH ? MemKind.unknown : MemKind.device,
           stream: optNumber(r.Stream_Id, `${where} Stream_Id`, file) ?? 0,
@@ -89,14 +91,25 @@ export async function importRocprofCsv(file: string, model: TraceModel, progress
         const start = t('Start_Timestamp');
         const end = t('End_Timestamp');
         if (end < start) throw new BadInputError(`${where} ends before it starts`, file);
-        model.kernels.push({ start, end, stream: optNumber(r.Stream_Id ?? r.Queue_Id, `${where} Stream_Id`, file) ?? 0, device: optNumber(String(r.Agent_Id ?? '').replace(/^\D+/, ''), `${where} Agent_Id`, file) ?? 0 });
+        model.kernels.push({
+          start,
+          end,
+          stream: optNumber(r.Stream_Id ?? r.Queue_Id, `${where} Stream_Id`, file) ?? 0,
+          device: optNumber(String(r.Agent_Id ?? '').replace(/^\D+/, ''), `${where} Agent_Id`, file) ?? 0,
+        });
         model.addKernelName(r.Kernel_Name ?? '', end - start);
         return;
       }
       case 'api': {
         if (!/^(HIP|HSA)/.test(r.Domain ?? '')) return;
         const start = t('Start_Timestamp');
-        model.runtime.push({ start, end: t('End_Timestamp'), api: classifyApi(r.Function ?? ''), thread: optNumber(r.Thread_Id, `${where} Thread_Id`, file) ?? 0, correlation: optNumber(r.Correlation_Id, `${where} Correlation_Id`, file) ?? Number.NaN });
+        model.runtime.push({
+          start,
+          end: t('End_Timestamp'),
+          api: classifyApi(r.Function ?? ''),
+          thread: optNumber(r.Thread_Id, `${where} Thread_Id`, file) ?? 0,
+          correlation: optNumber(r.Correlation_Id, `${where} Correlation_Id`, file) ?? Number.NaN,
+        });
         return;
       }
       case 'allocations': {
@@ -122,7 +135,11 @@ export async function importRocprofCsv(file: string, model: TraceModel, progress
         const type = (r.Agent_Type ?? '').toUpperCase();
         if (type !== 'CPU' && type !== 'GPU') return;
         for (const c of ['Logical_Node_Id', 'Node_Id']) if (r[c] !== undefined && r[c] !== '') model.setAgentType(r[c]!, type);
-        if (type === 'GPU' && r.Name) model.devices.set(optNumber(r.Logical_Node_Id ?? r.Node_Id, `${where} Node_Id`, file) ?? model.devices.size, `${r.Product_Name || r.Name} (${r.Name})`);
+        if (type === 'GPU' && r.Name)
+          model.devices.set(
+            optNumber(r.Logical_Node_Id ?? r.Node_Id, `${where} Node_Id`, file) ?? model.devices.size,
+            `${r.Product_Name || r.Name} (${r.Name})`,
+          );
         return;
       }
       case 'stats': {
@@ -139,10 +156,10 @@ export async function importRocprofCsv(file: string, model: TraceModel, progress
   const rows = await readCsv(file, onHeader, onRow, { progress });
   if (!kind) throw new BadInputError('the file is empty', file);
   if (rows === 0 && kind !== 'agents') model.note(`${file}: the ${kind} table has no rows`);
-  if (kind === 'copies' && !bytesCol) model.note('rocprofv3 memory_copy_trace rows carry no byte counts: bandwidth-based findings need an nsys or Kineto trace, or a rocprofv3 JSON with bytes');
+  if (kind === 'copies' && !bytesCol)
+    model.note('rocprofv3 memory_copy_trace rows carry no byte counts: bandwidth-based findings need an nsys or Kineto trace, or a rocprofv3 JSON with bytes');
   model.formats.add(kind === 'stats' ? 'rocprof-stats' : kind === 'copy-rows' ? 'rocprof' : 'rocprofv3-csv');
 }
-
 
 /** A numeric id or address as rocprofiler-sdk's JSON writes it: a number, or { handle } / { value } / { internal }. */
 function idOf(v: Json | undefined, what: string, file: string): number | undefined {
@@ -180,7 +197,13 @@ export async function importRocprofJson(file: string, model: TraceModel, progres
     if (q.length === 2 && q[0] === 'agents' && typeof q[1] === 'number') return true;
     if (q.length === 2 && q[0] === 'kernel_symbols') return true;
     if (q.length === 3 && q[0] === 'strings' && q[1] === 'buffer_records' && typeof q[2] === 'number') return true;
-    return q.length === 3 && q[0] === 'buffer_records' && typeof q[1] === 'string' && typeof q[2] === 'number' && ['memory_copy', 'kernel_dispatch', 'hip_api', 'memory_allocation'].includes(q[1]);
+    return (
+      q.length === 3 &&
+      q[0] === 'buffer_records' &&
+      typeof q[1] === 'string' &&
+      typeof q[2] === 'number' &&
+      ['memory_copy', 'kernel_dispatch', 'hip_api', 'memory_allocation'].includes(q[1])
+    );
   };
   const onValue = (p: readonly PathKey[], v: Json): void => {
     const q = rel(p)!;
@@ -190,7 +213,11 @@ export async function importRocprofJson(file: string, model: TraceModel, progres
       const id = idOf(v.id, `${where}.id`, file);
       const type = v.type === 1 || v.type === 'CPU' ? 'CPU' : v.type === 2 || v.type === 'GPU' ? 'GPU' : undefined;
       if (id !== undefined && type) agents.set(id, type);
-      if (type === 'GPU' && typeof v.name === 'string') model.devices.set(optNumber(v.logical_node_id, `${where}.logical_node_id`, file) ?? model.devices.size, `${typeof v.product_name === 'string' ? v.product_name : v.name} (${v.name})`);
+      if (type === 'GPU' && typeof v.name === 'string')
+        model.devices.set(
+          optNumber(v.logical_node_id, `${where}.logical_node_id`, file) ?? model.devices.size,
+          `${typeof v.product_name === 'string' ? v.product_name : v.name} (${v.name})`,
+        );
     } else if (q[0] === 'kernel_symbols') {
       const id = idOf(v.kernel_id, `${where}.kernel_id`, file) ?? (typeof q[1] === 'number' ? q[1] : Number(q[1]));
       const name = v.formatted_kernel_name ?? v.kernel_name ?? v.truncated_kernel_name;
@@ -216,12 +243,30 @@ export async function importRocprofJson(file: string, model: TraceModel, progres
       const s = agents.get(idOf(r.src_agent_id, `${where}.src_agent_id`, file) ?? -1);
       const d = agents.get(idOf(r.dst_agent_id, `${where}.dst_agent_id`, file) ?? -1);
       let dir = directionCode(opName(r, where));
-      if (dir === Direction.unknown && s && d) dir = s === 'CPU' ? (d === 'GPU' ? Direction.HtoD : Direction.HtoH) : d === 'CPU' ? Direction.DtoH : Direction.DtoD;
+      if (dir === Direction.unknown && s && d)
+        dir = s === 'CPU' ? (d === 'GPU' ? Direction.HtoD : Direction.HtoH) : d === 'CPU' ? Direction.DtoH : Direction.DtoD;
       const bytes = optNumber(r.bytes ?? r.size, `${where}.bytes`, file) ?? Number.NaN;
       if (Number.isNaN(bytes)) copiesWithoutBytes++;
-      const hostAddr = dir === Direction.HtoD ? idOf(r.src_address, `${where}.src_address`, file) : dir === Direction.DtoH ? idOf(r.dst_address, `${where}.dst_address`, file) : undefined;
+      const hostAddr =
+        dir === Direction.HtoD
+          ? idOf(r.src_address, `${where}.src_address`, file)
+          : dir === Direction.DtoH
+            ? idOf(r.dst_address, `${where}.dst_address`, file)
+            : undefined;
       if (dir === Direction.HtoD || dir === Direction.DtoH) model.hostKindUnknown++;
-      model.copies.push({ start, end, dir, src: dir === Direction.HtoD ? MemKind.unknown : MemKind.device, dst: dir === Direction.DtoH ? MemKind.unknown : MemKind.device, stream: idOf(r.stream_id, `${where}.stream_id`, file) ?? 0, device: 0, correlation, bytes, hostAddr: hostAddr ?? Number.NaN, op: -1 });
+      model.copies.push({
+        start,
+        end,
+        dir,
+        src: dir === Direction.HtoD ? MemKind.unknown : MemKind.device,
+        dst: dir === Direction.DtoH ? MemKind.unknown : MemKind.device,
+        stream: idOf(r.stream_id, `${where}.stream_id`, file) ?? 0,
+        device: 0,
+        correlation,
+        bytes,
+        hostAddr: hostAddr ?? Number.NaN,
+        op: -1,
+      });
     } else if (cat === 'kernel_dispatch') {
       const info = isObj(r.dispatch_info) ? r.dispatch_info : {};
       const kid = idOf(info.kernel_id, `${where}.dispatch_info.kernel_id`, file);
@@ -235,7 +280,17 @@ export async function importRocprofJson(file: string, model: TraceModel, progres
       const size = optNumber(r.allocation_size, `${where}.allocation_size`, file) ?? 0;
       const agentId = idOf(r.agent_id, `${where}.agent_id`, file);
       const type = agentId !== undefined ? agents.get(agentId) : undefined;
-      model.allocs.push({ time: start, bytes: isFree ? -size : size, device: -1, address: idOf(r.address, `${where}.address`, file) ?? Number.NaN, allocated: Number.NaN, reserved: Number.NaN, host: type === 'CPU' ? 1 : type === 'GPU' ? 0 : Number.NaN, agent: -1, level: AllocLevel.driver });
+      model.allocs.push({
+        time: start,
+        bytes: isFree ? -size : size,
+        device: -1,
+        address: idOf(r.address, `${where}.address`, file) ?? Number.NaN,
+        allocated: Number.NaN,
+        reserved: Number.NaN,
+        host: type === 'CPU' ? 1 : type === 'GPU' ? 0 : Number.NaN,
+        agent: -1,
+        level: AllocLevel.driver,
+      });
     }
   }
   await walkJson(file, select, onValue, { progress });

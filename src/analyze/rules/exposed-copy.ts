@@ -1,9 +1,8 @@
 /** exposed-copy: copies the GPU waits for instead of overlapping them with compute. */
-import { formatBytes, formatNs, KiB, MiB, GiB } from '../../units.js';
-import type { AnalysisContext } from '../context.js';
-import { coveredWithin, unionLength, unionOf } from '../intervals.js';
-import { Api, AllocLevel, Direction, DIRECTIONS, MemKind, classifyApi, type AggregateApi } from '../model.js';
-import { aggregateFinding, gbps, opsOf, pct, RECURRING, runtimeByThread, severityOf, sizeList, SMALL_COPY_BYTES, SMALL_COPY_COUNT, steadyFrom, sum, SYNC_STORM_COUNT, type RuleCheck } from './shared.js';
+import { formatNs } from '../../units.js';
+import { unionLength } from '../intervals.js';
+import { Direction } from '../model.js';
+import { pct, severityOf, sum, type RuleCheck } from './shared.js';
 
 export const exposedCopy: RuleCheck = (ctx) => {
   if (ctx.model.kernels.length === 0) return ctx.copyCount > 0 ? { notApplicable: 'the trace has no kernels to overlap copies with' } : undefined;
@@ -43,6 +42,7 @@ export const exposedCopy: RuleCheck = (ctx) => {
     estimatedSavingNs: saving,
     savingHow: `the copies' time outside kernels, capped by the kernel time (${formatNs(kernelBusy)}) not already overlapped: what double-buffering could hide`,
     evidence,
-    change: "Copy the next batch on a side stream while the current step computes (pinned memory, non_blocking=True, torch.cuda.Stream with wait_stream / record_stream, or a DataLoader prefetcher): double-buffer the input.",
+    change:
+      'Copy the next batch on a side stream while the current step computes (pinned memory, non_blocking=True, torch.cuda.Stream with wait_stream / record_stream, or a DataLoader prefetcher): double-buffer the input.',
   };
 };

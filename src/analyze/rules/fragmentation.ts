@@ -1,9 +1,6 @@
 /** fragmentation: reserved memory that allocations cannot use. */
-import { formatBytes, formatNs, KiB, MiB, GiB } from '../../units.js';
-import type { AnalysisContext } from '../context.js';
-import { coveredWithin, unionLength, unionOf } from '../intervals.js';
-import { Api, AllocLevel, Direction, DIRECTIONS, MemKind, classifyApi, type AggregateApi } from '../model.js';
-import { aggregateFinding, gbps, opsOf, pct, RECURRING, runtimeByThread, severityOf, sizeList, SMALL_COPY_BYTES, SMALL_COPY_COUNT, steadyFrom, sum, SYNC_STORM_COUNT, type RuleCheck } from './shared.js';
+import { formatBytes, MiB, GiB } from '../../units.js';
+import { pct, type RuleCheck } from './shared.js';
 
 export const fragmentation: RuleCheck = (ctx) => {
   const m = ctx.model;
@@ -31,12 +28,17 @@ export const fragmentation: RuleCheck = (ctx) => {
   let how = '';
   if (seg.length > 0 && reserved > 0) {
     evidence.push(`${seg.length} segments reserve ${formatBytes(reserved)} for ${formatBytes(allocated)} allocated (${pct(allocated, reserved)})`);
-    if (inactive > 0) evidence.push(`${formatBytes(inactive)} sits in ${blocks} free blocks inside segments that also hold live blocks: split blocks no request of another size can use`);
+    if (inactive > 0)
+      evidence.push(
+        `${formatBytes(inactive)} sits in ${blocks} free blocks inside segments that also hold live blocks: split blocks no request of another size can use`,
+      );
     held = inactive;
     how = 'free blocks stranded inside segments that hold live blocks';
   }
   if (peakReserved > 0 && peakAllocated > 0) {
-    evidence.push(`the caching allocator peaked at ${formatBytes(peakReserved)} reserved for ${formatBytes(peakAllocated)} allocated (${pct(peakAllocated, peakReserved)})`);
+    evidence.push(
+      `the caching allocator peaked at ${formatBytes(peakReserved)} reserved for ${formatBytes(peakAllocated)} allocated (${pct(peakAllocated, peakReserved)})`,
+    );
     if (peakReserved - peakAllocated > held) {
       held = peakReserved - peakAllocated;
       how = 'peak reserved beyond peak allocated';
@@ -54,6 +56,7 @@ export const fragmentation: RuleCheck = (ctx) => {
     estimatedSavingNs: 0,
     savingHow: `memory, not time: ${formatBytes(held)} of ${how || 'memory reserved and unusable'}`,
     evidence,
-    change: "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (or use gpumem's growable pool) so segments grow in place instead of splitting; compare configurations on this very trace with `gpumem pool replay SNAPSHOT`.",
+    change:
+      "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (or use gpumem's growable pool) so segments grow in place instead of splitting; compare configurations on this very trace with `gpumem pool replay SNAPSHOT`.",
   };
 };

@@ -1,9 +1,8 @@
 /** gpu-idle-on-memory: the GPU idle while memory operations run. */
-import { formatBytes, formatNs, KiB, MiB, GiB } from '../../units.js';
+import { formatNs } from '../../units.js';
 import { AnalysisContext } from '../context.js';
 import { coveredWithin, unionLength, unionOf } from '../intervals.js';
-import { Api, AllocLevel, Direction, DIRECTIONS, MemKind, classifyApi, type AggregateApi } from '../model.js';
-import { aggregateFinding, gbps, opsOf, pct, RECURRING, runtimeByThread, severityOf, sizeList, SMALL_COPY_BYTES, SMALL_COPY_COUNT, steadyFrom, sum, SYNC_STORM_COUNT, type RuleCheck } from './shared.js';
+import { pct, severityOf, type RuleCheck } from './shared.js';
 
 export const gpuIdleOnMemory: RuleCheck = (ctx) => {
   const m = ctx.model;
@@ -20,7 +19,8 @@ export const gpuIdleOnMemory: RuleCheck = (ctx) => {
     const memStarts: number[] = [];
     const memEnds: number[] = [];
     for (let i = 0; i < c.length; i++) if (c.get(i, 'device') === dev) memStarts.push(c.get(i, 'start')), memEnds.push(c.get(i, 'end'));
-    for (let i = 0; i < m.memsets.length; i++) if (m.memsets.get(i, 'device') === dev) memStarts.push(m.memsets.get(i, 'start')), memEnds.push(m.memsets.get(i, 'end'));
+    for (let i = 0; i < m.memsets.length; i++)
+      if (m.memsets.get(i, 'device') === dev) memStarts.push(m.memsets.get(i, 'start')), memEnds.push(m.memsets.get(i, 'end'));
     for (let i = 0; i < r.length; i++) if (AnalysisContext.isBlocking(r.get(i, 'api'))) memStarts.push(r.get(i, 'start')), memEnds.push(r.get(i, 'end'));
     const mem = unionOf(Float64Array.from(memStarts), Float64Array.from(memEnds));
     for (let g = 0; g + 1 < busy.start.length; g++) {
@@ -38,8 +38,12 @@ export const gpuIdleOnMemory: RuleCheck = (ctx) => {
     bytes: null,
     timeNs: idleNs,
     estimatedSavingNs: waitingNs,
-    savingHow: 'gaps between kernels during which only copies, memsets or host synchronisation ran (an upper bound that overlaps exposed-copy and sync-storm: not additive)',
-    evidence: [`between its first and last kernel the GPU was idle ${formatNs(idleNs)} of ${formatNs(region)} (${pct(idleNs, region)}); ${formatNs(waitingNs)} of those gaps were filled only by memory work or host waits`],
-    change: 'Take the memory work off the critical path: prefetch inputs on a side stream, drop per-step synchronisation, and keep allocations in a pool; the other findings say which of these applies.',
+    savingHow:
+      'gaps between kernels during which only copies, memsets or host synchronisation ran (an upper bound that overlaps exposed-copy and sync-storm: not additive)',
+    evidence: [
+      `between its first and last kernel the GPU was idle ${formatNs(idleNs)} of ${formatNs(region)} (${pct(idleNs, region)}); ${formatNs(waitingNs)} of those gaps were filled only by memory work or host waits`,
+    ],
+    change:
+      'Take the memory work off the critical path: prefetch inputs on a side stream, drop per-step synchronisation, and keep allocations in a pool; the other findings say which of these applies.',
   };
 };

@@ -1,9 +1,7 @@
 /** low-bandwidth: copies far below the link rate. */
-import { formatBytes, formatNs, KiB, MiB, GiB } from '../../units.js';
-import type { AnalysisContext } from '../context.js';
-import { coveredWithin, unionLength, unionOf } from '../intervals.js';
-import { Api, AllocLevel, Direction, DIRECTIONS, MemKind, classifyApi, type AggregateApi } from '../model.js';
-import { aggregateFinding, gbps, opsOf, pct, RECURRING, runtimeByThread, severityOf, sizeList, SMALL_COPY_BYTES, SMALL_COPY_COUNT, steadyFrom, sum, SYNC_STORM_COUNT, type RuleCheck } from './shared.js';
+import { formatBytes, formatNs, MiB } from '../../units.js';
+import { Direction, MemKind } from '../model.js';
+import { gbps, severityOf, sum, type RuleCheck } from './shared.js';
 
 export const lowBandwidth: RuleCheck = (ctx) => {
   const c = ctx.model.copies;
@@ -24,7 +22,9 @@ export const lowBandwidth: RuleCheck = (ctx) => {
   const t = sum(idx, (i) => c.get(i, 'end') - c.get(i, 'start'));
   const bytes = sum(idx, (i) => c.get(i, 'bytes'));
   const saving = sum(idx, (i) => Math.max(0, c.get(i, 'end') - c.get(i, 'start') - ctx.pinnedTimeNs(i)));
-  const evidence = [`${idx.length} host copies of 1 MiB or more ran below half the expected rate: ${formatBytes(bytes)} in ${formatNs(t)} (${gbps(bytes, t)} against ${ctx.rates.HtoD} / ${ctx.rates.DtoH} GB/s)`];
+  const evidence = [
+    `${idx.length} host copies of 1 MiB or more ran below half the expected rate: ${formatBytes(bytes)} in ${formatNs(t)} (${gbps(bytes, t)} against ${ctx.rates.HtoD} / ${ctx.rates.DtoH} GB/s)`,
+  ];
   if (unknownKind > 0) evidence.push(`${unknownKind} of them have unknown host memory kind: on ROCm a slow copy is most often from pageable memory`);
   return {
     severity: severityOf(saving, ctx.spanNs),
@@ -35,6 +35,7 @@ export const lowBandwidth: RuleCheck = (ctx) => {
     estimatedSavingNs: saving,
     savingHow: `each copy's time minus its bytes at the stated pinned rate plus ${ctx.floorText(Direction.HtoD)}`,
     evidence,
-    change: "Check the link (gpumem info shows the PCIe generation and width the GPU trained at), allocate pinned buffers on the GPU's NUMA node (numactl --membind, or hipHostMalloc's NUMA flags), make sure the memory is really pinned, and avoid several copies in one direction at once.",
+    change:
+      "Check the link (gpumem info shows the PCIe generation and width the GPU trained at), allocate pinned buffers on the GPU's NUMA node (numactl --membind, or hipHostMalloc's NUMA flags), make sure the memory is really pinned, and avoid several copies in one direction at once.",
   };
 };

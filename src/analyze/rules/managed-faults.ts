@@ -1,9 +1,7 @@
 /** managed-faults: page faults on managed memory. */
-import { formatBytes, formatNs, KiB, MiB, GiB } from '../../units.js';
-import type { AnalysisContext } from '../context.js';
-import { coveredWithin, unionLength, unionOf } from '../intervals.js';
-import { Api, AllocLevel, Direction, DIRECTIONS, MemKind, classifyApi, type AggregateApi } from '../model.js';
-import { aggregateFinding, gbps, opsOf, pct, RECURRING, runtimeByThread, severityOf, sizeList, SMALL_COPY_BYTES, SMALL_COPY_COUNT, steadyFrom, sum, SYNC_STORM_COUNT, type RuleCheck } from './shared.js';
+import { formatBytes, formatNs, MiB } from '../../units.js';
+import { Direction, MemKind } from '../model.js';
+import { gbps, severityOf, sum, type RuleCheck } from './shared.js';
 
 export const managedFaults: RuleCheck = (ctx) => {
   const f = ctx.model.faults;
@@ -41,6 +39,7 @@ export const managedFaults: RuleCheck = (ctx) => {
     estimatedSavingNs: saving,
     savingHow: `migration and GPU fault time minus moving the same bytes in bulk at ${ctx.pinnedRate(Direction.HtoD)} GB/s (a prefetch)`,
     evidence,
-    change: 'Prefetch managed ranges before the kernels that use them (cudaMemPrefetchAsync / hipMemPrefetchAsync) and back before the CPU reads them; advise read-mostly data (SetReadMostly) and a preferred location to stop ping-pong. On AMD, with XNACK off, managed memory does not migrate on fault: prefetch or use device memory.',
+    change:
+      'Prefetch managed ranges before the kernels that use them (cudaMemPrefetchAsync / hipMemPrefetchAsync) and back before the CPU reads them; advise read-mostly data (SetReadMostly) and a preferred location to stop ping-pong. On AMD, with XNACK off, managed memory does not migrate on fault: prefetch or use device memory.',
   };
 };

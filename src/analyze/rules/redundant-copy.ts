@@ -1,9 +1,7 @@
 /** redundant-copy: the same data copied again. */
-import { formatBytes, formatNs, KiB, MiB, GiB } from '../../units.js';
-import type { AnalysisContext } from '../context.js';
-import { coveredWithin, unionLength, unionOf } from '../intervals.js';
-import { Api, AllocLevel, Direction, DIRECTIONS, MemKind, classifyApi, type AggregateApi } from '../model.js';
-import { aggregateFinding, gbps, opsOf, pct, RECURRING, runtimeByThread, severityOf, sizeList, SMALL_COPY_BYTES, SMALL_COPY_COUNT, steadyFrom, sum, SYNC_STORM_COUNT, type RuleCheck } from './shared.js';
+import { formatBytes, KiB } from '../../units.js';
+import { Direction } from '../model.js';
+import { RECURRING, severityOf, sum, type RuleCheck } from './shared.js';
 
 export const redundantCopy: RuleCheck = (ctx) => {
   const c = ctx.model.copies;
@@ -17,7 +15,13 @@ export const redundantCopy: RuleCheck = (ctx) => {
     if (g) g.push(i);
     else groups.set(key, [i]);
   }
-  if (withAddr === 0) return ctx.copyCount > 0 ? { notApplicable: 'the trace does not record the host address of copies, so the same buffer uploaded again cannot be told from new data of the same size' } : undefined;
+  if (withAddr === 0)
+    return ctx.copyCount > 0
+      ? {
+          notApplicable:
+            'the trace does not record the host address of copies, so the same buffer uploaded again cannot be told from new data of the same size',
+        }
+      : undefined;
   const again = [...groups.values()].filter((g) => g.length >= RECURRING && c.get(g[0]!, 'bytes') >= 64 * KiB);
   if (again.length === 0) return undefined;
   const repeats = again.flatMap((g) => g.slice(1));
@@ -30,7 +34,9 @@ export const redundantCopy: RuleCheck = (ctx) => {
     timeNs: t,
     estimatedSavingNs: t,
     savingHow: 'the time of every upload of a buffer after its first (if its contents did not change, which the trace cannot show)',
-    evidence: again.slice(0, 5).map((g) => `host buffer 0x${c.get(g[0]!, 'hostAddr').toString(16)} (${formatBytes(c.get(g[0]!, 'bytes'))}) uploaded ${g.length} times`),
+    evidence: again
+      .slice(0, 5)
+      .map((g) => `host buffer 0x${c.get(g[0]!, 'hostAddr').toString(16)} (${formatBytes(c.get(g[0]!, 'bytes'))}) uploaded ${g.length} times`),
     change: 'Keep data that does not change on the device (upload once, reuse the device tensor); if it changes partly, upload only the changed part.',
   };
 };

@@ -1,7 +1,7 @@
 /** What the rules share: their thresholds, the rule type, and helpers to word evidence. */
-import { formatBytes, formatNs, KiB, MiB, GiB } from '../../units.js';
+import { formatBytes, formatNs, KiB } from '../../units.js';
 import type { AnalysisContext } from '../context.js';
-import { Api, AllocLevel, Direction, DIRECTIONS, MemKind, classifyApi, type AggregateApi } from '../model.js';
+import type { AggregateApi } from '../model.js';
 import type { Finding, Severity } from '../result.js';
 
 /** A finding as a rule returns it: the rule's id is stamped on it by the registry (rules/index.ts). */
@@ -42,7 +42,10 @@ export function opsOf(ctx: AnalysisContext, idx: number[]): string | undefined {
     if (op >= 0) counts.set(ctx.model.opNames[op]!, (counts.get(ctx.model.opNames[op]!) ?? 0) + 1);
   }
   if (counts.size === 0) return undefined;
-  return [...counts.entries()].sort((a, b) => b[1] - a[1]).map(([n, k]) => `${n} (${k}×)`).join(', ');
+  return [...counts.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .map(([n, k]) => `${n} (${k}×)`)
+    .join(', ');
 }
 
 export function sum(idx: number[], f: (i: number) => number): number {
@@ -84,4 +87,3 @@ export function runtimeByThread(ctx: AnalysisContext): Map<number, number[]> {
 export function steadyFrom(ctx: AnalysisContext): number {
   return ctx.span[0] + 0.2 * ctx.spanNs;
 }
-

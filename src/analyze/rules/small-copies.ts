@@ -1,9 +1,8 @@
 /** small-copies: many small copies, each paying the per-copy cost. */
-import { formatBytes, formatNs, KiB, MiB, GiB } from '../../units.js';
-import type { AnalysisContext } from '../context.js';
-import { coveredWithin, unionLength, unionOf } from '../intervals.js';
-import { Api, AllocLevel, Direction, DIRECTIONS, MemKind, classifyApi, type AggregateApi } from '../model.js';
-import { aggregateFinding, gbps, opsOf, pct, RECURRING, runtimeByThread, severityOf, sizeList, SMALL_COPY_BYTES, SMALL_COPY_COUNT, steadyFrom, sum, SYNC_STORM_COUNT, type RuleCheck } from './shared.js';
+import { formatBytes, formatNs } from '../../units.js';
+import { coveredWithin } from '../intervals.js';
+import { Direction } from '../model.js';
+import { opsOf, severityOf, sizeList, SMALL_COPY_BYTES, SMALL_COPY_COUNT, sum, type RuleCheck } from './shared.js';
 
 export const smallCopies: RuleCheck = (ctx) => {
   const c = ctx.model.copies;
@@ -54,6 +53,7 @@ export const smallCopies: RuleCheck = (ctx) => {
     estimatedSavingNs: saving,
     savingHow: `copy-engine plus issuing time of the small copies, minus one copy per burst (${bursts.length}): ${ctx.floorText(Direction.HtoD)}, the burst's bytes at the pinned rate, and the median issuing call`,
     evidence,
-    change: 'Pack small tensors into one buffer (torch.cat into a preallocated pinned staging tensor, or one struct) and copy it once per step; keep scalars such as counters, masks or learning rates on the device instead of uploading them.',
+    change:
+      'Pack small tensors into one buffer (torch.cat into a preallocated pinned staging tensor, or one struct) and copy it once per step; keep scalars such as counters, masks or learning rates on the device instead of uploading them.',
   };
 };

@@ -1,9 +1,7 @@
 /** sync-copy: copies that block the host. */
-import { formatBytes, formatNs, KiB, MiB, GiB } from '../../units.js';
-import type { AnalysisContext } from '../context.js';
-import { coveredWithin, unionLength, unionOf } from '../intervals.js';
-import { Api, AllocLevel, Direction, DIRECTIONS, MemKind, classifyApi, type AggregateApi } from '../model.js';
-import { aggregateFinding, gbps, opsOf, pct, RECURRING, runtimeByThread, severityOf, sizeList, SMALL_COPY_BYTES, SMALL_COPY_COUNT, steadyFrom, sum, SYNC_STORM_COUNT, type RuleCheck } from './shared.js';
+import { formatNs } from '../../units.js';
+import { Api } from '../model.js';
+import { RECURRING, severityOf, sum, type RuleCheck } from './shared.js';
 
 export const syncCopy: RuleCheck = (ctx) => {
   const r = ctx.model.runtime;
@@ -18,7 +16,8 @@ export const syncCopy: RuleCheck = (ctx) => {
     bytes: null,
     timeNs: t,
     estimatedSavingNs: t,
-    savingHow: 'host time spent inside synchronous memcpy calls, which an asynchronous copy returns immediately from (an upper bound: the host may have nothing else to do)',
+    savingHow:
+      'host time spent inside synchronous memcpy calls, which an asynchronous copy returns immediately from (an upper bound: the host may have nothing else to do)',
     evidence: [`${idx.length} synchronous memcpy calls (cudaMemcpy / hipMemcpy and kin) held the host ${formatNs(t)}`],
     change: 'Use cudaMemcpyAsync / hipMemcpyAsync on a stream, from pinned memory, and wait on an event only when the data is needed.',
   };

@@ -1,9 +1,7 @@
 /** sync-storm: many blocking host synchronisations. */
-import { formatBytes, formatNs, KiB, MiB, GiB } from '../../units.js';
-import type { AnalysisContext } from '../context.js';
-import { coveredWithin, unionLength, unionOf } from '../intervals.js';
-import { Api, AllocLevel, Direction, DIRECTIONS, MemKind, classifyApi, type AggregateApi } from '../model.js';
-import { aggregateFinding, gbps, opsOf, pct, RECURRING, runtimeByThread, severityOf, sizeList, SMALL_COPY_BYTES, SMALL_COPY_COUNT, steadyFrom, sum, SYNC_STORM_COUNT, type RuleCheck } from './shared.js';
+import { formatNs } from '../../units.js';
+import { Api } from '../model.js';
+import { aggregateFinding, runtimeByThread, severityOf, SYNC_STORM_COUNT, type RuleCheck } from './shared.js';
 
 export const syncStorm: RuleCheck = (ctx) => {
   const r = ctx.model.runtime;
@@ -31,7 +29,13 @@ export const syncStorm: RuleCheck = (ctx) => {
   const agg = ctx.model.aggregateApis.filter((a) => /Synchronize$|signal_wait/i.test(a.name));
   if (n === 0 && agg.length > 0) {
     if (agg.reduce((s, a) => s + a.calls, 0) < SYNC_STORM_COUNT) return undefined;
-    return aggregateFinding('medium', 'Many host synchronisations (from aggregate statistics)', agg, 'which synchronisations wait on copies', 'Synchronise once per step at most: non_blocking copies from pinned memory, events instead of stream or device synchronisation, metrics read back every N steps.');
+    return aggregateFinding(
+      'medium',
+      'Many host synchronisations (from aggregate statistics)',
+      agg,
+      'which synchronisations wait on copies',
+      'Synchronise once per step at most: non_blocking copies from pinned memory, events instead of stream or device synchronisation, metrics read back every N steps.',
+    );
   }
   if (n < SYNC_STORM_COUNT) return undefined;
   const items = (ctx.model.cpuOps.get('aten::item') ?? 0) + (ctx.model.cpuOps.get('aten::tolist') ?? 0);
@@ -47,8 +51,10 @@ export const syncStorm: RuleCheck = (ctx) => {
     bytes: null,
     timeNs: blockedNs,
     estimatedSavingNs: afterCopyNs,
-    savingHow: 'the host time blocked in the synchronisations that directly follow a copy call (overlaps the pageable-copy and small-copies savings: not additive)',
+    savingHow:
+      'the host time blocked in the synchronisations that directly follow a copy call (overlaps the pageable-copy and small-copies savings: not additive)',
     evidence,
-    change: 'Copy with non_blocking=True from pinned memory; accumulate losses and metrics on the device and call .item() / .cpu() every N steps, not every step; where order matters, record an event and wait on it instead of synchronising the stream or device.',
+    change:
+      'Copy with non_blocking=True from pinned memory; accumulate losses and metrics on the device and call .item() / .cpu() every N steps, not every step; where order matters, record an event and wait on it instead of synchronising the stream or device.',
   };
 };

@@ -8,7 +8,16 @@ import { NativeBackend, nativeCapabilities, type DeviceAttributeIds } from '../n
 import type { RtcCompiler } from '../native/rtc.js';
 import { RUNTIME_FLAGS, type StatusTable } from '../native/runtime-api.js';
 import { memLocation } from '../native/ffi.js';
-import { loadCuda, NVML_ERROR_INSUFFICIENT_SIZE, NVML_MEMORY_BYTES, NVML_MEMORY_V2_BYTES, NVML_MEMORY_V2_VERSION, NVML_PROCESS_INFO_BYTES, NVML_SUCCESS, type CudaBindings } from './ffi.js';
+import {
+  loadCuda,
+  NVML_ERROR_INSUFFICIENT_SIZE,
+  NVML_MEMORY_BYTES,
+  NVML_MEMORY_V2_BYTES,
+  NVML_MEMORY_V2_VERSION,
+  NVML_PROCESS_INFO_BYTES,
+  NVML_SUCCESS,
+  type CudaBindings,
+} from './ffi.js';
 
 /** CUDA status codes (driver_types.h; the driver API's CUresult agrees for these). */
 export const CUDA_STATUS: StatusTable = {
@@ -171,7 +180,10 @@ class CudaBackend extends NativeBackend {
   private nvmlProcesses(fn: string, handle: number): ProcessMemoryUse[] | undefined {
     const call = this.b.nvml![fn];
     if (!call) return undefined;
-    const list = readRecords((buf, count) => call(handle, count, buf) as number, NVML_PROCESS_INFO_BYTES, { success: NVML_SUCCESS, insufficient: NVML_ERROR_INSUFFICIENT_SIZE });
+    const list = readRecords((buf, count) => call(handle, count, buf) as number, NVML_PROCESS_INFO_BYTES, {
+      success: NVML_SUCCESS,
+      insufficient: NVML_ERROR_INSUFFICIENT_SIZE,
+    });
     if (!list) return undefined;
     const out: ProcessMemoryUse[] = [];
     for (let i = 0; i < list.count; i++) {

@@ -4,7 +4,7 @@
  */
 import type { LibraryRecord } from '../backend.js';
 import { cudaLibraryDirs } from '../library-search.js';
-import { declare, loadLibrary, tryLoadLibrary, VMM_LAYOUT_OK, type NativeFn } from '../native/ffi.js';
+import { declare, loadLibrary, tryLoadLibrary, vmmLayoutOk, type NativeFn } from '../native/ffi.js';
 import { RTC_PROTOTYPES, RUNTIME_PROTOTYPES } from '../native/runtime-api.js';
 
 /** Runtime prototypes whose signature changed in CUDA 13 (a location struct instead of a device id). */
@@ -100,9 +100,17 @@ export function loadCuda(): CudaBindings {
   const nvrtcNames = [`libnvrtc.so.${major}`, 'libnvrtc.so.13', 'libnvrtc.so.12', 'libnvrtc.so'].filter((n, i, a) => a.indexOf(n) === i);
   const nvrtcLib = tryLoadLibrary({ envVar: 'GPUMEM_LIBNVRTC', names: nvrtcNames, dirs: cudaLibraryDirs('nvrtc') }, 'compiler', 'cuda');
   const nvrtc = nvrtcLib.loaded
-    ? declare(nvrtcLib.loaded.lib, [...RTC_PROTOTYPES, 'int {P}GetCUBINSize(uintptr_t prog, _Out_ size_t *size)', 'int {P}GetCUBIN(uintptr_t prog, void *buf)'], 'nvrtc')
+    ? declare(
+        nvrtcLib.loaded.lib,
+        [...RTC_PROTOTYPES, 'int {P}GetCUBINSize(uintptr_t prog, _Out_ size_t *size)', 'int {P}GetCUBIN(uintptr_t prog, void *buf)'],
+        'nvrtc',
+      )
     : undefined;
-  const nvmlLib = tryLoadLibrary({ envVar: 'GPUMEM_LIBNVML', names: ['libnvidia-ml.so.1', 'libnvidia-ml.so'], dirs: cudaLibraryDirs('nvml') }, 'management', 'cuda');
+  const nvmlLib = tryLoadLibrary(
+    { envVar: 'GPUMEM_LIBNVML', names: ['libnvidia-ml.so.1', 'libnvidia-ml.so'], dirs: cudaLibraryDirs('nvml') },
+    'management',
+    'cuda',
+  );
   const nvml = nvmlLib.loaded ? declare(nvmlLib.loaded.lib, NVML_PROTOTYPES) : undefined;
   return {
     rt,
@@ -111,7 +119,7 @@ export function loadCuda(): CudaBindings {
     nvml,
     runtimeVersion,
     locationStruct,
-    vmmLayoutOk: VMM_LAYOUT_OK,
+    vmmLayoutOk: vmmLayoutOk(),
     libraries: [cudart.record, driverLib.record, nvrtcLib.record, nvmlLib.record],
   };
 }

@@ -5,7 +5,7 @@
  */
 import type { LibraryRecord } from '../backend.js';
 import { rocmLibraryDirs } from '../library-search.js';
-import { declare, loadLibrary, tryLoadLibrary, VMM_LAYOUT_OK, type NativeFn } from '../native/ffi.js';
+import { declare, loadLibrary, tryLoadLibrary, vmmLayoutOk, type NativeFn } from '../native/ffi.js';
 import { RTC_PROTOTYPES, RUNTIME_PROTOTYPES } from '../native/runtime-api.js';
 
 const HIP_ONLY_PROTOTYPES = [
@@ -104,11 +104,15 @@ export function loadHip(): HipBindings {
     }
   }
   const rsmiLib = tryLoadLibrary(
-    { envVar: 'GPUMEM_LIBROCM_SMI', names: ['librocm_smi64.so.7', 'librocm_smi64.so.6', 'librocm_smi64.so.5', 'librocm_smi64.so.1', 'librocm_smi64.so'], dirs: rocmLibraryDirs() },
+    {
+      envVar: 'GPUMEM_LIBROCM_SMI',
+      names: ['librocm_smi64.so.7', 'librocm_smi64.so.6', 'librocm_smi64.so.5', 'librocm_smi64.so.1', 'librocm_smi64.so'],
+      dirs: rocmLibraryDirs(),
+    },
     'management',
     'hip',
   );
   libraries.push(rsmiLib.record);
   const rsmi = rsmiLib.loaded ? declare(rsmiLib.loaded.lib, RSMI_PROTOTYPES) : undefined;
-  return { rt, rtc, runtimeVersion: v[0]!, vmmLayoutOk: VMM_LAYOUT_OK, rsmi, libraries };
+  return { rt, rtc, runtimeVersion: v[0]!, vmmLayoutOk: vmmLayoutOk(), rsmi, libraries };
 }

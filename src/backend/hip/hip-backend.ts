@@ -151,13 +151,21 @@ class HipBackend extends NativeBackend {
     if (status !== RSMI_STATUS_SUCCESS) return { ...super.memoryUse(device), note: `rsmi_dev_memory_*_get: ${this.rsmiError(status)}` };
     const totalBytes = Number(total[0]);
     const usedBytes = Number(used[0]);
-    return { name: this.deviceName(device), totalBytes, usedBytes, freeBytes: Math.max(0, totalBytes - usedBytes), processes: this.rsmiProcesses(dv), source: 'rocm-smi' };
+    return {
+      name: this.deviceName(device),
+      totalBytes,
+      usedBytes,
+      freeBytes: Math.max(0, totalBytes - usedBytes),
+      processes: this.rsmiProcesses(dv),
+      source: 'rocm-smi',
+    };
   }
 
   /** The ROCm SMI index of a HIP device, or why there is none. */
   private rsmiDevice(device: number): number | string {
     const r = this.b.rsmi;
-    if (!r?.rsmi_init || !r.rsmi_num_monitor_devices || !r.rsmi_dev_pci_id_get || !r.rsmi_dev_memory_total_get || !r.rsmi_dev_memory_usage_get) return 'ROCm SMI (librocm_smi64) not found';
+    if (!r?.rsmi_init || !r.rsmi_num_monitor_devices || !r.rsmi_dev_pci_id_get || !r.rsmi_dev_memory_total_get || !r.rsmi_dev_memory_usage_get)
+      return 'ROCm SMI (librocm_smi64) not found';
     return this.rsmi.handle(device, () => {
       const bus = this.pciBusId(device);
       const want = bus === undefined ? undefined : bdfId(bus);

@@ -81,7 +81,10 @@ class HostBackend implements Backend {
   private disposed = false;
   private readonly mem: HostMemoryResolver;
 
-  constructor(private readonly devices: number, private readonly capacity: number) {
+  constructor(
+    private readonly devices: number,
+    private readonly capacity: number,
+  ) {
     this.used = new Array<number>(devices).fill(0);
     // Handle 0 is the default ("null") stream; the host has one for all devices.
     const nullStream = new HostQueue(0);

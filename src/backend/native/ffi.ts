@@ -3,36 +3,67 @@
  * from signature templates, host views, callbacks and kernel-argument packing. Only files named ffi.ts under
  * backend/ import koffi.
  */
-import koffi, { type LibraryHandle } from 'koffi';
+import { createRequire } from 'node:module';
+import type { LibraryHandle, TypeObject } from 'koffi';
 import { BackendUnavailableError } from '../../errors.js';
 import type { KernelArg, LibraryRecord } from '../backend.js';
 import { libraryCandidates, mappedPathOf, realPath, type LibrarySpec } from '../library-search.js';
 
-/**
- * Structs of the virtual memory API and of CUDA 13's prefetch/advise. CUDA (cuda.h, driver_types.h of 13.0) and HIP
- * (hip_runtime_api.h of 6.x) lay them out identically; the offsets below were read from those headers with offsetof
- * and are checked against koffi's layout when this module loads.
- */
-const MemLocation = koffi.struct('GpumemMemLocation', { type: 'int', id: 'int' });
-const AllocFlags = koffi.struct('GpumemMemAllocFlags', { compressionType: 'uint8', gpuDirectRDMACapable: 'uint8', usage: 'uint16', reserved: koffi.array('uint8', 4) });
-const AllocationProp = koffi.struct('GpumemMemAllocationProp', {
-  type: 'int',
-  requestedHandleTypes: 'int',
-  location: MemLocation,
-  win32HandleMetaData: 'void *',
-  allocFlags: AllocFlags,
-});
-const AccessDesc = koffi.struct('GpumemMemAccessDesc', { location: MemLocation, flags: 'int' });
+type Koffi = typeof import('koffi').default;
+let loaded: Koffi | undefined;
 
-/** True when koffi lays the structs out as the headers do (8, 32 and 12 bytes, fields at the headers' offsets). */
-export const VMM_LAYOUT_OK =
-  koffi.sizeof(MemLocation) === 8 &&
-  koffi.sizeof(AllocationProp) === 32 &&
-  koffi.offsetof(AllocationProp, 'location') === 8 &&
-  koffi.offsetof(AllocationProp, 'win32HandleMetaData') === 16 &&
-  koffi.offsetof(AllocationProp, 'allocFlags') === 24 &&
-  koffi.sizeof(AccessDesc) === 12 &&
-  koffi.offsetof(AccessDesc, 'flags') === 8;
+/**
+ * koffi itself, loaded on first use: importing gpumem loads no native addon until a CUDA or HIP backend is opened
+ * (the planner, the analyzer and the host backend never need one).
+ */
+export function koffiModule(): Koffi {
+  if (!loaded) {
+    loaded = createRequire(import.meta.url)('koffi') as Koffi;
+    declareStructs(loaded);
+  }
+  return loaded;
+}
+
+let vmmLayout = false;
+let hostFnType: TypeObject | undefined;
+
+/**
+ * Structs of the virtual memory API and of CUDA 13's prefetch/advise, declared once by name so that prototypes can
+ * use them. CUDA (cuda.h, driver_types.h of 13.0) and HIP (hip_runtime_api.h of 6.x) lay them out identically; the
+ * offsets below were read from those headers with offsetof and are checked against koffi's layout here.
+ */
+function declareStructs(koffi: Koffi): void {
+  const MemLocation = koffi.struct('GpumemMemLocation', { type: 'int', id: 'int' });
+  const AllocFlags = koffi.struct('GpumemMemAllocFlags', {
+    compressionType: 'uint8',
+    gpuDirectRDMACapable: 'uint8',
+    usage: 'uint16',
+    reserved: koffi.array('uint8', 4),
+  });
+  const AllocationProp = koffi.struct('GpumemMemAllocationProp', {
+    type: 'int',
+    requestedHandleTypes: 'int',
+    location: MemLocation,
+    win32HandleMetaData: 'void *',
+    allocFlags: AllocFlags,
+  });
+  const AccessDesc = koffi.struct('GpumemMemAccessDesc', { location: MemLocation, flags: 'int' });
+  vmmLayout =
+    koffi.sizeof(MemLocation) === 8 &&
+    koffi.sizeof(AllocationProp) === 32 &&
+    koffi.offsetof(AllocationProp, 'location') === 8 &&
+    koffi.offsetof(AllocationProp, 'win32HandleMetaData') === 16 &&
+    koffi.offsetof(AllocationProp, 'allocFlags') === 24 &&
+    koffi.sizeof(AccessDesc) === 12 &&
+    koffi.offsetof(AccessDesc, 'flags') === 8;
+  hostFnType = koffi.pointer(koffi.proto('void GpumemHostFn(void *user)'));
+}
+
+/** True when koffi lays the VMM structs out as the headers do (8, 32 and 12 bytes, fields at the headers' offsets). */
+export function vmmLayoutOk(): boolean {
+  koffiModule();
+  return vmmLayout;
+}
 
 /** A cudaMemLocation / CUmemLocation / hipMemLocation value (type 1 = device, 2 = host). */
 export function memLocation(type: number, id: number): { type: number; id: number } {
@@ -69,7 +100,7 @@ export function loadLibrary(spec: LibrarySpec, role: LibraryRecord['role'], back
   const tried: string[] = [];
   for (const c of libraryCandidates(spec)) {
     try {
-      const lib = koffi.load(c.path);
+      const lib = koffiModule().load(c.path);
       const path = c.viaLoader ? mappedPathOf(c.name) : realPath(c.path);
       return { lib, record: { role, name: c.name, path, envVar: spec.envVar, loaded: true } };
     } catch (e) {
@@ -120,12 +151,12 @@ export function declare(lib: LibraryHandle, prototypes: readonly string[], prefi
 
 /** The bytes of native memory at an address, without copying. Valid only while the memory is allocated. */
 export function viewOf(address: number, bytes: number): ArrayBuffer {
-  return koffi.view(BigInt(address), bytes);
+  return koffiModule().view(BigInt(address), bytes);
 }
 
 /** The address of a JS ArrayBuffer's backing store. */
 export function addressOf(buffer: ArrayBuffer): number {
-  return Number(koffi.address(buffer));
+  return Number(koffiModule().address(buffer));
 }
 
 /** A C string read from a NUL-terminated buffer. */
@@ -134,16 +165,15 @@ export function cString(buf: Buffer): string {
   return buf.toString('utf8', 0, end < 0 ? buf.length : end);
 }
 
-const hostFnType = koffi.pointer(koffi.proto('void GpumemHostFn(void *user)'));
-
 /** A native function pointer that calls `fn` on the JS thread; release it with {@link unregisterCallback}. */
 export function registerHostCallback(fn: () => void): bigint {
-  return koffi.register(fn, hostFnType) as unknown as bigint;
+  const koffi = koffiModule();
+  return koffi.register(fn, hostFnType!) as unknown as bigint;
 }
 
 /** Releases a pointer made by {@link registerHostCallback}. */
 export function unregisterCallback(ptr: bigint): void {
-  koffi.unregister(ptr);
+  koffiModule().unregister(ptr);
 }
 
 /** Kernel arguments as an array of buffers, each holding one argument's bytes (cuLaunchKernel's kernelParams). */
@@ -188,5 +218,3 @@ export function packKernelArgs(args: readonly KernelArg[]): Buffer[] {
     }
   });
 }
-
-export { koffi };

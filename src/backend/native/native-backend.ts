@@ -4,7 +4,7 @@
  * declared. The vendor subclasses add what differs: device facts, allocation flags, prefetch and advice
  * signatures, the compiler and module loader.
  */
-import { BackendUnavailableError, ErrorCode, GpuError, OutOfMemoryError } from '../../errors.js';
+import { ErrorCode, GpuError, OutOfMemoryError } from '../../errors.js';
 import type {
   Address,
   Backend,
@@ -64,7 +64,10 @@ export interface NativeParts {
 }
 
 /** What each vendor decides itself: kernels (which compiler and loader it has) and the AMD-only memory kinds. */
-export type VendorCapabilities = Pick<BackendCapabilities, 'kernels' | 'fineGrainedDeviceMemory' | 'uncachedDeviceMemory' | 'coherentHostMemory' | 'numaHostMemory'>;
+export type VendorCapabilities = Pick<
+  BackendCapabilities,
+  'kernels' | 'fineGrainedDeviceMemory' | 'uncachedDeviceMemory' | 'coherentHostMemory' | 'numaHostMemory'
+>;
 
 /** A runtime's capabilities: what both vendors' runtimes derive alike from their functions, plus the vendor's own. */
 export function nativeCapabilities(rt: Record<string, NativeFn>, virtualMemory: boolean, vendor: VendorCapabilities): BackendCapabilities {
@@ -174,7 +177,13 @@ export abstract class NativeBackend implements Backend {
    * codes of another API (CUDA's driver API) whose numbers agree with the runtime's for the cases handled here.
    */
   protected fail(status: number, call: string, names?: (status: number) => string): GpuError {
-    const { error, sticky } = errorForStatus(this.name, this.status, status, call, names ? { name: names(status), text: '' } : this.statusNames.describe(status));
+    const { error, sticky } = errorForStatus(
+      this.name,
+      this.status,
+      status,
+      call,
+      names ? { name: names(status), text: '' } : this.statusNames.describe(status),
+    );
     if (sticky) this.unusable = sticky;
     return error;
   }
@@ -337,11 +346,15 @@ export abstract class NativeBackend implements Backend {
     }
     const where = device === undefined ? 'host' : `device ${device}`;
     const room = freeBytes !== undefined ? ` (${freeBytes} bytes free of ${totalBytes})` : '';
-    return new OutOfMemoryError(`out of memory: ${what} of ${bytes} bytes on ${where}${room}: ${e.message}`, { requestedBytes: bytes, device, freeBytes, totalBytes }, {
-      backend: this.name,
-      status: e.status,
-      statusName: e.statusName,
-    });
+    return new OutOfMemoryError(
+      `out of memory: ${what} of ${bytes} bytes on ${where}${room}: ${e.message}`,
+      { requestedBytes: bytes, device, freeBytes, totalBytes },
+      {
+        backend: this.name,
+        status: e.status,
+        statusName: e.statusName,
+      },
+    );
   }
 
   protected abstract deviceMallocStatus(out: number[], bytes: number, flags: DeviceMallocFlags): number;
@@ -638,7 +651,8 @@ export abstract class NativeBackend implements Backend {
 
   compile(device: number, source: KernelSource): CompiledModule {
     this.guard();
-    if (!this.rtc) throw this.unsupported(`run-time compilation: no compiler library was found (${this.libraries.find((l) => l.role === 'compiler')?.envVar ?? ''})`);
+    if (!this.rtc)
+      throw this.unsupported(`run-time compilation: no compiler library was found (${this.libraries.find((l) => l.role === 'compiler')?.envVar ?? ''})`);
     let target = this.archs.get(device);
     const t = this.compileTarget(device);
     if (!target) this.archs.set(device, (target = t.arch));

@@ -32,10 +32,14 @@ export function compileSource(rtc: RtcCompiler, source: KernelSource, arch: stri
   const f = rtc.fns;
   const prog = [0];
   const fail = (status: number, call: string, log?: string): GpuError =>
-    new GpuError(ErrorCode.COMPILE_FAILED, `${call} failed for ${source.name} (${arch}): ${(f.GetErrorString!(status) as string) ?? status}${log ? `\n${log}` : ''}`, {
-      backend: rtc.backend,
-      status,
-    });
+    new GpuError(
+      ErrorCode.COMPILE_FAILED,
+      `${call} failed for ${source.name} (${arch}): ${(f.GetErrorString!(status) as string) ?? status}${log ? `\n${log}` : ''}`,
+      {
+        backend: rtc.backend,
+        status,
+      },
+    );
   let status = f.CreateProgram!(prog, source.source, `${source.name}.cu`, 0, null, null) as number;
   if (status !== 0) throw fail(status, 'CreateProgram');
   try {

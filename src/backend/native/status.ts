@@ -43,7 +43,11 @@ export function errorForStatus(
   const opts = { backend, status, statusName: described.name };
   const message = `${call} failed: ${described.name}${described.text ? ` (${described.text})` : ''}`;
   if (table.sticky.includes(status)) {
-    const error = new GpuError(ErrorCode.DEVICE_UNUSABLE, `${message}; the ${backend} device context is corrupt and the backend can no longer be used (restart the process)`, opts);
+    const error = new GpuError(
+      ErrorCode.DEVICE_UNUSABLE,
+      `${message}; the ${backend} device context is corrupt and the backend can no longer be used (restart the process)`,
+      opts,
+    );
     return { error, sticky: message };
   }
   if (table.outOfMemory.includes(status)) return { error: new OutOfMemoryError(message, { requestedBytes: NaN }, opts), sticky: undefined };

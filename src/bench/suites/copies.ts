@@ -22,7 +22,10 @@ function reps(ctx: BenchContext, bytes: number, pageable: boolean): number {
 }
 
 /** A prepared copy as a timing op: checked once, one native call per run (as the native yardstick's loop). */
-const prep = (c: { run(): void }): (() => void) => () => c.run();
+const prep =
+  (c: { run(): void }): (() => void) =>
+  () =>
+    c.run();
 
 let seedCounter = 1;
 const nextSeed = (): number => (seedCounter = (seedCounter * 1103515245 + 12345) >>> 0);
@@ -78,9 +81,29 @@ export async function copyTests(ctx: BenchContext, max: number): Promise<void> {
     ctx.progress(`copies: ${bytes} bytes`);
     for (const [kind, h] of hostKinds) {
       const pg = kind === 'pageable';
-      await measure(ctx, { test: 'copy', direction: 'HtoD', srcKind: kind, dstKind: 'device', engine: 'copy-engine', bytes }, h, a, bytes, b, prep(rt.prepareCopy(a, h, { bytes, stream })), 'one-way', reps(ctx, bytes, pg));
+      await measure(
+        ctx,
+        { test: 'copy', direction: 'HtoD', srcKind: kind, dstKind: 'device', engine: 'copy-engine', bytes },
+        h,
+        a,
+        bytes,
+        b,
+        prep(rt.prepareCopy(a, h, { bytes, stream })),
+        'one-way',
+        reps(ctx, bytes, pg),
+      );
       if (kind === 'pinned-wc') continue; // the host should only write write-combined memory
-      await measure(ctx, { test: 'copy', direction: 'DtoH', srcKind: 'device', dstKind: kind, engine: 'copy-engine', bytes }, a, h, bytes, b, prep(rt.prepareCopy(h, a, { bytes, stream })), 'one-way', reps(ctx, bytes, pg));
+      await measure(
+        ctx,
+        { test: 'copy', direction: 'DtoH', srcKind: 'device', dstKind: kind, engine: 'copy-engine', bytes },
+        a,
+        h,
+        bytes,
+        b,
+        prep(rt.prepareCopy(h, a, { bytes, stream })),
+        'one-way',
+        reps(ctx, bytes, pg),
+      );
     }
     // Both directions at once: HtoD on the context stream, DtoH on a second stream, timed from the first start to the last end.
     for (const [kind, up, down] of [
@@ -93,18 +116,40 @@ export async function copyTests(ctx: BenchContext, max: number): Promise<void> {
       ctx.rt.fill(b, 0, { bytes, stream });
       const upCopy = rt.prepareCopy(b, up, { bytes, stream });
       const downCopy = rt.prepareCopy(down, a, { bytes, stream: s2 });
-      const ms = await ctx.timeDevice(() => {
-        eStart.record(stream);
-        s2.waitEvent(eStart);
-        upCopy.run();
-        downCopy.run();
-        eDone.record(s2);
-        stream.waitEvent(eDone);
-      }, reps(ctx, bytes, kind === 'pageable'), 3, stream, kind !== 'pageable');
+      const ms = await ctx.timeDevice(
+        () => {
+          eStart.record(stream);
+          s2.waitEvent(eStart);
+          upCopy.run();
+          downCopy.run();
+          eDone.record(s2);
+          stream.waitEvent(eDone);
+        },
+        reps(ctx, bytes, kind === 'pageable'),
+        3,
+        stream,
+        kind !== 'pageable',
+      );
       const ok = (await ctx.verifyPattern(b, seed, bytes)) && (await ctx.verifyPattern(down, seed, bytes, b));
-      ctx.addBandwidth({ test: 'copy', direction: 'bidirectional', srcKind: kind, dstKind: 'device', engine: 'copy-engine', bytes }, ms, 2 * bytes, 'both-directions', ok);
+      ctx.addBandwidth(
+        { test: 'copy', direction: 'bidirectional', srcKind: kind, dstKind: 'device', engine: 'copy-engine', bytes },
+        ms,
+        2 * bytes,
+        'both-directions',
+        ok,
+      );
     }
-    await measure(ctx, { test: 'copy', direction: 'DtoD', srcKind: 'device', dstKind: 'device', engine: 'copy-engine', bytes }, a, b, bytes, undefined, prep(rt.prepareCopy(b, a, { bytes, stream })), 'read+write', reps(ctx, bytes, false));
+    await measure(
+      ctx,
+      { test: 'copy', direction: 'DtoD', srcKind: 'device', dstKind: 'device', engine: 'copy-engine', bytes },
+      a,
+      b,
+      bytes,
+      undefined,
+      prep(rt.prepareCopy(b, a, { bytes, stream })),
+      'read+write',
+      reps(ctx, bytes, false),
+    );
     if (ctx.module && bytes % 16 === 0) {
       const v = bytes / 16;
       const g = ctx.grid(16, v, 512);
@@ -112,10 +157,50 @@ export async function copyTests(ctx: BenchContext, max: number): Promise<void> {
         const launch = ctx.module!.kernel('copy_v16').prepare({ grid: g, block: 512, stream }, dst, src, v);
         return () => launch.launch();
       };
-      await measure(ctx, { test: 'sm-copy', direction: 'HtoD', srcKind: 'pinned', dstKind: 'device', engine: 'sm', bytes }, pinned, a, bytes, b, k(a, pinned), 'one-way', reps(ctx, bytes, false));
-      await measure(ctx, { test: 'sm-copy', direction: 'DtoH', srcKind: 'device', dstKind: 'pinned', engine: 'sm', bytes }, a, pinned, bytes, b, k(pinned, a), 'one-way', reps(ctx, bytes, false));
-      await measure(ctx, { test: 'sm-copy', direction: 'HtoD', srcKind: 'mapped', dstKind: 'device', engine: 'sm', bytes }, mapped, a, bytes, b, k(a, mapped), 'one-way', reps(ctx, bytes, false));
-      await measure(ctx, { test: 'sm-copy', direction: 'DtoD', srcKind: 'device', dstKind: 'device', engine: 'sm', bytes }, a, b, bytes, undefined, k(b, a), 'read+write', reps(ctx, bytes, false));
+      await measure(
+        ctx,
+        { test: 'sm-copy', direction: 'HtoD', srcKind: 'pinned', dstKind: 'device', engine: 'sm', bytes },
+        pinned,
+        a,
+        bytes,
+        b,
+        k(a, pinned),
+        'one-way',
+        reps(ctx, bytes, false),
+      );
+      await measure(
+        ctx,
+        { test: 'sm-copy', direction: 'DtoH', srcKind: 'device', dstKind: 'pinned', engine: 'sm', bytes },
+        a,
+        pinned,
+        bytes,
+        b,
+        k(pinned, a),
+        'one-way',
+        reps(ctx, bytes, false),
+      );
+      await measure(
+        ctx,
+        { test: 'sm-copy', direction: 'HtoD', srcKind: 'mapped', dstKind: 'device', engine: 'sm', bytes },
+        mapped,
+        a,
+        bytes,
+        b,
+        k(a, mapped),
+        'one-way',
+        reps(ctx, bytes, false),
+      );
+      await measure(
+        ctx,
+        { test: 'sm-copy', direction: 'DtoD', srcKind: 'device', dstKind: 'device', engine: 'sm', bytes },
+        a,
+        b,
+        bytes,
+        undefined,
+        k(b, a),
+        'read+write',
+        reps(ctx, bytes, false),
+      );
     }
   }
 }

@@ -49,7 +49,13 @@ export async function streamTests(ctx: BenchContext, max: number): Promise<void>
     rt.fill(z, 0, { stream });
     const ms = await ctx.timeDevice(run, reps);
     const got = await head(ctx, z, 512);
-    ctx.addBandwidth({ test: 'stream', direction: name, srcKind: 'device', dstKind: 'device', engine: 'sm', bytes }, ms, arrays * bytes, 'read+write', got.every(check));
+    ctx.addBandwidth(
+      { test: 'stream', direction: name, srcKind: 'device', dstKind: 'device', engine: 'sm', bytes },
+      ms,
+      arrays * bytes,
+      'read+write',
+      got.every(check),
+    );
   }
   // Read-only and write-only, 16-byte accesses.
   const v = bytes / 16;
@@ -87,7 +93,13 @@ export async function cacheSweep(ctx: BenchContext, max: number): Promise<void> 
     const reps = Math.max(1, Math.min(1 << 20, Math.round(perLaunch / (w * grid))));
     const ms = await ctx.timeDevice(ctx.prepared('read_blocks', grid, [buf, v, reps, sink], stream, 512), ctx.options.quick ? 5 : 10, 1);
     const intact = (await head(ctx, buf, 8)).every((d) => d === X);
-    ctx.addBandwidth({ test: 'cache', direction: 'read', srcKind: 'device', dstKind: 'device', engine: 'sm', bytes: w }, ms, w * reps * grid, 'one-way', intact);
+    ctx.addBandwidth(
+      { test: 'cache', direction: 'read', srcKind: 'device', dstKind: 'device', engine: 'sm', bytes: w },
+      ms,
+      w * reps * grid,
+      'one-way',
+      intact,
+    );
   }
 }
 
@@ -105,7 +117,13 @@ export async function accessTests(ctx: BenchContext, max: number): Promise<void>
     ctx.checkAbort();
     const n = Math.floor(bytes / 4 / stride);
     const ms = await ctx.timeDevice(ctx.prepared('strided_read', ctx.grid(16, n), [a, n, stride, sink]), reps);
-    ctx.addBandwidth({ test: 'access', direction: `stride-${stride * 4}B`, srcKind: 'device', dstKind: 'device', engine: 'sm', bytes: n * 4 }, ms, n * 4, 'useful-bytes', true);
+    ctx.addBandwidth(
+      { test: 'access', direction: `stride-${stride * 4}B`, srcKind: 'device', dstKind: 'device', engine: 'sm', bytes: n * 4 },
+      ms,
+      n * 4,
+      'useful-bytes',
+      true,
+    );
   }
   // Aligned and misaligned 4-byte copies: offsetting both pointers by 4 bytes breaks 128-byte alignment.
   const words = bytes / 4 - 1;
@@ -116,7 +134,10 @@ export async function accessTests(ctx: BenchContext, max: number): Promise<void>
     const seed = 0x5eed + off;
     await ctx.fillPattern(a, seed, bytes);
     rt.fill(b, 0, { stream });
-    const ms = await ctx.timeDevice(ctx.prepared('copy_u32', ctx.grid(16, words), [{ allocation: b, offset: off }, { allocation: a, offset: off }, words]), reps);
+    const ms = await ctx.timeDevice(
+      ctx.prepared('copy_u32', ctx.grid(16, words), [{ allocation: b, offset: off }, { allocation: a, offset: off }, words]),
+      reps,
+    );
     // Check the copied words against the source (the copy skipped word 0 when offset).
     using hA = rt.allocPinned(4096);
     using hB = rt.allocPinned(4096);
@@ -127,7 +148,13 @@ export async function accessTests(ctx: BenchContext, max: number): Promise<void>
     const ub = hB.typed(Uint32Array);
     let ok = true;
     for (let i = off / 4; i < 1024; i++) ok &&= ua[i] === ub[i];
-    ctx.addBandwidth({ test: 'access', direction: label, srcKind: 'device', dstKind: 'device', engine: 'sm', bytes: words * 4 }, ms, 2 * words * 4, 'read+write', ok);
+    ctx.addBandwidth(
+      { test: 'access', direction: label, srcKind: 'device', dstKind: 'device', engine: 'sm', bytes: words * 4 },
+      ms,
+      2 * words * 4,
+      'read+write',
+      ok,
+    );
   }
   // Random gather: out[i] = data[idx[i]], idx a random permutation.
   const n = Math.min(bytes / 4, ctx.host ? 1 << 18 : ctx.options.quick ? 1 << 22 : 1 << 24);
@@ -153,7 +180,13 @@ export async function accessTests(ctx: BenchContext, max: number): Promise<void>
   const o = hOut.typed(Uint32Array);
   let ok = true;
   for (let i = 0; i < 1024; i++) ok &&= o[i] === (Math.imul(perm[i]!, 2654435761 | 0) ^ 77) >>> 0;
-  ctx.addBandwidth({ test: 'access', direction: 'random-gather', srcKind: 'device', dstKind: 'device', engine: 'sm', bytes: n * 4 }, ms, 3 * n * 4, 'read+write+index', ok);
+  ctx.addBandwidth(
+    { test: 'access', direction: 'random-gather', srcKind: 'device', dstKind: 'device', engine: 'sm', bytes: n * 4 },
+    ms,
+    3 * n * 4,
+    'read+write+index',
+    ok,
+  );
 }
 
 /** Dependent-load latency: one thread follows a random cycle through a working set, one 128-byte line per hop. */
@@ -194,6 +227,10 @@ export async function latencyTests(ctx: BenchContext, max: number): Promise<void
     rt.copy(o, out, { stream });
     await stream.synchronize();
     const ok = o.typed(BigUint64Array)[0] === BigInt(p);
-    ctx.addLatency({ test: 'latency', direction: 'pointer-chase', srcKind: 'device', dstKind: 'device', engine: 'sm', bytes: w }, ms.map((t) => (t * 1000) / steps), ok);
+    ctx.addLatency(
+      { test: 'latency', direction: 'pointer-chase', srcKind: 'device', dstKind: 'device', engine: 'sm', bytes: w },
+      ms.map((t) => (t * 1000) / steps),
+      ok,
+    );
   }
 }

@@ -89,9 +89,21 @@ export async function zeroCopyTests(ctx: BenchContext, max: number): Promise<voi
   m.view().fill(0x3f);
   const reps = ctx.options.quick ? 5 : 10;
   const rd = await ctx.timeDevice(ctx.prepared('read_only', ctx.grid(16, v), [m, v, 1, sink]), reps);
-  ctx.addBandwidth({ test: 'zero-copy', direction: 'kernel-read', srcKind: 'mapped', dstKind: 'device', engine: 'sm', bytes }, rd, bytes, 'one-way', m.view()[bytes - 1] === 0x3f);
+  ctx.addBandwidth(
+    { test: 'zero-copy', direction: 'kernel-read', srcKind: 'mapped', dstKind: 'device', engine: 'sm', bytes },
+    rd,
+    bytes,
+    'one-way',
+    m.view()[bytes - 1] === 0x3f,
+  );
   const wr = await ctx.timeDevice(ctx.prepared('write_only', ctx.grid(16, v), [m, v, 0x4242424242424242n]), reps);
   await stream.synchronize();
   const w = m.typed(BigUint64Array);
-  ctx.addBandwidth({ test: 'zero-copy', direction: 'kernel-write', srcKind: 'device', dstKind: 'mapped', engine: 'sm', bytes }, wr, bytes, 'one-way', w[0] === 0x4242424242424242n && w[w.length - 2] === 0x4242424242424242n);
+  ctx.addBandwidth(
+    { test: 'zero-copy', direction: 'kernel-write', srcKind: 'device', dstKind: 'mapped', engine: 'sm', bytes },
+    wr,
+    bytes,
+    'one-way',
+    w[0] === 0x4242424242424242n && w[w.length - 2] === 0x4242424242424242n,
+  );
 }

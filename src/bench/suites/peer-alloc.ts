@@ -45,7 +45,13 @@ export async function peerTests(rt: Runtime, ctxs: BenchContext[], max: number):
         const oneWay = rt.prepareCopy(b, a, { stream: src.stream });
         const one = await src.timeDevice(() => oneWay.run(), reps);
         const ok1 = await dst.verifyPattern(b, seed, bytes);
-        src.addBandwidth({ test: 'peer', direction: 'one-way', srcKind: 'device', dstKind: 'device', engine: 'copy-engine', bytes, peerAccess: access, peer: j }, one, bytes, 'one-way', ok1);
+        src.addBandwidth(
+          { test: 'peer', direction: 'one-way', srcKind: 'device', dstKind: 'device', engine: 'copy-engine', bytes, peerAccess: access, peer: j },
+          one,
+          bytes,
+          'one-way',
+          ok1,
+        );
         rt.fill(a2, 0);
         rt.fill(b, 0);
         const back = rt.prepareCopy(a2, b2, { stream: sj });
@@ -58,7 +64,13 @@ export async function peerTests(rt: Runtime, ctxs: BenchContext[], max: number):
           src.stream.waitEvent(done);
         }, reps);
         const ok2 = (await dst.verifyPattern(b, seed, bytes)) && (await src.verifyPattern(a2, seed, bytes));
-        src.addBandwidth({ test: 'peer', direction: 'bidirectional', srcKind: 'device', dstKind: 'device', engine: 'copy-engine', bytes, peerAccess: access, peer: j }, both, 2 * bytes, 'both-directions', ok2);
+        src.addBandwidth(
+          { test: 'peer', direction: 'bidirectional', srcKind: 'device', dstKind: 'device', engine: 'copy-engine', bytes, peerAccess: access, peer: j },
+          both,
+          2 * bytes,
+          'both-directions',
+          ok2,
+        );
       }
     }
   }
@@ -75,42 +87,58 @@ export async function allocTests(ctx: BenchContext): Promise<void> {
     // The host backend allocates real, zeroed JS memory: fewer repeats keep it short.
     const scale = ctx.host ? 0.1 : 1;
     const n = Math.max(3, Math.round((quick ? 50 : 200) * scale));
-    const dm = await ctx.timeHost(() => {
-      for (let i = 0; i < n; i++) rt.backend.free(dev.index, rt.backend.malloc(dev.index, bytes));
-    }, quick ? 5 : 10);
+    const dm = await ctx.timeHost(
+      () => {
+        for (let i = 0; i < n; i++) rt.backend.free(dev.index, rt.backend.malloc(dev.index, bytes));
+      },
+      quick ? 5 : 10,
+    );
     const driverRow = ctx.addLatency(row('device', 'driver'), us(dm, n), true);
     if (!ctx.host && bytes < 2 * MiB) {
       // Measured on H200s (docs/gpu-runs/session10/h): the same loop in a process with no other small allocation
       // cost about 20 times more; our reading is that the driver maps and unmaps the chunk holding small blocks.
-      driverRow.note = 'other small device allocations stay alive meanwhile (the bench holds some); a program whose only small allocation comes and goes pays far more per pair (the driver seemingly maps and unmaps a chunk each time)';
+      driverRow.note =
+        'other small device allocations stay alive meanwhile (the bench holds some); a program whose only small allocation comes and goes pays far more per pair (the driver seemingly maps and unmaps a chunk each time)';
     }
     if (rt.backend.capabilities.streamOrderedAllocator) {
       const na = Math.max(10, Math.round((quick ? 2000 : 20000) * scale));
-      const am = await ctx.timeHost(() => {
-        for (let i = 0; i < na; i++) rt.backend.freeAsync(rt.backend.mallocAsync(dev.index, bytes, stream.handle), stream.handle);
-      }, quick ? 5 : 10);
+      const am = await ctx.timeHost(
+        () => {
+          for (let i = 0; i < na; i++) rt.backend.freeAsync(rt.backend.mallocAsync(dev.index, bytes, stream.handle), stream.handle);
+        },
+        quick ? 5 : 10,
+      );
       await stream.synchronize();
       ctx.addLatency(row('device', 'stream-ordered'), us(am, na), true);
     }
     const np = Math.max(2, Math.round((quick ? 5 : 20) * scale));
-    const pm = await ctx.timeHost(() => {
-      for (let i = 0; i < np; i++) rt.backend.hostFree(rt.backend.hostAlloc(dev.index, bytes, { portable: true }));
-    }, quick ? 3 : 5);
+    const pm = await ctx.timeHost(
+      () => {
+        for (let i = 0; i < np; i++) rt.backend.hostFree(rt.backend.hostAlloc(dev.index, bytes, { portable: true }));
+      },
+      quick ? 3 : 5,
+    );
     ctx.addLatency(row('pinned', 'driver'), us(pm, np), true);
     if (rt.backend.capabilities.managedMemory) {
       const nm = Math.max(3, Math.round((quick ? 20 : 100) * scale));
-      const mm = await ctx.timeHost(() => {
-        for (let i = 0; i < nm; i++) rt.backend.free(dev.index, rt.backend.mallocManaged(dev.index, bytes, false));
-      }, quick ? 3 : 5);
+      const mm = await ctx.timeHost(
+        () => {
+          for (let i = 0; i < nm; i++) rt.backend.free(dev.index, rt.backend.mallocManaged(dev.index, bytes, false));
+        },
+        quick ? 3 : 5,
+      );
       ctx.addLatency(row('managed', 'driver'), us(mm, nm), true);
     }
     // gpumem's pool: a cache hit (after the first allocation filled the cache), allocate + deallocate from TypeScript.
     using pool = new CachingPool(new DeviceResource(dev));
     pool.deallocate(pool.allocate(bytes, { stream }), bytes, { stream });
     const nh = 100_000;
-    const hm = await ctx.timeHost(() => {
-      for (let i = 0; i < nh; i++) pool.deallocate(pool.allocate(bytes, { stream }), bytes, { stream });
-    }, quick ? 10 : 30);
+    const hm = await ctx.timeHost(
+      () => {
+        for (let i = 0; i < nh; i++) pool.deallocate(pool.allocate(bytes, { stream }), bytes, { stream });
+      },
+      quick ? 10 : 30,
+    );
     ctx.addLatency(row('device', 'gpumem-pool'), us(hm, nh), pool.stats().cacheMisses === 1);
   }
   // The pool's free lists with many live blocks: a hit should cost the same at 1k, 10k and 100k (O(log n)).
@@ -122,10 +150,17 @@ export async function allocTests(ctx: BenchContext): Promise<void> {
     for (let i = 0; i < live; i++) held.push(pool.allocate(4096 + (i % 64) * 256, { stream }));
     for (let i = 0; i < live; i += 2) pool.deallocate(held[i]!, 4096 + (i % 64) * 256, { stream });
     const nh = 50_000;
-    const hm = await ctx.timeHost(() => {
-      for (let i = 0; i < nh; i++) pool.deallocate(pool.allocate(5000, { stream }), 5000, { stream });
-    }, quick ? 10 : 30);
-    ctx.addLatency({ test: 'alloc', direction: `allocate+free, ${live} live blocks`, srcKind: 'device', dstKind: 'device', engine: 'gpumem-pool', bytes: 5000 }, us(hm, nh), true);
+    const hm = await ctx.timeHost(
+      () => {
+        for (let i = 0; i < nh; i++) pool.deallocate(pool.allocate(5000, { stream }), 5000, { stream });
+      },
+      quick ? 10 : 30,
+    );
+    ctx.addLatency(
+      { test: 'alloc', direction: `allocate+free, ${live} live blocks`, srcKind: 'device', dstKind: 'device', engine: 'gpumem-pool', bytes: 5000 },
+      us(hm, nh),
+      true,
+    );
   }
 }
 

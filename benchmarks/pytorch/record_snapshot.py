@@ -1,0 +1,57 @@
+"""Records PyTorch caching-allocator snapshots with device traces while training, as fixtures for gpumem pool replay.
+
+Run on a GPU machine:  python3 benchmarks/pytorch/record_snapshot.py OUTDIR
+Trains a GPT-2 (124M) and a small Llama-style model for a few AdamW steps with torch.cuda.memory._record_memory_history
+(no stack frames, to keep the files small) and writes OUTDIR/<name>.snapshot.json.gz: the dict that
+torch.cuda.memory._snapshot() returns (segments, device_traces), as JSON.
+"""
+import gzip
+import json
+import os
+import sys
+
+import torch
+from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig
+
+RUNS = {
+    "gpt2-train": (lambda: GPT2Config(n_embd=768, n_layer=12, n_head=12, n_positions=1024, vocab_size=50257), 8, 512),
+    "llama-mini-train": (lambda: LlamaConfig(hidden_size=1024, num_hidden_layers=16, num_attention_heads=16, num_key_value_heads=4,
+                                             intermediate_size=2816, vocab_size=32000, tie_word_embeddings=False), 4, 1024),
+}
+
+
+def run(name, outdir):
+    make, batch, seq = RUNS[name]
+    torch.cuda.empty_cache()
+    torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=400000)
+    cfg = make()
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa").cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for step in range(4):
+        # a different sequence length each step, as real data loaders give, so that block sizes vary
+        s = seq - 64 * (step % 3)
+        x = torch.randint(0, cfg.vocab_size, (batch, s), device="cuda")
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(input_ids=x, labels=x).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+    snap = torch.cuda.memory._snapshot()
+    torch.cuda.memory._record_memory_history(enabled=None)
+    path = os.path.join(outdir, f"{name}.snapshot.json.gz")
+    with gzip.open(path, "wt", compresslevel=9) as f:
+        json.dump(snap, f, default=str)
+    events = sum(len(t) for t in snap.get("device_traces", []))
+    print(f"{name}: {len(snap['segments'])} segments, {events} trace events, {os.path.getsize(path)} bytes; "
+          f"peak reserved {torch.cuda.max_memory_reserved()} allocated {torch.cuda.max_memory_allocated()}", file=sys.stderr)
+    del model, opt
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+
+
+if __name__ == "__main__":
+    out = sys.argv[1] if len(sys.argv) > 1 else "."
+    os.makedirs(out, exist_ok=True)
+    for n in RUNS:
+        run(n, out)

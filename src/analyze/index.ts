@@ -1,0 +1,14 @@
+/**
+ * `gpumem/analyze`: profiler and allocator traces turned into findings. Pure TypeScript: importing it loads no GPU
+ * library and no native addon (reading an Nsight Systems SQLite export loads better-sqlite3 when it is used).
+ *
+ * ```ts
+ * import { analyzeFiles } from 'gpumem/analyze';
+ * const result = await analyzeFiles(['trace.pt.trace.json.gz']);
+ * ```
+ */
+export { analyzeFiles, analyzeModel, loadTraces, detectTraceFormat, TRACE_FORMATS, type TraceFormat, type AnalyzeOptions } from './analyze.js';
+export { defaultRates, ratesFromBench, type CopyRates } from './bandwidth.js';
+export { timelineOf, type Timeline, type TimelineBar } from './timeline.js';
+export type { AnalyzeResult, Finding, Severity, Summary, CopyGroup } from './result.js';
+export { RULES, type Rule } from './rules/index.js';
