@@ -95,6 +95,9 @@ test('the nsys export and the rocprofv3 JSON of the same run give the same findi
   );
   assert.equal(j.summary.devices[0]?.name, 'AMD Instinct MI300X (gfx942)');
   assert.match(j.summary.rates.source, /MI300X/);
+  // An AMD device gets a share of its link that was measured on an NVIDIA GPU: the output says it is an assumption, and whose.
+  assert.equal(j.summary.rates.assumed, true);
+  assert.match(j.summary.rates.source, /^assumed: .*measured on an NVIDIA H200 \(not measured on any AMD GPU\)/);
 });
 
 test('rocprofv3 CSV: sizes and host kinds are not recorded, so those rules say they cannot judge; sync-storm still fires', async () => {
@@ -161,6 +164,7 @@ test('gpumem analyze --json prints the documented shape; --from-bench takes the 
     assert.ok(Array.isArray(f.evidence) && f.evidence.length > 0);
   }
   assert.match(j.summary.rates.source, /h200-bench\.json: pinned copies of \d+ bytes measured by gpumem bench/);
+  assert.equal(j.summary.rates.assumed, false);
   const text = await runCli(['analyze', TUNED]);
   assert.equal(text.code, 0, text.err);
   assert.match(text.out, /copies \(GB\/s = 1e9/);

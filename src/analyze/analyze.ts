@@ -4,6 +4,8 @@
  * Pure TypeScript: no GPU library is loaded.
  */
 import { BadInputError } from '../errors.js';
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { headBytes, sniffText, fileSize } from '../input/files.js';
 import { defaultRates, ratesFromBench, type CopyRates } from './bandwidth.js';
 import { AnalysisContext } from './context.js';
@@ -64,15 +66,93 @@ export interface AnalyzeOptions {
   progress?: (file: string, done: number, total: number) => void;
 }
 
+/** Formats that record the same activity (kernels, copies, API calls), each with its own clock. */
+const PROFILER_FORMATS: readonly TraceFormat[] = ['kineto', 'rocprofv3-json', 'rocprof-csv', 'nsys-sqlite'];
+/** Which profiler format a folder's files are read in when it holds several: the one that records the most. */
+const FOLDER_PREFERENCE: readonly TraceFormat[] = ['rocprofv3-json', 'nsys-sqlite', 'kineto', 'rocprof-csv'];
+
+/** The files under a folder, depth first, in name order. */
+function filesUnder(dir: string, depth = 0): string[] {
+  if (depth > 4) return [];
+  const out: string[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    const st = statSync(p);
+    if (st.isDirectory()) out.push(...filesUnder(p, depth + 1));
+    else if (st.isFile() && st.size > 0) out.push(p);
+  }
+  return out;
+}
+
 /**
- * Imports trace files into one model.
+ * The trace files to read and their formats. A folder (what `rocprofv3 -d DIR` writes: DIR/HOST/PID_*.csv and .json)
+ * gives the traces it holds, in one profiler format (the richer one when the tool wrote two; a note says so) and
+ * skips the rest. Files named on the command line must not mix profiler formats: two recordings of one run would
+ * double every count, and their clocks differ.
+ * @throws BadInputError naming the files.
+ */
+export function traceInputs(paths: readonly string[], forced?: TraceFormat): { inputs: Array<{ file: string; format: TraceFormat }>; notes: string[] } {
+  const inputs: Array<{ file: string; format: TraceFormat }> = [];
+  const notes: string[] = [];
+  for (const path of paths) {
+    let isDir = false;
+    try {
+      isDir = statSync(path).isDirectory();
+    } catch {
+      throw new BadInputError('cannot read the file (does it exist?)', path);
+    }
+    if (!isDir) {
+      inputs.push({ file: path, format: forced ?? detectTraceFormat(path) });
+      continue;
+    }
+    const found: Array<{ file: string; format: TraceFormat }> = [];
+    let skipped = 0;
+    for (const file of filesUnder(path)) {
+      try {
+        found.push({ file, format: forced ?? detectTraceFormat(file) });
+      } catch {
+        skipped++;
+      }
+    }
+    const profilers = FOLDER_PREFERENCE.filter((f) => found.some((x) => x.format === f));
+    const keep = profilers[0];
+    const kept = found.filter((x) => !PROFILER_FORMATS.includes(x.format) || x.format === keep);
+    if (kept.length === 0) throw new BadInputError(`the folder holds no trace gpumem reads (${skipped} other files)`, path);
+    if (profilers.length > 1)
+      notes.push(
+        `${path}: the folder holds the run in ${profilers.join(' and ')}; read as ${keep} (${kept.length} files), the rest left out so that nothing is counted twice`,
+      );
+    if (skipped > 0) notes.push(`${path}: ${skipped} files that are not traces were skipped`);
+    inputs.push(...kept);
+  }
+  const formats = [...new Set(inputs.map((x) => x.format).filter((f) => PROFILER_FORMATS.includes(f)))];
+  if (formats.length > 1) {
+    const list = formats
+      .map(
+        (f) =>
+          `${f}: ${inputs
+            .filter((x) => x.format === f)
+            .map((x) => x.file)
+            .join(', ')}`,
+      )
+      .join('; ');
+    throw new BadInputError(
+      `the files are profiler traces in ${formats.length} formats (${list}). Two tools' recordings of one run would count every copy twice, and each has its own clock: analyze one format at a time`,
+    );
+  }
+  return { inputs, notes };
+}
+
+/**
+ * Imports trace files (or the folders a profiler wrote) into one model.
  * @throws BadInputError naming the file and what is wrong with it.
  */
 export async function loadTraces(files: readonly string[], options: AnalyzeOptions = {}): Promise<TraceModel> {
   if (files.length === 0) throw new BadInputError('no trace files given');
   const model = new TraceModel();
-  for (const file of files) {
-    const format = options.format ?? detectTraceFormat(file);
+  const { inputs, notes } = traceInputs(files, options.format);
+  for (const n of notes) model.note(n);
+  for (const { file, format } of inputs) {
     const total = fileSize(file);
     const progress = (n: number): void => options.progress?.(file, n, total);
     try {

@@ -13,9 +13,14 @@ export interface CopyRates {
   DtoH: number;
   /** Where the figures come from. */
   source: string;
+  /**
+   * True when the figures were not measured on the machine the trace comes from (built-in figures): the output then
+   * says that the savings rest on an assumption, and whose.
+   */
+  assumed: boolean;
 }
 
-/** Pinned copies on an H200 (PCIe 5.0 x16) at 1 GiB, `gpumem bench` session 4 (docs/gpu-runs/session4/bench.json). */
+/** Pinned copies on an H200 (PCIe 5.0 x16) at 1 GiB, measured by `gpumem bench` (fixtures/bench/h200-bench.json). */
 const H200_MEASURED = { HtoD: 55.5, DtoH: 55.4 };
 /** What those measured figures are of the theoretical 63 GB/s link: the factor applied to other devices' links. */
 export const LINK_EFFICIENCY = 0.88;
@@ -37,20 +42,27 @@ export function gpuForDeviceName(name: string): GpuSpec | undefined {
 export function defaultRates(deviceName: string | undefined): CopyRates {
   const g = deviceName ? gpuForDeviceName(deviceName) : undefined;
   if (g?.name === 'NVIDIA H200')
-    return { ...H200_MEASURED, source: 'built in: pinned copies measured by gpumem bench on an H200, PCIe 5.0 x16 (55.5 / 55.4 GB/s)' };
+    return {
+      ...H200_MEASURED,
+      assumed: true,
+      source:
+        'assumed: pinned copies that gpumem bench measured on another NVIDIA H200, PCIe 5.0 x16 (55.5 / 55.4 GB/s); pass --from-bench with a bench of this machine',
+    };
   if (g) {
     const r = +(g.hostLinkGBps * LINK_EFFICIENCY).toFixed(1);
     return {
       HtoD: r,
       DtoH: r,
-      source: `built in: ${LINK_EFFICIENCY * 100}% of the ${g.name}'s ${g.hostLinkGBps} GB/s host link (the share gpumem bench measured on an H200)`,
+      assumed: true,
+      source: `assumed: ${LINK_EFFICIENCY * 100}% of the ${g.name}'s ${g.hostLinkGBps} GB/s host link, the share of its link that gpumem bench measured on an NVIDIA H200 (not measured on ${g.vendor === 'amd' ? 'any AMD GPU' : `a ${g.name}`}); pass --from-bench with a bench of this machine`,
     };
   }
   const r = +(31.5 * LINK_EFFICIENCY).toFixed(1);
   return {
     HtoD: r,
     DtoH: r,
-    source: `built in: ${deviceName ? `device "${deviceName}" is not in gpumem's catalogue` : 'the trace does not name its device'}, so ${LINK_EFFICIENCY * 100}% of a PCIe 4.0 x16 link (31.5 GB/s); measure it with gpumem bench --json and pass --from-bench`,
+    assumed: true,
+    source: `assumed: ${deviceName ? `device "${deviceName}" is not in gpumem's catalogue` : 'the trace does not name its device'}, so ${LINK_EFFICIENCY * 100}% of a PCIe 4.0 x16 link (31.5 GB/s); measure it with gpumem bench --json and pass --from-bench`,
   };
 }
 
@@ -69,6 +81,7 @@ export function ratesFromBench(file: string, device = 0): CopyRates {
   return {
     HtoD: h.medianGBps,
     DtoH: d.medianGBps,
+    assumed: false,
     source: `${file}: pinned copies of ${h.bytes} bytes measured by gpumem bench on ${dev?.name ?? `device ${index}`} (${report.environment.date.slice(0, 10)})`,
   };
 }

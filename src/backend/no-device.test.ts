@@ -26,6 +26,11 @@ for (const name of ['cuda', 'hip'] as const) {
     assert.equal(rt.backend.name, name);
     assert.equal(rt.devices.length, 0);
     assert.match(rt.backend.noDeviceReason() ?? '', /NoDevice|InsufficientDriver|NotInitialized/);
+    const driver = rt.backend.libraries.find((l) => l.role === 'driver');
+    if (name === 'cuda' && driver && !driver.loaded) {
+      // The toolkit without a driver: "insufficient driver" would read as a broken driver; say that none is installed.
+      assert.match(rt.backend.noDeviceReason() ?? '', /^no NVIDIA driver is installed \(libcuda\.so\.1 was not found/);
+    }
     const runtime = rt.backend.libraries.find((l) => l.role === 'runtime');
     assert.ok(runtime?.loaded && runtime.path, 'the runtime library has a resolved path');
     assert.ok(rt.backend.runtimeVersion, 'the runtime reports its version');

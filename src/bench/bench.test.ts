@@ -105,7 +105,7 @@ test('Ctrl-C stops the bench, frees what it allocated, and exits 130', async () 
   assert.match(err, /every allocation was freed/);
 });
 
-test('gpumem report on the host backend says so at the top, and its advice carries measured figures', async () => {
+test('gpumem report on the host backend prints its measurements and says that a GPU strategy needs a GPU', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'gpumem-report-'));
   try {
     const html = join(dir, 'report.html');
@@ -113,28 +113,23 @@ test('gpumem report on the host backend says so at the top, and its advice carri
     assert.equal(r.code, 0, r.err);
     const report = JSON.parse(r.out) as Report;
     assert.equal(report.schema, 'gpumem.report/1');
-    assert.match(report.hostNotice ?? '', /host backend/);
+    assert.match(report.hostNotice ?? '', /host backend.*needs GPU figures/);
     assert.equal(report.bench.environment.mode, 'quick');
-    const items = report.advice[0]!.items;
-    const ids = items.map((a) => a.id);
-    for (const id of ['pin-staging-buffers', 'batch-small-copies', 'pool-allocations', 'memory-roofline']) assert.ok(ids.includes(id), id);
-    for (const a of items) {
-      assert.ok(a.evidence.length > 0, `${a.id} has evidence`);
-      assert.ok(a.workloads.length > 0);
-      for (const e of a.evidence) assert.ok(a.recommendation.includes(e.value >= 100 ? e.value.toFixed(0) : '') || a.title.length > 0);
-    }
+    assert.ok(report.bench.results.length > 10, 'the measurements are there');
+    assert.deepEqual(report.advice, [], 'no strategy drawn from CPU memcpy figures');
     const text = await run(['report', '--backend', 'host', '--max-size', '1MiB']);
     assert.equal(text.code, 0);
     assert.ok(text.out.startsWith('NOTE: No GPU was found'), text.out.slice(0, 80));
-    for (const w of ['training:', 'inference:', 'preprocessing:']) assert.ok(text.out.includes(w), w);
-    if (!CHROMIUM) return;
+    assert.match(text.out, /== strategy ==\nNo strategy on the host backend: it needs figures measured on a GPU\./);
+    assert.doesNotMatch(text.out, /training:|inference:|preprocessing:/);
+    if (!CHROMIUM) return t.skip('chromium is not installed (.ci/run installs it): the HTML page was written but not opened');
     const page = await inBrowser(html);
     assert.deepEqual(page.errors, []);
     assert.ok(page.canvases >= 2, `canvases: ${page.canvases}`);
     assert.equal(page.charts, page.canvases);
     assert.equal(page.drawn, page.charts, 'every chart has data and painted pixels');
     assert.match(page.text, /host backend/);
-    assert.match(page.text, /Pin staging buffers|Pinned and pageable/);
+    assert.match(page.text, /No strategy on the host backend/);
     const h2d = report.bench.results.find((x) => x.test === 'copy' && x.direction === 'HtoD' && x.srcKind === 'pinned');
     assert.ok(page.text.includes(h2d!.medianGBps!.toFixed(2)), 'the table shows the measured figure');
   } finally {

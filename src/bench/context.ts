@@ -1,6 +1,6 @@
 /**
  * What every bench test shares: the device, a stream, the bench kernels, timing with device events (warm-up, then
- * one event pair per repeat, as the native yardstick times), pattern fill and verification, and the result rows.
+ * one event pair per repeat, as a native CUDA C benchmark times), pattern fill and verification, and the result rows.
  */
 import { ErrorCode, GpuError } from '../errors.js';
 import { BENCH_KERNELS } from '../kernels/bench-kernels.js';
@@ -22,7 +22,7 @@ export interface BenchOptions {
   maxBytes?: number | undefined;
   /**
    * Time each run behind a gate kernel, so that figures are the device's time without the host's submission.
-   * Off by default: the default times as the native yardstick does (see timeDevice).
+   * Off by default: the default times as a native program does (see timeDevice).
    */
   gated?: boolean | undefined;
   signal?: AbortSignal | undefined;
@@ -112,7 +112,7 @@ export class BenchContext implements Disposable {
 
   /**
    * Times `op` with device events: `warmup` runs, then `reps` runs each between two events, each waited for on
-   * this thread, as the native yardstick does. A run then includes the time the host takes to enqueue it when
+   * this thread, as a native benchmark does. A run then includes the time the host takes to enqueue it when
    * that is longer than the device's work (small copies); from JavaScript that is a few microseconds more than
    * from C. With the `gated` option each run waits behind a kernel spinning on a mapped word until the start
    * event, `op` and the end event are all enqueued: the figure is then the device's time (but a copy-engine copy
@@ -125,8 +125,8 @@ export class BenchContext implements Disposable {
   async timeDevice(op: () => void, reps: number, warmup = 3, stream: Stream = this.stream, gated = true): Promise<number[]> {
     this.checkAbort();
     for (let i = 0; i < warmup; i++) op();
-    // The warm-up is waited for on this thread, as the yardstick does: waiting on a worker thread instead made the
-    // small copies timed next 10-20% slower on the H200s (docs/gpu-runs/session10/c, session9/h).
+    // The warm-up is waited for on this thread, as a native benchmark does: waiting on a worker thread instead made
+    // the small copies timed next 10-20% slower on H200s (measured, 4 interleaved runs of each; docs/performance.md).
     stream.waitSync();
     using a = this.dev.createEvent();
     using b = this.dev.createEvent();

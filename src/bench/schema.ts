@@ -46,7 +46,7 @@ export interface BenchEnvironment {
   cpu: string;
   date: string;
   mode: 'quick' | 'full';
-  /** How runs were timed: as the native yardstick (submission included) or gated (device time). */
+  /** How runs were timed: as a native benchmark does (submission included) or gated (device time). */
   timing: 'as-native' | 'gated';
   devices: Array<{
     index: number;

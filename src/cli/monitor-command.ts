@@ -72,6 +72,11 @@ view prints GiB = 2^30.`,
     });
 }
 
+/** Resolves once `monitor` has taken `count` samples since its count was `from` (checked every quarter interval), or on abort. */
+async function untilSamples(monitor: { sampleCount: number }, from: number, count: number, intervalMs: number, signal: AbortSignal): Promise<void> {
+  while (!signal.aborted && monitor.sampleCount - from < count) await sleep(Math.max(25, intervalMs / 4), undefined, { signal }).catch(() => undefined);
+}
+
 export async function runMonitor(opts: MonitorCliOptions, io: Io, interactive = process.stdout.isTTY === true): Promise<void> {
   const { MemoryMonitor } = await import('../monitor/monitor.js');
   const { toPrometheus } = await import('../monitor/prometheus.js');
@@ -80,19 +85,22 @@ export async function runMonitor(opts: MonitorCliOptions, io: Io, interactive = 
   await withRuntime(opts, io, async (rt) => {
     const monitor = new MemoryMonitor(rt, { devices: opts.device });
     const intervalMs = opts.interval * 1000;
+    const limit = opts.once ? 1 : opts.count;
     if (opts.serve) {
       await using server = new MonitorServer(monitor, { port: opts.port, host: opts.host, intervalMs });
       const stop = interruption();
       try {
+        const before = monitor.sampleCount;
         const { url } = await server.listen();
-        io.out(`gpumem monitor: dashboard ${url}  metrics ${url}metrics  (Ctrl-C to stop)\n`);
-        await stop.done;
+        io.out(`gpumem monitor: dashboard ${url}  metrics ${url}metrics  (${limit === undefined ? 'Ctrl-C to stop' : `stops after ${limit} sample(s)`})\n`);
+        // --count / --once: serve until that many samples were taken (the first at start, then one per interval).
+        const counted = limit === undefined ? stop.done : untilSamples(monitor, before, limit, intervalMs, stop.signal);
+        await Promise.race([stop.done, counted]);
       } finally {
         stop.release();
       }
       return;
     }
-    const limit = opts.once ? 1 : opts.count;
     const redraw = interactive && !opts.json && !opts.prometheus && limit !== 1;
     const stop = interruption();
     try {

@@ -105,6 +105,7 @@ export class MemoryMonitor {
   private readonly devices: readonly number[];
   private readonly pools = new Map<string, PoolLike>();
   private readonly historySize: number;
+  private taken = 0;
   private readonly samples: MonitorSample[] = [];
 
   /**
@@ -154,8 +155,14 @@ export class MemoryMonitor {
     if (this.rt.devices.length === 0)
       out.notice = `the ${this.rt.backend.name} backend has no device${this.rt.backend.noDeviceReason() ? ` (${this.rt.backend.noDeviceReason()})` : ''}`;
     this.samples.push(out);
+    this.taken++;
     if (this.samples.length > this.historySize) this.samples.splice(0, this.samples.length - this.historySize);
     return out;
+  }
+
+  /** Samples taken since the monitor was made (the history keeps the last `historySize` of them). */
+  get sampleCount(): number {
+    return this.taken;
   }
 
   /** The samples kept, oldest first. */

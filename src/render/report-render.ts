@@ -9,6 +9,7 @@ export function renderReportText(r: Report): string {
   const out: string[] = [];
   if (r.hostNotice) out.push(`NOTE: ${r.hostNotice}`, '');
   out.push('== this machine ==', renderInfo(r.info), '', '== measured (bench --quick) ==', renderBench(r.bench), '', '== strategy ==');
+  if (r.hostNotice) out.push('No strategy on the host backend: it needs figures measured on a GPU.');
   for (const d of r.advice) {
     out.push(`device ${d.device}:`);
     for (const w of ['training', 'inference', 'preprocessing'] as const) {
@@ -64,7 +65,11 @@ export function renderReportHtml(r: Report): string {
         heading: 'This machine',
         html: htmlTable(['device', 'name', 'arch', 'memory', 'SMs / CUs', 'PCIe link', 'NUMA node', 'concurrent managed access'], devices),
       },
-      { heading: 'Strategy', html: advice || '<p>No advice: nothing was measured.</p>' },
+      {
+        heading: 'Strategy',
+        html:
+          advice || (r.hostNotice ? '<p>No strategy on the host backend: it needs figures measured on a GPU.</p>' : '<p>No advice: nothing was measured.</p>'),
+      },
       ...sections,
     ],
     charts,

@@ -204,6 +204,9 @@ export async function readTrace(file: string, options: { format?: TraceFormat | 
     if (e instanceof BadInputError) throw e;
     throw new BadInputError(`cannot read it: ${(e as Error).message} (truncated or corrupt?)`, file, { cause: e });
   }
+  if (options.device !== undefined && !trace.devices.includes(options.device)) {
+    throw new BadInputError(`--device ${options.device}: the trace holds events of device ${trace.devices.join(', ')} only`, file);
+  }
   if (trace.events.count(EventKind.Alloc) === 0) throw new BadInputError('the trace holds no allocations', file);
   return trace;
 }

@@ -12,23 +12,28 @@ import { collectInfo, type InfoReport } from './info.js';
 export interface Report {
   schema: 'gpumem.report/1';
   backend: string;
-  /** Set on the host backend: the figures are CPU memory, not a GPU's. */
+  /** Set on the host backend: the figures are CPU memory, not a GPU's, and no strategy is drawn from them. */
   hostNotice?: string;
   info: InfoReport;
   bench: BenchReport;
   advice: Array<{ device: number; items: Advice[] }>;
 }
 
+/** What the report says on the host backend, in place of a strategy. */
+export const HOST_NOTICE =
+  'No GPU was found: this report ran on the host backend, so every figure below is CPU memory standing in for a device. A GPU strategy (pinned or pageable staging, batching, managed memory, pools) needs GPU figures: run gpumem report on a machine with a GPU (cuda or hip backend).';
+
+/** Runs the quick bench and draws the strategy from it, per device. */
 export async function buildReport(rt: Runtime, options: Omit<BenchOptions, 'quick'>): Promise<Report> {
   const info = collectInfo(rt);
   const bench = await runBench(rt, { ...options, quick: true });
-  const advice = info.devices
-    .filter((d) => bench.environment.devices.some((e) => e.index === d.index))
-    .map((d) => ({ device: d.index, items: adviseDevice(d, bench) }));
+  const host = rt.backend.name === 'host';
+  // CPU memcpy figures say nothing about PCIe copies, pinned memory or page migration: advice drawn from them would
+  // contradict itself and change from run to run. The host backend prints its measurements and no strategy.
+  const advice = host
+    ? []
+    : info.devices.filter((d) => bench.environment.devices.some((e) => e.index === d.index)).map((d) => ({ device: d.index, items: adviseDevice(d, bench) }));
   const report: Report = { schema: 'gpumem.report/1', backend: rt.backend.name, info, bench, advice };
-  if (rt.backend.name === 'host') {
-    report.hostNotice =
-      'No GPU was found: this report ran on the host backend. Every figure is CPU memory standing in for a device, and the advice below follows from those figures, not from a GPU. Run it on a machine with a GPU (cuda or hip backend) for the real table.';
-  }
+  if (host) report.hostNotice = HOST_NOTICE;
   return report;
 }

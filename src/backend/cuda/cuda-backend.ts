@@ -70,6 +70,19 @@ class CudaBackend extends NativeBackend {
     shutdown: () => void this.b.nvml?.nvmlShutdown?.(),
   });
 
+  /**
+   * cudaErrorInsufficientDriver (35) reads as a broken driver; on a machine without libcuda it means that no NVIDIA
+   * driver is installed at all (the CUDA toolkit alone brings libcudart, not the driver).
+   */
+  protected override explainNoDevice(status: number, described: { name: string; text: string }): string {
+    const plain = super.explainNoDevice(status, described);
+    if (status !== 35) return plain;
+    const driver = this.b.libraries.find((l) => l.role === 'driver');
+    if (driver && !driver.loaded)
+      return `no NVIDIA driver is installed (${driver.name} was not found; the CUDA toolkit's libcudart is there, the driver is not); the runtime answered ${described.name}`;
+    return `the NVIDIA driver is older than this CUDA runtime (${this.runtimeVersion}) needs; the runtime answered ${plain}`;
+  }
+
   constructor(b: CudaBindings) {
     const driverVersion = [0];
     b.rt.DriverGetVersion!(driverVersion);

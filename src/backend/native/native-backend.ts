@@ -234,8 +234,7 @@ export abstract class NativeBackend implements Backend {
     this.guard();
     const status = this.fn.GetDeviceCount!(this.outA) as number;
     if (this.status.noDevice.includes(status)) {
-      const { name, text } = this.statusNames.describe(status);
-      this.noDevice = `${name}${text ? `: ${text}` : ''}`;
+      this.noDevice = this.explainNoDevice(status, this.statusNames.describe(status));
       return 0;
     }
     this.check(status, `${this.name}GetDeviceCount`);
@@ -245,6 +244,11 @@ export abstract class NativeBackend implements Backend {
 
   noDeviceReason(): string | undefined {
     return this.noDevice;
+  }
+
+  /** Why the runtime found no device, in words a user acts on; vendors add what their status alone does not say. */
+  protected explainNoDevice(_status: number, described: { name: string; text: string }): string {
+    return `${described.name}${described.text ? `: ${described.text}` : ''}`;
   }
 
   /** What the runtime tells of a device; fields it cannot tell are absent. */

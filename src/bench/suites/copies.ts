@@ -21,7 +21,7 @@ function reps(ctx: BenchContext, bytes: number, pageable: boolean): number {
   return pageable ? 10 : 20;
 }
 
-/** A prepared copy as a timing op: checked once, one native call per run (as the native yardstick's loop). */
+/** A prepared copy as a timing op: checked once, one native call per run (as a native benchmark's loop). */
 const prep =
   (c: { run(): void }): (() => void) =>
   () =>

@@ -95,7 +95,7 @@ export async function allocTests(ctx: BenchContext): Promise<void> {
     );
     const driverRow = ctx.addLatency(row('device', 'driver'), us(dm, n), true);
     if (!ctx.host && bytes < 2 * MiB) {
-      // Measured on H200s (docs/gpu-runs/session10/h): the same loop in a process with no other small allocation
+      // Measured on H200s (docs/performance.md, allocation): the same loop in a process with no other small allocation
       // cost about 20 times more; our reading is that the driver maps and unmaps the chunk holding small blocks.
       driverRow.note =
         'other small device allocations stay alive meanwhile (the bench holds some); a program whose only small allocation comes and goes pays far more per pair (the driver seemingly maps and unmaps a chunk each time)';
