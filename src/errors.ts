@@ -37,6 +37,12 @@ export const ErrorCode = {
   BAD_INPUT: 'GPUMEM_BAD_INPUT',
   /** The monitor's HTTP server could not listen (the port is in use, or the address cannot be bound). */
   LISTEN_FAILED: 'GPUMEM_LISTEN_FAILED',
+  /** Memory is in use by a transfer still in flight: freeing it is refused until the transfer settles. */
+  BUSY: 'GPUMEM_BUSY',
+  /** A transfer or other long operation stopped because its AbortSignal fired. */
+  ABORTED: 'GPUMEM_ABORTED',
+  /** The call does not fit the object's state (a stream being captured synchronized, a graph launched after disposal). */
+  INVALID_STATE: 'GPUMEM_INVALID_STATE',
 } as const;
 export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -45,3 +45,15 @@ export { KernelModule, Kernel, type LaunchOptions, type LaunchArg, type PointerA
 export { BENCH_KERNELS, patternWord } from './kernels/bench-kernels.js';
 export * from './pool/index.js';
 export * from './monitor/index.js';
+export {
+  Stager,
+  type StagerOptions,
+  type TransferOptions,
+  type TransferResult,
+  type TransferPath,
+} from './transfer/stager.js';
+export type { HostBuffer } from './transfer/host-buffer.js';
+export { transferDefaults, type TransferSettings } from './transfer/defaults.js';
+export type { BatchCopy, BatchResult, PreparedBatch } from './transfer/batch.js';
+export { CapturedGraph, type CaptureScope } from './transfer/graph.js';
+export type { PipelineOptions, PipelineResult, PipelineChunk } from './transfer/pipeline.js';

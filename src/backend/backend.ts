@@ -44,6 +44,10 @@ export interface BackendCapabilities {
   coherentHostMemory: boolean;
   /** AMD: pinned host memory placed on the NUMA node of the current device (hipHostMallocNumaUser). */
   numaHostMemory: boolean;
+  /** Many copies enqueued by one native call (cudaMemcpyBatchAsync from CUDA 12.8, hipMemcpyBatchAsync from ROCm 7.1). */
+  batchCopies: boolean;
+  /** Stream capture into graphs, launched with one call (cudaStreamBeginCapture ... cudaGraphLaunch; hipGraph*). */
+  graphs: boolean;
 }
 
 /** One loaded (or tried) native library. */
@@ -148,6 +152,8 @@ export interface PinnedFlags {
   coherent?: boolean | undefined;
   /** AMD: place the pages on the NUMA node of the current device (hipHostMallocNumaUser). */
   numaUser?: boolean | undefined;
+  /** Place the pages on this host NUMA node (AMD: hipHostMallocNumaUser; elsewhere mbind, then hostRegister). */
+  numaNode?: number | undefined;
 }
 
 /** Flags for device memory. AMD only; CUDA reports them unsupported in its capabilities. */
@@ -211,6 +217,30 @@ export interface CompiledModule {
   cached: boolean;
   compileMs?: number | undefined;
   log?: string | undefined;
+}
+
+/** Copies between host addresses on parallel threads (the chunk copies of a staged transfer). */
+export interface HostCopier {
+  readonly threads: number;
+  /** Copies `bytes` from `src` to `dst` (host addresses, already checked), split over the threads. */
+  copy(dst: Address, src: Address, bytes: number): Promise<void>;
+  /** Waits on this thread for the copies already started, refuses the rest, and stops the threads. Idempotent. */
+  dispose(): void;
+}
+
+/** Where a batched copy's operand lives, as the batch call's location hints name it. */
+export type BatchLocation = { type: 'device'; device: number } | { type: 'host' };
+
+/**
+ * A batch of copies for one native call: addresses and sizes as pairs of 32-bit halves (low, high) per copy, and
+ * runs of copies that share their operands' locations (`first` is the index of a run's first copy).
+ */
+export interface NativeCopyBatch {
+  count: number;
+  dsts: Uint32Array;
+  srcs: Uint32Array;
+  sizes: Uint32Array;
+  runs: ReadonlyArray<{ first: number; src: BatchLocation; dst: BatchLocation }>;
 }
 
 /** Stream creation options. */
@@ -324,6 +354,28 @@ export interface Backend {
   /** Packs kernel arguments once so that repeated launches allocate nothing. */
   packArgs(args: readonly KernelArg[]): unknown;
   launch(fn: Handle, config: LaunchConfig, packed: unknown): void;
+
+  /** Enqueues every copy of `batch` on `stream` with one native call, where `capabilities.batchCopies`. */
+  memcpyBatchAsync(batch: NativeCopyBatch, stream: Handle): void;
+
+  /** A pool of `threads` threads for host-to-host copies (the host backend copies on the JS thread). */
+  createHostCopier(threads: number): HostCopier;
+
+  // Graphs, where `capabilities.graphs`. Capture records the work enqueued on one stream until it ends.
+  beginCapture(stream: Handle): void;
+  /** Ends the capture and answers the graph; after a failed capture the graph is destroyed and this throws. */
+  endCapture(stream: Handle): Handle;
+  instantiateGraph(graph: Handle): Handle;
+  launchGraph(exec: Handle, stream: Handle): void;
+  destroyGraphExec(exec: Handle): void;
+  destroyGraph(graph: Handle): void;
+  /**
+   * During a capture: a host function node that runs `fn` on the JS thread at every launch of the graph. Answers
+   * the function that releases it (call it once the graph is destroyed).
+   */
+  captureHostFunc(stream: Handle, fn: () => void): () => void;
+  /** Counts host functions a launch is about to run, so that blocking calls refuse meanwhile (WOULD_DEADLOCK). */
+  expectHostCalls(count: number): void;
 
   /** The virtual memory API, where `capabilities.virtualMemory`. */
   readonly vmm: VirtualMemoryApi | undefined;

@@ -45,6 +45,10 @@ export interface RowFields {
   bytes: number;
   peerAccess?: boolean;
   peer?: number;
+  /** Transfer rows: host threads and chunk size of the stager, copies in a batch. */
+  threads?: number;
+  chunkBytes?: number;
+  copies?: number;
 }
 
 export class BenchContext implements Disposable {

@@ -14,9 +14,10 @@ import { copyTests } from './suites/copies.js';
 import { accessTests, cacheSweep, latencyTests, streamTests } from './suites/device-memory.js';
 import { managedTests, zeroCopyTests } from './suites/host-visible.js';
 import { allocTests, peerTests } from './suites/peer-alloc.js';
+import { transferTests } from './suites/transfer.js';
 
 /** Test groups, in the order they run. */
-export const BENCH_TESTS = ['copy', 'sm-copy', 'peer', 'managed', 'zero-copy', 'stream', 'cache', 'access', 'latency', 'alloc'] as const;
+export const BENCH_TESTS = ['copy', 'sm-copy', 'peer', 'managed', 'zero-copy', 'stream', 'cache', 'access', 'latency', 'alloc', 'transfer'] as const;
 export type BenchTest = (typeof BENCH_TESTS)[number];
 
 const MiB = 1024 * 1024;
@@ -155,6 +156,7 @@ export async function runBench(rt: Runtime, options: BenchOptions): Promise<Benc
         ['access', only.has('access') && kernels, () => accessTests(ctx, max)],
         ['latency', only.has('latency') && kernels, () => latencyTests(ctx, max)],
         ['alloc', only.has('alloc'), () => allocTests(ctx)],
+        ['transfer', only.has('transfer'), () => transferTests(ctx, max)],
       ];
       for (const [name, wanted, fn] of groups) if (wanted) await guarded(ctx, name, fn);
     }

@@ -34,6 +34,10 @@ export interface BenchResult {
   /** Peer rows: peer access on or off. */
   peerAccess?: boolean;
   peer?: number;
+  /** Transfer rows: the stager's host threads and chunk size; the number of copies a row's bytes were split into. */
+  threads?: number;
+  chunkBytes?: number;
+  copies?: number;
 }
 
 export interface BenchEnvironment {

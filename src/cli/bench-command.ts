@@ -13,7 +13,7 @@ export function defineBench(program: Command, io: Io): void {
     .addOption(backendOption())
     .option('--quick', 'fewer sizes and repeats (under 30 s on one GPU); default is the full run')
     .option('--device <n...>', 'devices to measure (default: all)', collectInts('--device'), undefined)
-    .option('--only <test...>', 'run only these tests: copy, sm-copy, peer, managed, zero-copy, stream, cache, access, latency, alloc')
+    .option('--only <test...>', 'run only these tests: copy, sm-copy, peer, managed, zero-copy, stream, cache, access, latency, alloc, transfer')
     .option('--max-size <size>', 'largest copy / working set, e.g. 64MiB (default 256 MiB quick, 1 GiB full)', (v) => parseSizeOption(v, '--max-size'))
     .option(
       '--gated',

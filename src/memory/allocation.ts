@@ -2,7 +2,7 @@
  * Typed allocations: one class per memory kind, each with its address, size, kind and device, freed by `free()`
  * or by `using` at scope end. Host-visible kinds expose their bytes as bounds-checked typed-array views.
  */
-import { DisposedError, ErrorCode, InvalidArgumentError } from '../errors.js';
+import { DisposedError, ErrorCode, GpuError, InvalidArgumentError } from '../errors.js';
 import type { Address, Backend, MemAdvice, MemLocation } from '../backend/backend.js';
 import { checkRange } from './validate.js';
 
@@ -30,6 +30,7 @@ const leaks = new FinalizationRegistry<string>((what) => {
 /** Base class of every allocation. */
 export abstract class Allocation implements Disposable {
   private live = true;
+  private holds = 0;
 
   constructor(
     readonly owner: AllocationOwner,
@@ -93,12 +94,33 @@ export abstract class Allocation implements Disposable {
     return this.owner.backend.hostView(this.address + offset, length);
   }
 
+  /** True while a transfer in flight uses the memory (freeing it is refused meanwhile). */
+  get busy(): boolean {
+    return this.holds > 0;
+  }
+
+  /** @internal Marks the memory in use by a transfer until {@link unhold}. */
+  hold(): void {
+    this.holds++;
+  }
+
+  /** @internal */
+  unhold(): void {
+    this.holds = Math.max(0, this.holds - 1);
+  }
+
   /**
    * Frees the memory now.
-   * @throws DisposedError (DOUBLE_FREE) when called a second time.
+   * @throws DisposedError (DOUBLE_FREE) when called a second time; GpuError (BUSY) while a transfer uses it.
    */
   free(): void {
     if (!this.live) throw new DisposedError(`double free: this ${this.bytes}-byte ${this.kind} allocation was already freed`, ErrorCode.DOUBLE_FREE);
+    if (this.holds > 0) {
+      throw new GpuError(
+        ErrorCode.BUSY,
+        `this ${this.bytes}-byte ${this.kind} allocation is in use by a transfer in flight: await it before freeing the memory`,
+      );
+    }
     this.owner.assertOpen();
     // After a sticky fault the context and its memory are gone: there is nothing left to release.
     if (this.owner.backend.unusableReason === undefined) this.release();
@@ -112,10 +134,17 @@ export abstract class Allocation implements Disposable {
     if (this.live) this.free();
   }
 
+  /** @internal Frees the memory even while held (the runtime's disposal, after it stopped every transfer). */
+  forceFree(): void {
+    this.holds = 0;
+    if (this.live) this.free();
+  }
+
   /** Marks the allocation freed without releasing memory (its owner released everything at once). */
   invalidate(): void {
     if (!this.live) return;
     this.live = false;
+    this.holds = 0;
     leaks.unregister(this);
   }
 
@@ -170,6 +199,8 @@ export interface PinnedOptions {
   writeCombined?: boolean;
   coherent?: boolean;
   numaUser?: boolean;
+  /** Place the pages on this host NUMA node (see Runtime.numaNodeFor). */
+  numaNode?: number;
 }
 
 /** Page-locked host memory (cudaHostAlloc / hipHostMalloc). */

@@ -12,10 +12,16 @@
  * await s.synchronize();
  * ```
  */
-import { DisposedError, ErrorCode, InvalidArgumentError, OutOfMemoryError } from '../errors.js';
+import { DisposedError, ErrorCode, GpuError, InvalidArgumentError, OutOfMemoryError } from '../errors.js';
 import type { Backend, DeviceInfo, MemLocation } from '../backend/backend.js';
 import { openBackend, type BackendSelection, type OpenBackendOptions } from '../backend/select.js';
 import { Device } from './device.js';
+import { numaNodes } from '../backend/sysfs.js';
+import { planBatch, type BatchCopy, type BatchResult, type PreparedBatch } from '../transfer/batch.js';
+import { captureGraph, type CapturedGraph, type CaptureScope } from '../transfer/graph.js';
+import type { HostBuffer } from '../transfer/host-buffer.js';
+import { runPipeline, type PipelineOptions, type PipelineResult } from '../transfer/pipeline.js';
+import { Stager, type StagerOptions, type TransferOptions, type TransferResult } from '../transfer/stager.js';
 import { GpuEvent, type EventOwner } from '../stream/event.js';
 import { Stream, type StreamOwner } from '../stream/stream.js';
 import type { KernelOwner, PointerArg } from '../kernels/module.js';
@@ -31,7 +37,7 @@ import {
 } from './allocation.js';
 import { planCopy, planFill, type CopyDirection, type CopyOptions, type FillOptions, type MemoryRef, type PlannedCopy } from './copy.js';
 import { AllocationRegistry } from './registry.js';
-import { checkSize } from './validate.js';
+import { checkInteger, checkSize } from './validate.js';
 
 export type { CopyOptions, FillOptions, MemoryRef, CopyDirection };
 
@@ -70,6 +76,13 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
   readonly events = new Set<GpuEvent>();
   private open = true;
   private readonly deviceFacts = new Map<number, DeviceInfo>();
+  /** The stager per device that rt.upload and rt.download use, made on first use. */
+  private readonly defaultStagers = new Map<number, Stager>();
+  /** Every stager of this runtime (the default ones and those made with createStager). */
+  private readonly stagers = new Set<Stager>();
+  private readonly graphs = new Set<CapturedGraph>();
+  /** @internal Streams being captured right now. */
+  capturing = 0;
 
   constructor(selection: BackendSelection) {
     this.selection = selection;
@@ -111,6 +124,12 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
     if (options.writeCombined && !caps.writeCombined) throw this.unsupported('write-combined pinned memory');
     if (options.coherent !== undefined && !caps.coherentHostMemory) throw this.unsupported('coherent / non-coherent pinned memory (hipHostMallocCoherent)');
     if (options.numaUser && !caps.numaHostMemory) throw this.unsupported('NUMA-placed pinned memory (hipHostMallocNumaUser)');
+    if (options.numaNode !== undefined) {
+      const nodes = numaNodes();
+      checkInteger(options.numaNode, 'numaNode', 0, 1023);
+      if (nodes.length > 0 && !nodes.includes(options.numaNode))
+        throw new InvalidArgumentError(`numaNode ${options.numaNode}: this machine's NUMA nodes are ${nodes.join(', ')}`);
+    }
     if (options.mapped) return this.allocMapped(bytes, options);
     const device = this.device(0).index;
     const address = this.backend.hostAlloc(device, bytes, { ...options, portable: options.portable ?? true });
@@ -206,6 +225,7 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
 
   private runCopy(p: PlannedCopy, stream: Stream | undefined): void {
     if (stream) stream.assertLive('copy');
+    else this.assertNotCapturing('copy');
     if (p.direction === 'PtoP') {
       this.backend.memcpyPeerAsync(p.dstAddress, p.dst.device!, p.srcAddress, p.src.device!, p.bytes, stream?.handle ?? 0);
       if (!stream) this.backend.synchronizeStream(0, p.src.device);
@@ -213,6 +233,16 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
       this.backend.memcpyAsync(p.dstAddress, p.srcAddress, p.bytes, p.kind, stream.handle);
     } else {
       this.backend.memcpy(p.dstAddress, p.srcAddress, p.bytes, p.kind);
+    }
+  }
+
+  /** Refuses a call that would wait for the device while a stream is captured (ThreadLocal capture forbids it). */
+  private assertNotCapturing(what: string): void {
+    if (this.capturing > 0) {
+      throw new GpuError(
+        ErrorCode.INVALID_STATE,
+        `${what} without a stream waits for the device, which is not allowed while a stream is captured: pass the captured stream`,
+      );
     }
   }
 
@@ -225,6 +255,7 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
     this.assertOpen();
     const d = this.resolve(dst, 'fill');
     if (options.stream) this.checkStream(options.stream);
+    if (!options.stream) this.assertNotCapturing('fill');
     const f = planFill(d.allocation, d.offset, value, options);
     const a = d.allocation;
     if (a.kind === 'pageable') {
@@ -270,12 +301,116 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
     return out;
   }
 
+  // ---- transfers ----------------------------------------------------------------------------------------
+
+  /**
+   * Copies a JS buffer (or pageable, pinned, mapped memory) into device or managed memory, the fastest way this
+   * machine has: pageable memory through the device's stager (pinned chunks filled by several threads while the copy
+   * engine moves the one before), pinned and registered memory directly. Resolves with the path it took and its rate.
+   * @throws (rejects) InvalidArgumentError before anything is copied; GpuError ABORTED, BUSY; DisposedError
+   */
+  upload(dst: MemoryRef, src: HostBuffer, options: TransferOptions = {}): Promise<TransferResult> {
+    try {
+      return this.stagerFor(dst, 'upload destination').upload(dst, src, options);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * Copies device or managed memory into a JS buffer (or pageable, pinned, mapped memory). See {@link upload}.
+   * @throws as upload
+   */
+  download(dst: HostBuffer, src: MemoryRef, options: TransferOptions = {}): Promise<TransferResult> {
+    try {
+      return this.stagerFor(src, 'download source').download(dst, src, options);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * A stager of its own shape (thread count, chunk size, ring depth) for one device; disposed with the runtime if
+   * not before.
+   * @throws InvalidArgumentError for options out of range (a chunk below 4 KiB, a ring beyond the pinned budget)
+   */
+  createStager(options: StagerOptions = {}): Stager {
+    this.assertOpen();
+    const st = new Stager(this, options);
+    this.stagers.add(st);
+    return st;
+  }
+
+  private stagerFor(ref: MemoryRef, what: string): Stager {
+    const device = this.resolve(ref, what).allocation.device ?? 0;
+    let st = this.defaultStagers.get(device);
+    if (!st) {
+      st = this.createStager({ device });
+      this.defaultStagers.set(device, st);
+    }
+    return st;
+  }
+
+  /**
+   * Enqueues many copies on `stream` at once: one native call where the runtime has a batch call, else one call
+   * per copy. Every copy is checked first, against its memory and against the others (no overlaps).
+   * @throws InvalidArgumentError (sizes, bounds, overlaps, WRONG_DEVICE), DisposedError
+   */
+  copyBatch(copies: readonly BatchCopy[], options: { stream: Stream }): BatchResult {
+    return planBatch(this, copies, options?.stream).run();
+  }
+
+  /** Checks a batch once, to enqueue it many times ({@link copyBatch} checks on every call). */
+  prepareBatch(copies: readonly BatchCopy[], options: { stream: Stream }): PreparedBatch {
+    return planBatch(this, copies, options?.stream);
+  }
+
+  /**
+   * Records the work `record` enqueues on `stream` into a graph, launched later with one call
+   * (`await graph.launch()`); host functions go in with the scope's `onHost`.
+   * @throws GpuError UNSUPPORTED without graphs, INVALID_STATE for the default stream; what `record` throws
+   */
+  capture(stream: Stream, record: (scope: CaptureScope) => void): CapturedGraph {
+    return captureGraph(this, stream, record);
+  }
+
+  /**
+   * Upload, compute and download over chunks on two streams, double-buffered; reports the overlap reached.
+   * @throws InvalidArgumentError for host memory that is not pinned or mapped, or sizes that do not fit
+   */
+  pipeline(options: PipelineOptions): Promise<PipelineResult> {
+    return runPipeline(this, options);
+  }
+
+  /**
+   * The host NUMA node of `device`, where the machine has several nodes and the device reports one; undefined
+   * otherwise (one node: every placement is local).
+   */
+  numaNodeFor(device: number): number | undefined {
+    if (numaNodes().length < 2) return undefined;
+    let info = this.deviceFacts.get(device);
+    if (info?.numaNode === undefined) {
+      info = { ...info, ...this.backend.deviceInfo(device) };
+      this.deviceFacts.set(device, info);
+    }
+    return info.numaNode;
+  }
+
+  /** True once the runtime was disposed. */
+  get disposed(): boolean {
+    return !this.open;
+  }
+
   /** Frees everything still live and releases the backend. A second call does nothing. */
   [Symbol.dispose](): void {
     if (!this.open) return;
+    // Transfers first: their threads and streams stop before the memory they use is freed.
+    for (const st of this.stagers) st[Symbol.dispose]();
+    this.stagers.clear();
+    for (const g of [...this.graphs]) g[Symbol.dispose]();
     for (const a of this.registry.all()) {
       try {
-        a.free();
+        a.forceFree();
       } catch {
         a.invalidate();
       }
@@ -293,6 +428,16 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
     this.registry.add(a);
     if (a.deviceAddress !== undefined && a.deviceAddress !== a.address) this.registry.add(a, a.deviceAddress);
     return a;
+  }
+
+  /** @internal */
+  adoptGraph(g: CapturedGraph): void {
+    this.graphs.add(g);
+  }
+
+  /** @internal */
+  forgetGraph(g: CapturedGraph): void {
+    this.graphs.delete(g);
   }
 
   /** @internal */

@@ -1,6 +1,7 @@
 /** The bench's HTML page: bandwidth against size for each kind, the peer matrix, the cache sweep, every row. */
 import type { BenchReport, BenchResult } from '../bench/schema.js';
 import { formatBytes } from '../units.js';
+import { engineLabel } from './bench-text.js';
 import { chartPlaceholder, esc, htmlTable, renderPage, type ChartSpec } from './html.js';
 
 const COLORS = ['#0969da', '#cf222e', '#1a7f37', '#9a6700', '#8250df', '#bc4c00', '#0550ae', '#57606a', '#116329', '#a40e26'];
@@ -65,7 +66,7 @@ export function benchSections(report: BenchReport): { sections: Array<{ heading:
     const fmt = (r: BenchResult): Array<string | number> => [
       `${r.test} ${r.direction}`,
       `${r.srcKind}→${r.dstKind}`,
-      r.engine,
+      engineLabel(r),
       formatBytes(r.bytes, 0),
       r.medianGBps !== undefined ? r.medianGBps.toFixed(2) : `${r.medianUs!.toFixed(3)} µs`,
       r.medianGBps !== undefined ? `${r.minGBps!.toFixed(2)}–${r.maxGBps!.toFixed(2)}` : `${r.minUs!.toFixed(3)}–${r.maxUs!.toFixed(3)}`,

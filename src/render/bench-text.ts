@@ -48,7 +48,7 @@ function rowsTable(rows: BenchResult[], latency: boolean): string {
     rows.map((r) => [
       `${r.test} ${r.direction}`,
       `${r.srcKind}->${r.dstKind}`,
-      r.engine,
+      engineLabel(r),
       sizeLabel(r.bytes),
       latency ? r.medianUs!.toFixed(3) : gb(r),
       spread(r),
@@ -95,4 +95,13 @@ export function renderBench(report: BenchReport): string {
     for (const f of e.failures) out.push(`  ${f.test} ${f.direction} ${sizeLabel(f.bytes)}: ${f.reason}`);
   }
   return out.join('\n');
+}
+
+/** The engine column: with a stager's threads and chunk size, or a batch's copy count, where a row has them. */
+export function engineLabel(r: BenchResult): string {
+  const parts = [r.engine];
+  if (r.threads !== undefined && r.threads > 0) parts.push(`${r.threads}t`);
+  if (r.chunkBytes !== undefined && r.threads) parts.push(`${formatBytes(r.chunkBytes, 0)} chunks`);
+  if (r.copies !== undefined) parts.push(`${r.copies} copies`);
+  return parts.join(' ');
 }

@@ -2,7 +2,7 @@
  * Streams: ordered queues of device work. Work on one stream runs in order; work on different streams may overlap.
  * `await stream.synchronize()` waits on a worker thread, never blocking the event loop.
  */
-import { DisposedError, ErrorCode, InvalidArgumentError } from '../errors.js';
+import { DisposedError, ErrorCode, GpuError, InvalidArgumentError } from '../errors.js';
 import type { Backend, Handle } from '../backend/backend.js';
 import type { GpuEvent } from './event.js';
 
@@ -27,6 +27,8 @@ export interface StreamCreateOptions {
 
 export class Stream implements Disposable {
   private live = true;
+  /** @internal True while `Runtime.capture` records this stream's work. */
+  capturing = false;
 
   constructor(
     readonly owner: StreamOwner,
@@ -69,6 +71,8 @@ export class Stream implements Disposable {
    */
   onHost<T>(fn: () => T, options: { blocking?: boolean } = {}): Promise<T> {
     this.assertLive('onHost');
+    if (this.capturing)
+      throw new GpuError(ErrorCode.INVALID_STATE, "onHost: inside a capture, add host functions with the capture scope's onHost (they run at every launch)");
     if (options.blocking) {
       if (!this.owner.backend.capabilities.blockingHostCallbacks) {
         throw new InvalidArgumentError(`onHost: the ${this.owner.backend.name} runtime has no blocking host callbacks`, ErrorCode.UNSUPPORTED);
@@ -97,10 +101,17 @@ export class Stream implements Disposable {
     );
   }
 
+  /** Refuses a wait on a stream whose work is being captured (the capture would fail). */
+  private assertNotCapturing(what: string): void {
+    if (this.capturing)
+      throw new GpuError(ErrorCode.INVALID_STATE, `${what}: the stream is being captured into a graph; nothing on it runs until the graph is launched`);
+  }
+
   /** Resolves when all work enqueued so far has completed. Never blocks the event loop. */
   synchronize(): Promise<void> {
     try {
       this.assertLive('synchronize');
+      this.assertNotCapturing('synchronize');
     } catch (e) {
       return Promise.reject(e);
     }
@@ -115,12 +126,14 @@ export class Stream implements Disposable {
    */
   waitSync(): void {
     this.assertLive('waitSync');
+    this.assertNotCapturing('waitSync');
     this.owner.backend.synchronizeStream(this.handle, this.device);
   }
 
   /** True when all work enqueued so far has completed. */
   query(): boolean {
     this.assertLive('query');
+    this.assertNotCapturing('query');
     return this.owner.backend.queryStream(this.handle);
   }
 

@@ -106,6 +106,7 @@ class CudaBackend extends NativeBackend {
     super({
       name: 'cuda',
       deviceAttributes: ATTR,
+      batchFailIndex: b.batchFailIndex,
       fns: b.rt,
       status: CUDA_STATUS,
       runtimeVersion: formatCudaVersion(b.runtimeVersion),

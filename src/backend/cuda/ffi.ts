@@ -5,7 +5,7 @@
 import type { LibraryRecord } from '../backend.js';
 import { cudaLibraryDirs } from '../library-search.js';
 import { declare, loadLibrary, tryLoadLibrary, vmmLayoutOk, type NativeFn } from '../native/ffi.js';
-import { RTC_PROTOTYPES, RUNTIME_PROTOTYPES } from '../native/runtime-api.js';
+import { BATCH_PROTOTYPE, BATCH_PROTOTYPE_WITH_FAIL_INDEX, RTC_PROTOTYPES, RUNTIME_PROTOTYPES } from '../native/runtime-api.js';
 
 /** Runtime prototypes whose signature changed in CUDA 13 (a location struct instead of a device id). */
 const CUDA13_PROTOTYPES = [
@@ -74,6 +74,8 @@ export interface CudaBindings {
   locationStruct: boolean;
   /** True when the VMM structs laid out as the header says. */
   vmmLayoutOk: boolean;
+  /** True when the bound MemcpyBatchAsync takes a failIdx out-parameter (CUDA 12.8 to 12.9). */
+  batchFailIndex: boolean;
   libraries: LibraryRecord[];
 }
 
@@ -93,6 +95,10 @@ export function loadCuda(): CudaBindings {
   const runtimeVersion = v[0]!;
   const locationStruct = runtimeVersion >= 13000;
   Object.assign(rt, declare(cudart.lib, [...CUDA_ONLY_PROTOTYPES, ...(locationStruct ? CUDA13_PROTOTYPES : CUDA12_PROTOTYPES)], 'cuda'));
+  // cudaMemcpyBatchAsync: from 12.8 with a failIdx out-parameter, from 13.0 without.
+  const batch = runtimeVersion >= 13000 ? BATCH_PROTOTYPE : runtimeVersion >= 12080 ? BATCH_PROTOTYPE_WITH_FAIL_INDEX : undefined;
+  if (batch) Object.assign(rt, declare(cudart.lib, [batch], 'cuda'));
+  const batchFailIndex = runtimeVersion < 13000;
 
   const driverLib = tryLoadLibrary({ envVar: 'GPUMEM_LIBCUDA', names: ['libcuda.so.1', 'libcuda.so'], dirs: cudaLibraryDirs('driver') }, 'driver', 'cuda');
   const driver = driverLib.loaded ? declare(driverLib.loaded.lib, DRIVER_PROTOTYPES, 'cu') : undefined;
@@ -120,6 +126,7 @@ export function loadCuda(): CudaBindings {
     runtimeVersion,
     locationStruct,
     vmmLayoutOk: vmmLayoutOk(),
+    batchFailIndex,
     libraries: [cudart.record, driverLib.record, nvrtcLib.record, nvmlLib.record],
   };
 }

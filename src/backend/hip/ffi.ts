@@ -6,7 +6,7 @@
 import type { LibraryRecord } from '../backend.js';
 import { rocmLibraryDirs } from '../library-search.js';
 import { declare, loadLibrary, tryLoadLibrary, vmmLayoutOk, type NativeFn } from '../native/ffi.js';
-import { RTC_PROTOTYPES, RUNTIME_PROTOTYPES } from '../native/runtime-api.js';
+import { BATCH_PROTOTYPE_WITH_FAIL_INDEX, RTC_PROTOTYPES, RUNTIME_PROTOTYPES } from '../native/runtime-api.js';
 
 const HIP_ONLY_PROTOTYPES = [
   'int hipExtHostAlloc(_Out_ uintptr_t *p, size_t n, unsigned int flags)',
@@ -87,6 +87,8 @@ export function loadHip(): HipBindings {
   const rt = declare(amdhip.lib, [...RUNTIME_PROTOTYPES, ...HIP_ONLY_PROTOTYPES], 'hip');
   const v = [0];
   rt.RuntimeGetVersion?.(v);
+  // hipMemcpyBatchAsync (ROCm 7.1, hip_runtime_api.h): the 9-argument form with failIdx, as CUDA 12.8's.
+  if ((v[0] ?? 0) >= 70100000) Object.assign(rt, declare(amdhip.lib, [BATCH_PROTOTYPE_WITH_FAIL_INDEX], 'hip'));
   const rtcLib = tryLoadLibrary(
     { envVar: 'GPUMEM_LIBHIPRTC', names: ['libhiprtc.so.7', 'libhiprtc.so.6', 'libhiprtc.so'], dirs: rocmLibraryDirs() },
     'compiler',

@@ -100,6 +100,7 @@ class HipBackend extends NativeBackend {
     super({
       name: 'hip',
       deviceAttributes: ATTR,
+      batchFailIndex: true,
       fns: b.rt,
       status: HIP_STATUS,
       runtimeVersion: formatHipVersion(b.runtimeVersion),

@@ -20,6 +20,7 @@ import type {
   DeviceInfo,
   EventOptions,
   Handle,
+  HostCopier,
   HostKernel,
   HostMemoryResolver,
   KernelArg,
@@ -28,11 +29,13 @@ import type {
   LibraryRecord,
   MemLocation,
   MemPoolOptions,
+  NativeCopyBatch,
   StreamOptions,
   VirtualMemoryApi,
 } from '../backend.js';
 import { HostAddressSpace, type HostRegion } from './address-space.js';
 import { HostQueue, HostScheduler, type HostEventState } from './host-queues.js';
+import { InlineHostCopier } from './inline-host-copier.js';
 
 const CAPABILITIES: BackendCapabilities = {
   managedMemory: true,
@@ -48,6 +51,8 @@ const CAPABILITIES: BackendCapabilities = {
   uncachedDeviceMemory: false,
   coherentHostMemory: false,
   numaHostMemory: false,
+  batchCopies: true,
+  graphs: true,
 };
 
 /** Options of the host backend (defaults come from the environment). */
@@ -77,6 +82,10 @@ class HostBackend implements Backend {
   private readonly functions = new Map<Handle, { kernel: HostKernel; name: string }>();
   private readonly peers = new Set<string>();
   private nextHandle = 1;
+  /** Streams being captured, and the work recorded on each (replayed on the launch stream). */
+  private readonly capturing = new Map<Handle, Array<(stream: Handle) => void>>();
+  private readonly graphs = new Map<Handle, Array<(stream: Handle) => void>>();
+  private readonly execs = new Map<Handle, Array<(stream: Handle) => void>>();
   private unusable: string | undefined;
   private disposed = false;
   private readonly mem: HostMemoryResolver;
@@ -245,7 +254,8 @@ class HostBackend implements Backend {
     return new Uint8Array(r.buffer, address - r.address, bytes);
   }
 
-  prefetch(_address: Address, _bytes: number, _to: MemLocation, stream: Handle): void {
+  prefetch(address: Address, bytes: number, to: MemLocation, stream: Handle): void {
+    if (this.recorded(stream, (s) => this.prefetch(address, bytes, to, s))) return;
     // All memory is already where the CPU reads it; the prefetch is ordered in its stream like any other work.
     this.scheduler.enqueue(this.queue(stream), () => {});
   }
@@ -267,8 +277,9 @@ class HostBackend implements Backend {
     this.copyNow(dst, src, bytes);
   }
 
-  memcpyAsync(dst: Address, src: Address, bytes: number, _kind: CopyKind, stream: Handle): void {
+  memcpyAsync(dst: Address, src: Address, bytes: number, kind: CopyKind, stream: Handle): void {
     this.guard();
+    if (this.recorded(stream, (s) => this.memcpyAsync(dst, src, bytes, kind, s))) return;
     this.scheduler.enqueue(this.queue(stream), () => this.copyNow(dst, src, bytes));
   }
 
@@ -278,10 +289,12 @@ class HostBackend implements Backend {
 
   memsetAsync(address: Address, value: number, bytes: number, stream: Handle): void {
     this.guard();
+    if (this.recorded(stream, (s) => this.memsetAsync(address, value, bytes, s))) return;
     this.scheduler.enqueue(this.queue(stream), () => this.mem.bytes(address, bytes).fill(value & 0xff));
   }
 
-  mallocAsync(device: number, bytes: number, _stream: Handle): Address {
+  mallocAsync(device: number, bytes: number, stream: Handle): Address {
+    if (this.capturing.has(stream)) throw hostError('hostErrorStreamCaptureUnsupported', 'stream-ordered allocation inside a capture');
     // Memory freed in stream order is reusable by later stream-ordered allocations: run the queued frees first.
     if (this.used[device]! + bytes > this.capacity) this.scheduler.drain();
     return this.allocate(bytes, 'device', device);
@@ -289,6 +302,7 @@ class HostBackend implements Backend {
 
   freeAsync(address: Address, stream: Handle): void {
     this.guard();
+    if (this.capturing.has(stream)) throw hostError('hostErrorStreamCaptureUnsupported', 'stream-ordered free inside a capture');
     if (this.space.at(address)?.kind !== 'device') throw hostError('hostErrorInvalidValue', 'freeAsync of an address that is not device memory');
     this.scheduler.enqueue(this.queue(stream), () => this.release(address, ['device']));
   }
@@ -354,11 +368,13 @@ class HostBackend implements Backend {
 
   streamWaitEvent(stream: Handle, event: Handle): void {
     this.guard();
+    if (this.recorded(stream, (s) => this.streamWaitEvent(s, event))) return;
     this.scheduler.wait(this.queue(stream), this.event(event));
   }
 
   launchHostFunc(stream: Handle, fn: () => void): void {
     this.guard();
+    if (this.recorded(stream, (s) => this.launchHostFunc(s, fn))) return;
     this.scheduler.enqueue(this.queue(stream), fn);
   }
 
@@ -377,6 +393,7 @@ class HostBackend implements Backend {
 
   recordEvent(event: Handle, stream: Handle): void {
     this.guard();
+    if (this.recorded(stream, (s) => this.recordEvent(event, s))) return;
     const e = this.event(event);
     const ticket = ++e.enqueued;
     this.scheduler.enqueue(this.queue(stream), () => {
@@ -414,6 +431,84 @@ class HostBackend implements Backend {
       throw hostError('hostErrorNotReady', 'elapsed time of an event that has not completed');
     }
     return b.time - a.time;
+  }
+
+  /** During a capture of `stream`, records `op` (to run on the launch stream) instead of enqueuing it. */
+  private recorded(stream: Handle, op: (stream: Handle) => void): boolean {
+    const ops = this.capturing.get(stream);
+    if (!ops) return false;
+    ops.push(op);
+    return true;
+  }
+
+  memcpyBatchAsync(batch: NativeCopyBatch, stream: Handle): void {
+    this.guard();
+    if (this.recorded(stream, (s) => this.memcpyBatchAsync(batch, s))) return;
+    const at = (a: Uint32Array, i: number): number => a[2 * i]! + a[2 * i + 1]! * 2 ** 32;
+    const copies = Array.from({ length: batch.count }, (_, i) => [at(batch.dsts, i), at(batch.srcs, i), at(batch.sizes, i)] as const);
+    // One queue entry for the whole batch, as the runtime's one call; a bad address fails at run time, as on a GPU.
+    this.scheduler.enqueue(this.queue(stream), () => {
+      for (const [d, src, n] of copies) this.copyNow(d, src, n);
+    });
+  }
+
+  createHostCopier(threads: number): HostCopier {
+    this.guard();
+    return new InlineHostCopier(threads, (dst, src, bytes) => this.copyNow(dst, src, bytes));
+  }
+
+  beginCapture(stream: Handle): void {
+    this.guard();
+    this.queue(stream);
+    if (stream === 0) throw hostError('hostErrorStreamCaptureUnsupported', 'the default stream cannot be captured');
+    if (this.capturing.has(stream)) throw hostError('hostErrorIllegalState', 'the stream is already being captured');
+    this.capturing.set(stream, []);
+  }
+
+  endCapture(stream: Handle): Handle {
+    this.guard();
+    const ops = this.capturing.get(stream);
+    if (!ops) throw hostError('hostErrorIllegalState', 'the stream is not being captured');
+    this.capturing.delete(stream);
+    const h = this.nextHandle++;
+    this.graphs.set(h, ops);
+    return h;
+  }
+
+  instantiateGraph(graph: Handle): Handle {
+    this.guard();
+    const ops = this.graphs.get(graph);
+    if (!ops) throw hostError('hostErrorInvalidResourceHandle', `unknown graph ${graph}`);
+    const h = this.nextHandle++;
+    this.execs.set(h, [...ops]);
+    return h;
+  }
+
+  launchGraph(exec: Handle, stream: Handle): void {
+    this.guard();
+    const ops = this.execs.get(exec);
+    if (!ops) throw hostError('hostErrorInvalidResourceHandle', `unknown graph exec ${exec}`);
+    if (this.recorded(stream, (s) => this.launchGraph(exec, s))) return;
+    for (const op of ops) op(stream);
+  }
+
+  destroyGraphExec(exec: Handle): void {
+    this.execs.delete(exec);
+  }
+
+  destroyGraph(graph: Handle): void {
+    this.graphs.delete(graph);
+  }
+
+  captureHostFunc(stream: Handle, fn: () => void): () => void {
+    this.guard();
+    if (!this.capturing.has(stream)) throw hostError('hostErrorIllegalState', 'captureHostFunc outside a capture');
+    this.launchHostFunc(stream, fn);
+    return () => {};
+  }
+
+  expectHostCalls(_count: number): void {
+    // host functions run on the event loop between queue steps: nothing can deadlock
   }
 
   // ---- peers ----------------------------------------------------------------------------------------------
@@ -468,6 +563,7 @@ class HostBackend implements Backend {
     this.guard();
     const f = this.functions.get(fn);
     if (!f) throw hostError('hostErrorInvalidResourceHandle', `unknown function ${fn}`);
+    if (this.recorded(config.stream, (s) => this.launch(fn, { ...config, stream: s }, packed))) return;
     const args = packed as ReadonlyArray<number | bigint>;
     const cfg = { grid: config.grid, block: config.block };
     this.scheduler.enqueue(this.queue(config.stream), () => f.kernel(this.mem, cfg, args));

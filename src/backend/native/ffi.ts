@@ -218,3 +218,62 @@ export function packKernelArgs(args: readonly KernelArg[]): Buffer[] {
     }
   });
 }
+
+let memcpyFn: NativeFn | undefined;
+
+/** libc's memcpy over raw addresses (the host copier's threads call it; it releases no lock and needs none). */
+export function libcMemcpy(): NativeFn {
+  if (!memcpyFn) {
+    const libc = koffiModule().load('libc.so.6');
+    memcpyFn = libc.func('void *memcpy(uintptr_t dst, uintptr_t src, size_t n)');
+  }
+  return memcpyFn;
+}
+
+/** libc's mapping calls and the mbind system call, for pinned memory placed on a NUMA node. */
+export interface LibcMemory {
+  /** An anonymous private read-write mapping of `bytes`; 0 when it failed. */
+  mmap(bytes: number): number;
+  munmap(address: number, bytes: number): number;
+  /** MPOL_BIND of the range to `node` (moving pages already there); 0 on success, else errno. */
+  mbind(address: number, bytes: number, node: number): number;
+  memset(address: number, value: number, bytes: number): void;
+}
+
+/** The mbind system call's number by architecture (asm/unistd.h); undefined where gpumem does not know it. */
+const SYS_MBIND: Partial<Record<string, number>> = { x64: 237, arm64: 235 };
+
+let libcMemoryFns: LibcMemory | undefined;
+
+/** libc's memory calls, or undefined on an architecture whose mbind number is not known here. */
+export function libcMemory(): LibcMemory | undefined {
+  const sys = SYS_MBIND[process.arch];
+  if (sys === undefined) return undefined;
+  if (!libcMemoryFns) {
+    const koffi = koffiModule();
+    const libc = koffi.load('libc.so.6');
+    const mmap = libc.func('uintptr_t mmap(uintptr_t addr, size_t len, int prot, int flags, int fd, long off)');
+    const munmap = libc.func('int munmap(uintptr_t addr, size_t len)');
+    const syscall = libc.func(
+      'long syscall(long n, uintptr_t addr, unsigned long len, int mode, const void *nodemask, unsigned long maxnode, unsigned int flags)',
+    );
+    const memset = libc.func('void *memset(uintptr_t p, int v, size_t n)');
+    const MAP_FAILED = 2 ** 64 - 1;
+    libcMemoryFns = {
+      mmap: (bytes) => {
+        const p = mmap(0, bytes, 3 /* PROT_READ | PROT_WRITE */, 0x22 /* MAP_PRIVATE | MAP_ANONYMOUS */, -1, 0) as number;
+        return p === MAP_FAILED || p >= Number.MAX_SAFE_INTEGER ? 0 : p;
+      },
+      munmap: (address, bytes) => munmap(address, bytes) as number,
+      mbind: (address, bytes, node) => {
+        const words = Math.floor(node / 64) + 1;
+        const mask = new BigUint64Array(words);
+        mask[Math.floor(node / 64)] = 1n << BigInt(node % 64);
+        const r = syscall(sys, address, bytes, 2 /* MPOL_BIND */, mask, words * 64 + 1, 2 /* MPOL_MF_MOVE */) as number;
+        return r === 0 ? 0 : koffi.errno();
+      },
+      memset: (address, value, bytes) => void memset(address, value, bytes),
+    };
+  }
+  return libcMemoryFns;
+}

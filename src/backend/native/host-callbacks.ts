@@ -49,11 +49,15 @@ export class HostCallbacks {
   }
 
   /**
-   * Registers `fn` for as many calls as come (a host node of a captured graph runs at every launch). The returned
-   * function releases it; call it only once nothing can call the pointer any more.
+   * Registers `fn` for as many calls as come (a host node of a captured graph runs at every launch); each call is
+   * one that {@link expect} announced. The returned function releases it; call it only once nothing can call the
+   * pointer any more.
    */
   register(fn: () => void): { ptr: bigint; release: () => void } {
-    const ptr = registerHostCallback(fn);
+    const ptr = registerHostCallback(() => {
+      this.waiting = Math.max(0, this.waiting - 1);
+      fn();
+    });
     this.live.add(ptr);
     return {
       ptr,
@@ -61,6 +65,11 @@ export class HostCallbacks {
         if (this.live.delete(ptr)) unregisterCallback(ptr);
       },
     };
+  }
+
+  /** Announces `count` calls of registered functions about to come (a graph launch with host nodes). */
+  expect(count: number): void {
+    this.waiting += count;
   }
 
   /** Releases every registration still held. */

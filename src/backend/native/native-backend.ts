@@ -17,6 +17,7 @@ import type {
   DeviceMemoryUse,
   EventOptions,
   Handle,
+  HostCopier,
   KernelArg,
   KernelSource,
   LaunchConfig,
@@ -24,13 +25,16 @@ import type {
   MemAdvice,
   MemLocation,
   MemPoolOptions,
+  NativeCopyBatch,
   PinnedFlags,
   StreamOptions,
   VirtualMemoryApi,
 } from '../backend.js';
 import { addressOf, cString, packKernelArgs, viewOf, type NativeFn } from './ffi.js';
 import { HostCallbacks } from './host-callbacks.js';
+import { ThreadedHostCopier } from './host-copier.js';
 import { errorForStatus, StatusNames } from './status.js';
+import { mapOnNode, unmapNodeMemory } from './numa-memory.js';
 import { nativeVmm } from './vmm.js';
 import { compileSource, type RtcCompiler } from './rtc.js';
 import { dropUndefined } from '../device-info.js';
@@ -61,6 +65,8 @@ export interface NativeParts {
   vmm?: { fns: Record<string, NativeFn>; statusName?: (status: number) => string } | undefined;
   /** The numbers of the device attributes `deviceInfo` reads (cudaDeviceAttr / hipDeviceAttribute_t). */
   deviceAttributes: DeviceAttributeIds;
+  /** True when the bound MemcpyBatchAsync takes a failIdx out-parameter (CUDA 12.8-12.9, ROCm 7.1). */
+  batchFailIndex: boolean;
 }
 
 /** What each vendor decides itself: kernels (which compiler and loader it has) and the AMD-only memory kinds. */
@@ -83,6 +89,8 @@ export function nativeCapabilities(rt: Record<string, NativeFn>, virtualMemory: 
     kernels,
     blockingHostCallbacks: !!rt.LaunchHostFunc,
     ...memoryKinds,
+    batchCopies: !!rt.MemcpyBatchAsync,
+    graphs: !!rt.StreamBeginCapture && !!rt.StreamEndCapture && !!rt.GraphInstantiateWithFlags && !!rt.GraphLaunch && !!rt.LaunchHostFunc,
   };
 }
 
@@ -138,6 +146,10 @@ export abstract class NativeBackend implements Backend {
   private readonly archs = new Map<number, string>();
   private readonly outM: number[] = [0];
   private readonly attrs: DeviceAttributeIds;
+  private readonly batchFailIndex: boolean;
+  private readonly outFail: number[] = [0];
+  /** Pinned memory placed on a NUMA node by mapOnNode: address to bytes. */
+  private readonly nodeMapped = new Map<number, number>();
 
   constructor(parts: NativeParts) {
     this.name = parts.name;
@@ -159,6 +171,7 @@ export abstract class NativeBackend implements Backend {
         })
       : undefined;
     this.attrs = parts.deviceAttributes;
+    this.batchFailIndex = parts.batchFailIndex;
   }
 
   get unusableReason(): string | undefined {
@@ -385,6 +398,11 @@ export abstract class NativeBackend implements Backend {
   hostAlloc(device: number, bytes: number, flags: PinnedFlags): Address {
     this.guard();
     this.use(device);
+    if (flags.numaNode !== undefined) {
+      // AMD places pinned memory on the current device's node itself; elsewhere bind a mapping, then pin it.
+      if (this.capabilities.numaHostMemory) flags = { ...flags, numaUser: true };
+      else return this.hostAllocOnNode(bytes, flags.numaNode, flags);
+    }
     try {
       this.check(this.hostAllocStatus(this.outP, bytes, flags), `${this.name} pinned host allocation (${bytes})`);
     } catch (e) {
@@ -393,8 +411,28 @@ export abstract class NativeBackend implements Backend {
     return this.outP[0]!;
   }
 
+  /** Pinned memory on one NUMA node: an mbind-bound mapping, page-locked with hostRegister. */
+  private hostAllocOnNode(bytes: number, node: number, flags: PinnedFlags): Address {
+    const address = mapOnNode(bytes, node, this.name);
+    try {
+      this.hostRegister(address, bytes, !!flags.mapped);
+    } catch (e) {
+      unmapNodeMemory(address, bytes);
+      throw this.oom(e, undefined, bytes, 'pinned host allocation on a NUMA node');
+    }
+    this.nodeMapped.set(address, bytes);
+    return address;
+  }
+
   hostFree(address: Address): void {
     this.guardBlocking(`${this.name} pinned free`);
+    const mapped = this.nodeMapped.get(address);
+    if (mapped !== undefined) {
+      this.hostUnregister(address);
+      this.nodeMapped.delete(address);
+      unmapNodeMemory(address, mapped);
+      return;
+    }
     this.check(this.hostFreeStatus(address), `${this.name} pinned free`);
   }
 
@@ -473,6 +511,87 @@ export abstract class NativeBackend implements Backend {
     // Handle 0 is the legacy default stream of the current device: make it the memory's device.
     if (stream === 0 && device !== undefined) this.use(device);
     this.check(this.fn.MemsetAsync!(address, value, bytes, stream) as number, `${this.name}MemsetAsync`);
+  }
+
+  memcpyBatchAsync(batch: NativeCopyBatch, stream: Handle): void {
+    this.guard();
+    const runs = batch.runs.length;
+    // cudaMemcpyAttributes / hipMemcpyAttributes: srcAccessOrder, srcLocHint {type, id}, dstLocHint {type, id}, flags.
+    const attrs = Buffer.alloc(24 * runs);
+    const idx = new Uint32Array(2 * runs);
+    batch.runs.forEach((r, i) => {
+      const o = 24 * i;
+      attrs.writeInt32LE(RUNTIME_FLAGS.srcAccessOrderStream, o);
+      attrs.writeInt32LE(r.src.type === 'device' ? RUNTIME_FLAGS.memLocationDevice : RUNTIME_FLAGS.memLocationHost, o + 4);
+      attrs.writeInt32LE(r.src.type === 'device' ? r.src.device : 0, o + 8);
+      attrs.writeInt32LE(r.dst.type === 'device' ? RUNTIME_FLAGS.memLocationDevice : RUNTIME_FLAGS.memLocationHost, o + 12);
+      attrs.writeInt32LE(r.dst.type === 'device' ? r.dst.device : 0, o + 16);
+      idx[2 * i] = r.first;
+    });
+    const f = this.fn.MemcpyBatchAsync!;
+    const status = (
+      this.batchFailIndex
+        ? f(batch.dsts, batch.srcs, batch.sizes, batch.count, attrs, idx, runs, this.outFail, stream)
+        : f(batch.dsts, batch.srcs, batch.sizes, batch.count, attrs, idx, runs, stream)
+    ) as number;
+    if (status !== 0) {
+      const at = this.batchFailIndex && this.outFail[0]! < batch.count ? ` (copy ${this.outFail[0]} of the batch)` : '';
+      throw this.fail(status, `${this.name}MemcpyBatchAsync of ${batch.count} copies${at}`);
+    }
+  }
+
+  createHostCopier(threads: number): HostCopier {
+    this.guard();
+    return new ThreadedHostCopier(threads);
+  }
+
+  // ---- graphs -------------------------------------------------------------------------------------------
+
+  beginCapture(stream: Handle): void {
+    this.guard();
+    this.check(this.fn.StreamBeginCapture!(stream, RUNTIME_FLAGS.captureModeThreadLocal) as number, `${this.name}StreamBeginCapture`);
+  }
+
+  endCapture(stream: Handle): Handle {
+    this.guard();
+    this.check(this.fn.StreamEndCapture!(stream, this.outP) as number, `${this.name}StreamEndCapture`);
+    return this.outP[0]!;
+  }
+
+  instantiateGraph(graph: Handle): Handle {
+    this.guard();
+    this.check(this.fn.GraphInstantiateWithFlags!(this.outP, graph, 0) as number, `${this.name}GraphInstantiateWithFlags`);
+    return this.outP[0]!;
+  }
+
+  launchGraph(exec: Handle, stream: Handle): void {
+    this.guard();
+    this.check(this.fn.GraphLaunch!(exec, stream) as number, `${this.name}GraphLaunch`);
+  }
+
+  destroyGraphExec(exec: Handle): void {
+    this.guard();
+    this.check(this.fn.GraphExecDestroy!(exec) as number, `${this.name}GraphExecDestroy`);
+  }
+
+  destroyGraph(graph: Handle): void {
+    this.guard();
+    this.check(this.fn.GraphDestroy!(graph) as number, `${this.name}GraphDestroy`);
+  }
+
+  captureHostFunc(stream: Handle, fn: () => void): () => void {
+    this.guard();
+    const reg = this.hostCallbacks.register(fn);
+    const status = this.fn.LaunchHostFunc!(stream, reg.ptr, null) as number;
+    if (status !== 0) {
+      reg.release();
+      throw this.fail(status, `${this.name}LaunchHostFunc (captured)`);
+    }
+    return reg.release;
+  }
+
+  expectHostCalls(count: number): void {
+    this.hostCallbacks.expect(count);
   }
 
   // ---- stream-ordered allocator --------------------------------------------------------------------------

@@ -48,7 +48,23 @@ export const RUNTIME_PROTOTYPES: readonly string[] = [
   'int {P}DeviceCanAccessPeer(_Out_ int *can, int d, int peer)',
   'int {P}DeviceEnablePeerAccess(int peer, unsigned int flags)',
   'int {P}DeviceDisablePeerAccess(int peer)',
+  'int {P}StreamBeginCapture(uintptr_t s, int mode)',
+  'int {P}StreamEndCapture(uintptr_t s, _Out_ uintptr_t *graph)',
+  'int {P}GraphInstantiateWithFlags(_Out_ uintptr_t *exec, uintptr_t graph, unsigned long long flags)',
+  'int {P}GraphLaunch(uintptr_t exec, uintptr_t s)',
+  'int {P}GraphExecDestroy(uintptr_t exec)',
+  'int {P}GraphDestroy(uintptr_t graph)',
 ];
+
+/**
+ * The batched copy (cudaMemcpyBatchAsync, hipMemcpyBatchAsync): CUDA 12.8 and HIP (ROCm 7.1) take a failIdx
+ * out-parameter before the stream; CUDA 13 dropped it. Arrays are passed as typed arrays (pointers, sizes and
+ * attribute indices as 64-bit values written in 32-bit halves).
+ */
+export const BATCH_PROTOTYPE_WITH_FAIL_INDEX =
+  'int {P}MemcpyBatchAsync(const void *dsts, const void *srcs, const void *sizes, size_t count, const void *attrs, const void *attrsIdxs, size_t numAttrs, _Out_ size_t *failIdx, uintptr_t s)';
+export const BATCH_PROTOTYPE =
+  'int {P}MemcpyBatchAsync(const void *dsts, const void *srcs, const void *sizes, size_t count, const void *attrs, const void *attrsIdxs, size_t numAttrs, uintptr_t s)';
 
 /**
  * The run-time compiler's prototypes (nvrtc, hiprtc), `{P}` standing for the prefix. The call that returns the
@@ -85,6 +101,13 @@ export const RUNTIME_FLAGS = {
   adviseUnsetAccessedBy: 6,
   /** cudaCpuDeviceId / hipCpuDeviceId */
   cpuDeviceId: -1,
+  /** cudaStreamCaptureModeThreadLocal / hipStreamCaptureModeThreadLocal: other threads may go on calling the runtime. */
+  captureModeThreadLocal: 1,
+  /** cudaMemcpySrcAccessOrderStream / hipMemcpySrcAccessOrderStream */
+  srcAccessOrderStream: 1,
+  /** cudaMemLocationTypeDevice / Host */
+  memLocationDevice: 1,
+  memLocationHost: 2,
 } as const;
 
 /** Status codes a backend treats specially. Each vendor gives its own table (the codes mostly agree, not always). */

@@ -1,0 +1,57 @@
+/**
+ * The transfer engine's conformance suite on every backend with a device, and what only the host backend can show: a
+ * runtime call that fails in the middle of a staged transfer (injected into a real host backend).
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ErrorCode, GpuError } from '../errors.js';
+import type { Backend } from '../backend/backend.js';
+import { createHostBackend } from '../backend/host/host-backend.js';
+import { openRuntime, Runtime } from '../memory/runtime.js';
+import { pattern, transferConformance } from './transfer.case.js';
+
+const KiB = 1024;
+
+transferConformance('host', () => openRuntime({ backend: 'host', host: { devices: 1, deviceBytes: 1 << 30 } }));
+
+for (const name of ['cuda', 'hip'] as const) {
+  let devices = 0;
+  let why = '';
+  try {
+    using rt = openRuntime({ backend: name });
+    devices = rt.devices.length;
+    why = rt.backend.noDeviceReason() ?? '';
+  } catch (e) {
+    why = (e as Error).message.split('\n')[0]!;
+  }
+  if (devices > 0) transferConformance(name, () => openRuntime({ backend: name }));
+  else test(`${name}: transfer conformance`, { skip: `no ${name} device here (${why})` }, () => {});
+}
+
+test('a failing step rejects with the runtime error, waits for what was in flight, and the ring serves the next transfer', async () => {
+  const host = createHostBackend();
+  let copies = 0;
+  let failAt = -1;
+  const faulty: Backend = Object.create(host, {
+    memcpyAsync: {
+      value: (...args: Parameters<Backend['memcpyAsync']>) => {
+        if (++copies === failAt) throw new GpuError(ErrorCode.NATIVE, 'injected: hostMemcpyAsync failed', { backend: 'host' });
+        return host.memcpyAsync(...args);
+      },
+    },
+  });
+  using rt = new Runtime({ backend: faulty, how: 'requested', attempts: [] });
+  const gpu = rt.device(0);
+  using st = rt.createStager({ chunkBytes: 8 * KiB, depth: 2, threads: 1, directBelow: 0 });
+  using dst = gpu.alloc(256 * KiB);
+  copies = 0;
+  failAt = 5;
+  await assert.rejects(st.upload(dst, pattern(256 * KiB, 1)), /injected: hostMemcpyAsync failed/);
+  assert.equal(dst.busy, false, 'the destination is released');
+  failAt = -1;
+  const src = pattern(256 * KiB, 2);
+  await st.upload(dst, src);
+  const out = new Uint8Array(256 * KiB);
+  await st.download(out, dst);
+  assert.deepEqual(out, src);
+});
