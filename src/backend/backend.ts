@@ -252,6 +252,8 @@ export interface StreamOptions {
 /** Event creation options. */
 export interface EventOptions {
   timing?: boolean | undefined;
+  /** Waiting on the event sleeps instead of spinning a CPU core (cudaEventBlockingSync / hipEventBlockingSync). */
+  blockingSync?: boolean | undefined;
 }
 
 /** Options of the runtime's stream-ordered pool. */

@@ -119,7 +119,7 @@ export class Device {
   createEvent(options: EventCreateOptions = {}): GpuEvent {
     this.rt.assertOpen();
     const timing = options.timing ?? true;
-    const e = new GpuEvent(this.rt, this.index, this.rt.backend.createEvent(this.index, { timing }), timing);
+    const e = new GpuEvent(this.rt, this.index, this.rt.backend.createEvent(this.index, { timing, blockingSync: options.blockingSync ?? false }), timing);
     this.rt.events.add(e);
     return e;
   }

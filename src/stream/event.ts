@@ -1,5 +1,5 @@
 /** Events: markers recorded in a stream, to wait on, to order streams, and to time work with the device's clock. */
-import { DisposedError, ErrorCode, InvalidArgumentError } from '../errors.js';
+import { DisposedError, ErrorCode, GpuError, InvalidArgumentError } from '../errors.js';
 import type { Backend, Handle } from '../backend/backend.js';
 import type { Stream } from './stream.js';
 
@@ -13,11 +13,18 @@ export interface EventOwner {
 export interface EventCreateOptions {
   /** Whether the event records a time (default true). Events without timing are cheaper to wait on. */
   timing?: boolean;
+  /**
+   * Waiting on the event puts the waiting thread to sleep (default false: the runtime spins a CPU core while it
+   * waits, which answers sooner but takes a core from host threads working at the same time).
+   */
+  blockingSync?: boolean;
 }
 
 export class GpuEvent implements Disposable {
   private live = true;
   private recorded = false;
+  /** Last recorded inside a capture: it orders work within the graph, and launches record nothing into it. */
+  private captured = false;
 
   constructor(
     readonly owner: EventOwner,
@@ -35,6 +42,16 @@ export class GpuEvent implements Disposable {
     this.owner.assertOpen();
   }
 
+  /** Refuses to wait on or time an event whose last record was captured (the runtime answers an error there). */
+  private assertRecordedOutsideCapture(what: string): void {
+    if (this.captured) {
+      throw new GpuError(
+        ErrorCode.INVALID_STATE,
+        `${what}: the event was last recorded inside a capture, where it only orders work within the graph; record it on a stream outside the capture to wait on it`,
+      );
+    }
+  }
+
   /** Records the event at the current end of `stream`. */
   record(stream: Stream): this {
     this.assertLive('record');
@@ -44,6 +61,7 @@ export class GpuEvent implements Disposable {
     }
     this.owner.backend.recordEvent(this.handle, stream.handle);
     this.recorded = true;
+    this.captured = stream.capturing;
     return this;
   }
 
@@ -51,6 +69,7 @@ export class GpuEvent implements Disposable {
   synchronize(): Promise<void> {
     try {
       this.assertLive('synchronize');
+      this.assertRecordedOutsideCapture('synchronize');
     } catch (e) {
       return Promise.reject(e);
     }
@@ -65,12 +84,14 @@ export class GpuEvent implements Disposable {
    */
   waitSync(): void {
     this.assertLive('waitSync');
+    this.assertRecordedOutsideCapture('waitSync');
     this.owner.backend.synchronizeEvent(this.handle);
   }
 
   /** True when the event's last record has completed (or it was never recorded). */
   query(): boolean {
     this.assertLive('query');
+    this.assertRecordedOutsideCapture('query');
     return this.owner.backend.queryEvent(this.handle);
   }
 
@@ -81,6 +102,8 @@ export class GpuEvent implements Disposable {
   elapsedSince(start: GpuEvent): number {
     this.assertLive('elapsedSince');
     start.assertLive('elapsedSince');
+    this.assertRecordedOutsideCapture('elapsedSince');
+    start.assertRecordedOutsideCapture('elapsedSince');
     if (!this.timing || !start.timing) throw new InvalidArgumentError('elapsedSince: both events need timing: true', ErrorCode.INVALID_ARGUMENT);
     if (!this.recorded || !start.recorded) throw new InvalidArgumentError('elapsedSince: both events must have been recorded', ErrorCode.INVALID_ARGUMENT);
     return this.owner.backend.elapsedMs(start.handle, this.handle);

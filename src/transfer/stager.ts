@@ -271,7 +271,8 @@ export class Stager implements Disposable {
       const dev = this.rt.device(this.device);
       const node = this.numaLocal ? this.rt.numaNodeFor(this.device) : undefined;
       this.ring = this.rt.allocPinned(this.chunkBytes * this.depth, node === undefined ? {} : { numaNode: node });
-      this.events = Array.from({ length: this.depth }, () => dev.createEvent({ timing: false }));
+      // Blocking-sync events: a wait sleeps instead of spinning a core the copy threads need.
+      this.events = Array.from({ length: this.depth }, () => dev.createEvent({ timing: false, blockingSync: true }));
       this.copier = this.rt.backend.createHostCopier(this.threads);
     }
     return { ring: this.ring, events: this.events, copier: this.copier! };
@@ -298,7 +299,7 @@ export class Stager implements Disposable {
         if (job.signal?.aborted) throw aborted();
         this.rt.copy(job.devAllocation, ring, { dstOffset: job.devOffset + k * C, srcOffset: (k % this.depth) * C, bytes: size(k), stream });
         events[k % this.depth]!.record(stream);
-        dmaDone[k] = handled(events[k % this.depth]!.synchronize());
+        dmaDone[k] = handled(inOrder(dmaDone[k - 1], events[k % this.depth]!));
       }
       await stream.synchronize();
       return n;
@@ -324,7 +325,7 @@ export class Stager implements Disposable {
         const slot = k % this.depth;
         this.rt.copy(ring, job.devAllocation, { dstOffset: slot * C, srcOffset: job.devOffset + k * C, bytes: size(k), stream });
         events[slot]!.record(stream);
-        dmaDone[k] = handled(events[slot]!.synchronize());
+        dmaDone[k] = handled(inOrder(dmaDone[k - 1], events[slot]!));
         drains[k] = handled(dmaDone[k]!.then(() => copier.copy(job.hostAddress + k * C, ring.address + slot * C, size(k))));
       }
       await Promise.all(drains);
@@ -370,6 +371,14 @@ interface Job {
 
 function aborted(): GpuError {
   return new GpuError(ErrorCode.ABORTED, 'the transfer was aborted: the chunks in flight finished, nothing more was copied');
+}
+
+/**
+ * Waits for `event` once the previous chunk's wait has ended: one waiting thread at a time instead of one per chunk
+ * in flight (each wait holds a thread of libuv's small pool until it returns).
+ */
+function inOrder(previous: Promise<void> | undefined, event: GpuEvent): Promise<void> {
+  return previous ? previous.then(() => event.synchronize()) : event.synchronize();
 }
 
 /** Marks a promise handled (it is awaited later, or left behind on an error) and answers it. */

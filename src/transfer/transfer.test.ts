@@ -55,3 +55,17 @@ test('a failing step rejects with the runtime error, waits for what was in fligh
   await st.download(out, dst);
   assert.deepEqual(out, src);
 });
+
+test('the default stager shape follows the machine: all cores but a quarter (at most 12), 8 MiB chunks, 8 deep', async () => {
+  const { transferDefaults } = await import('./defaults.js');
+  const GiB = 2 ** 30;
+  assert.deepEqual(
+    [2, 4, 8, 16, 64].map((c) => transferDefaults(c, 128 * GiB).threads),
+    [1, 3, 6, 12, 12],
+  );
+  const d = transferDefaults(16, 128 * GiB);
+  assert.equal(d.chunkBytes, 8 * 2 ** 20);
+  assert.equal(d.depth, 8);
+  assert.equal(d.pinnedBudgetBytes, 4096 * 2 ** 20);
+  assert.equal(transferDefaults(16, 2 * GiB).pinnedBudgetBytes, 128 * 2 ** 20, 'a sixteenth of a small machine');
+});

@@ -40,8 +40,8 @@ export function pageableCopies(dir: number): RuleCheck {
       evidence,
       change:
         dir === Direction.HtoD
-          ? "Allocate the host buffers pinned (DataLoader(pin_memory=True), tensor.pin_memory(), cudaHostAlloc / hipHostMalloc, or gpumem's PinnedResource) and copy with non_blocking=True: a pageable copy is staged through a driver bounce buffer and blocks the host."
-          : 'Copy into a pinned buffer allocated once (torch.empty(..., pin_memory=True) and .copy_(x, non_blocking=True)), then wait on an event before reading it: a copy into pageable memory is staged and synchronous.',
+          ? "Allocate the host buffers pinned (DataLoader(pin_memory=True), tensor.pin_memory(), cudaHostAlloc / hipHostMalloc, or gpumem's PinnedResource) and copy with non_blocking=True: a pageable copy is staged through a driver bounce buffer and blocks the host. Data that arrives in ordinary memory (decoded, read from disk) can go through pinned chunks filled on several threads (gpumem rt.upload) instead of the driver's one-threaded bounce buffer."
+          : 'Copy into a pinned buffer allocated once (torch.empty(..., pin_memory=True) and .copy_(x, non_blocking=True)), then wait on an event before reading it: a copy into pageable memory is staged and synchronous. Results needed in ordinary memory can come back through pinned chunks drained on several threads (gpumem rt.download).',
     };
   };
 }

@@ -54,6 +54,6 @@ export const smallCopies: RuleCheck = (ctx) => {
     savingHow: `copy-engine plus issuing time of the small copies, minus one copy per burst (${bursts.length}): ${ctx.floorText(Direction.HtoD)}, the burst's bytes at the pinned rate, and the median issuing call`,
     evidence,
     change:
-      'Pack small tensors into one buffer (torch.cat into a preallocated pinned staging tensor, or one struct) and copy it once per step; keep scalars such as counters, masks or learning rates on the device instead of uploading them.',
+      "Pack small tensors into one buffer (torch.cat into a preallocated pinned staging tensor, or one struct) and copy it once per step; keep scalars such as counters, masks or learning rates on the device instead of uploading them. Where they cannot be packed, enqueue them with one batch call (cudaMemcpyBatchAsync from CUDA 12.8, hipMemcpyBatchAsync from ROCm 7.1; gpumem rt.copyBatch) or capture the step's copies once as a graph (CUDA graphs, torch.cuda.graphs; gpumem rt.capture).",
   };
 };

@@ -689,7 +689,7 @@ export abstract class NativeBackend implements Backend {
   createEvent(device: number, options: EventOptions): Handle {
     this.guard();
     this.use(device);
-    const flags = options.timing === false ? RUNTIME_FLAGS.eventDisableTiming : 0;
+    const flags = (options.timing === false ? RUNTIME_FLAGS.eventDisableTiming : 0) | (options.blockingSync ? RUNTIME_FLAGS.eventBlockingSync : 0);
     this.check(this.fn.EventCreateWithFlags!(this.outP, flags) as number, `${this.name}EventCreateWithFlags`);
     return this.outP[0]!;
   }

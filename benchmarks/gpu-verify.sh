@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Re-runs every GPU figure published in docs/performance.md, on a machine with an NVIDIA GPU, and writes the evidence.
+#
+#   npm run gpu:verify                      # 3 rounds, full sizes (about 5 minutes on one H200)
+#   npm run gpu:verify -- --rounds 5 --out /tmp/evidence
+#   npm run gpu:verify -- --quick           # 1 round, 256 MiB transfers (a smoke test; not for publishing)
+#
+# Each round runs the native CUDA C programs of benchmarks/native/ and gpumem, interleaved, then PyTorch where it is
+# installed: copies (native bandwidth.cu against `gpumem bench --only copy`) and transfers (native transfer.cu
+# against `gpumem bench --only transfer`, PyTorch's own ways beside them). benchmarks/compare.mjs turns the files
+# into the tables; they go to docs/evidence/DATE-MACHINE/ with every raw file, and into docs/performance.md
+# between its gpu-verify markers. With --out, the same files are also copied to that folder.
+#
+# Needs: nvcc, an NVIDIA driver, Node.js 20 (or the bundle of ../shared/device/bundle.sh in .gpu/), a built gpumem.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+rounds=3
+out=""
+quick=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rounds) rounds=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --quick) quick=1; rounds=1; shift ;;
+    *) echo "gpu-verify: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+
+# Node.js and a built gpumem: this checkout, or the bundle that carries both to machines without Node.js.
+node_bin=$(command -v node || true)
+app="$root"
+if [ ! -d "$root/node_modules" ] || [ ! -f "$root/dist/cli.js" ]; then
+  if [ -f "$root/.gpu/app/dist/cli.js" ]; then app="$root/.gpu/app"; else echo "gpu-verify: build gpumem first (npm run build)" >&2; exit 2; fi
+fi
+if [ -z "$node_bin" ]; then
+  if [ -f "$root/.gpu/node.xz" ]; then
+    mkdir -p /tmp/gpumem-node
+    [ -x /tmp/gpumem-node/node ] || { xz -dc "$root/.gpu/node.xz" > /tmp/gpumem-node/node && chmod +x /tmp/gpumem-node/node; }
+    node_bin=/tmp/gpumem-node/node
+  else
+    echo "gpu-verify: no Node.js (install Node.js 20, or run ../shared/device/bundle.sh)" >&2; exit 2
+  fi
+fi
+gpumem() { (cd "$app" && "$node_bin" dist/cli.js "$@"); }
+
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+count=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
+cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
+slug=$(echo "${count}x-${gpu}" | tr '[:upper:]' '[:lower:]' | sed 's/nvidia //; s/[^a-z0-9]\+/-/g; s/-$//')
+date=$(date -u +%F)
+ev="$root/docs/evidence/${date}-${slug}"
+[ "$quick" = 1 ] && ev="${out:-/tmp}/gpu-verify-quick"
+mkdir -p "$ev"
+echo "gpu-verify: ${count} x ${gpu} (sm_${cc}), ${rounds} round(s), evidence in ${ev}" >&2
+
+bin=/tmp/gpumem-native
+mkdir -p "$bin"
+nvcc -O2 -arch="sm_${cc}" -o "$bin/bandwidth" benchmarks/native/bandwidth.cu
+nvcc -O2 -arch="sm_${cc}" -Xcompiler -fopenmp -o "$bin/transfer" benchmarks/native/transfer.cu
+
+{
+  echo "date: $(date -u +%FT%TZ)"
+  nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max,memory.total --format=csv
+  echo "host: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(ls -d /sys/devices/system/node/node* 2>/dev/null | wc -l) NUMA node(s)"
+  echo "cpu: $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
+  echo "node: $("$node_bin" --version); nvcc: $(nvcc --version | tail -1)"
+  echo "gpumem: ${GPUMEM_COMMIT:-$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)}"
+} > "$ev/machine.txt"
+gpumem info --json > "$ev/info.json"
+
+transfer_bytes=$((1 << 30)); copy_max=1GiB; mode=""
+if [ "$quick" = 1 ]; then transfer_bytes=$((256 << 20)); copy_max=256MiB; mode="--quick"; fi
+has_torch=0
+python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null && has_torch=1
+for r in $(seq 1 "$rounds"); do
+  echo "gpu-verify: round $r of $rounds" >&2
+  "$bin/bandwidth" > "$ev/native-bandwidth-$r.jsonl"
+  gpumem bench --backend cuda --only copy --max-size "$copy_max" --json > "$ev/gpumem-copy-$r.json"
+  "$bin/transfer" "$transfer_bytes" 5 > "$ev/native-transfer-$r.jsonl"
+  gpumem bench --backend cuda --only transfer $mode --max-size "$((transfer_bytes / 1048576))MiB" --json > "$ev/gpumem-transfer-$r.json"
+  if [ "$has_torch" = 1 ]; then python3 benchmarks/pytorch/transfer.py "$transfer_bytes" 5 > "$ev/torch-transfer-$r.jsonl"; fi
+done
+
+"$node_bin" benchmarks/compare.mjs "$ev" > "$ev/tables.md"
+if [ "$quick" = 0 ]; then "$node_bin" benchmarks/compare.mjs "$ev" --update docs/performance.md; fi
+if [ -n "$out" ] && [ "$out" != "$ev" ]; then mkdir -p "$out" && cp "$ev"/* "$out"/; fi
+cat "$ev/tables.md"
