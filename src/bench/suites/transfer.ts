@@ -68,20 +68,12 @@ export async function transferTests(ctx: BenchContext, max: number): Promise<voi
   clear();
   let ms = await timeWall(ctx, () => rt.copy(devBuf, pageable), reps);
   ctx.addBandwidth(row('HtoD', 'pageable', 'device', 'runtime-direct', bytes), ms, bytes, 'one-way', await verify());
-  // Staged through gpumem: the runtime's default stager, as rt.upload uses it.
-  clear();
-  let last = await rt.upload(devBuf, host);
-  ms = await timeWall(ctx, async () => (last = await rt.upload(devBuf, host)), reps, 1);
-  ctx.addBandwidth(
-    row('HtoD', 'pageable', 'device', `gpumem-upload (${last.path})`, bytes, { threads: last.threads, chunkBytes: last.chunkBytes }),
-    ms,
-    bytes,
-    'one-way',
-    await verify(),
-  );
-
-  // Register the buffer, copy, unregister: the registration is counted. Measured after rt.upload, which once came
-  // right after it and ran below the same stager shape measured later (45 against 52 GB/s on an H200; cause unknown).
+  // Downloads through the runtime's pageable copy.
+  back.fill(0);
+  using pageableBack = rt.allocPageable(back.buffer as ArrayBuffer);
+  ms = await timeWall(ctx, () => rt.copy(pageableBack, devBuf), reps);
+  ctx.addBandwidth(row('DtoH', 'device', 'pageable', 'runtime-direct', bytes), ms, bytes, 'one-way', Buffer.from(back.buffer).equals(Buffer.from(host.buffer)));
+  // Register the buffer, copy, unregister: the registration is counted.
   if (rt.backend.capabilities.hostRegister) {
     clear();
     ms = await timeWall(
@@ -117,11 +109,21 @@ export async function transferTests(ctx: BenchContext, max: number): Promise<voi
     const ok = Buffer.from(back.buffer).equals(Buffer.from(host.buffer));
     ctx.addBandwidth(row('DtoH', 'device', 'pageable', 'staged', bytes, shape), ms, bytes, 'one-way', ok);
   }
-  // Downloads: the runtime's pageable copy and rt.download.
-  back.fill(0);
-  using pageableBack = rt.allocPageable(back.buffer as ArrayBuffer);
-  ms = await timeWall(ctx, () => rt.copy(pageableBack, devBuf), reps);
-  ctx.addBandwidth(row('DtoH', 'device', 'pageable', 'runtime-direct', bytes), ms, bytes, 'one-way', Buffer.from(back.buffer).equals(Buffer.from(host.buffer)));
+  // rt.upload and rt.download, through the runtime's default stager, measured after the shapes: in earlier runs on
+  // H200s, staged transfers right after the runtime's own pageable copies and registration of the same buffers ran
+  // slower than the same shape measured later (44 against 52 GB/s); the cause is not known. The native program also
+  // meets its staged shapes after its direct copies.
+  clear();
+  let last = await rt.upload(devBuf, host);
+  ms = await timeWall(ctx, async () => (last = await rt.upload(devBuf, host)), reps, 1);
+  ctx.addBandwidth(
+    row('HtoD', 'pageable', 'device', `gpumem-upload (${last.path})`, bytes, { threads: last.threads, chunkBytes: last.chunkBytes }),
+    ms,
+    bytes,
+    'one-way',
+    await verify(),
+  );
+
   back.fill(0);
   ms = await timeWall(ctx, async () => (last = await rt.download(back, devBuf)), reps);
   ctx.addBandwidth(
