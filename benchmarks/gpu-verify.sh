@@ -4,6 +4,7 @@
 #   npm run gpu:verify                      # 3 rounds, full sizes (about 5 minutes on one H200)
 #   npm run gpu:verify -- --rounds 5 --out /tmp/evidence
 #   npm run gpu:verify -- --quick           # 1 round, 256 MiB transfers (a smoke test; not for publishing)
+#   npm run gpu:verify -- --plan-accuracy   # also the planner against PyTorch's measured peaks (needs transformers; ~15 min)
 #
 # Each round runs the native CUDA C programs of benchmarks/native/ and gpumem, interleaved, then PyTorch where it is
 # installed: copies (native bandwidth.cu against `gpumem bench --only copy`) and transfers (native transfer.cu
@@ -18,8 +19,10 @@ cd "$root"
 rounds=3
 out=""
 quick=0
+plan=0
 while [ $# -gt 0 ]; do
   case "$1" in
+    --plan-accuracy) plan=1; shift ;;
     --rounds) rounds=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --quick) quick=1; rounds=1; shift ;;
@@ -82,6 +85,10 @@ for r in $(seq 1 "$rounds"); do
   if [ "$has_torch" = 1 ]; then python3 benchmarks/pytorch/transfer.py "$transfer_bytes" 5 > "$ev/torch-transfer-$r.jsonl"; fi
 done
 
+if [ "$plan" = 1 ]; then
+  python3 benchmarks/pytorch/record_training_peaks.py > "$ev/measured-peaks.json"
+  GPUMEM_DIST="$app/dist" "$node_bin" tools/plan-accuracy.mjs "$ev/measured-peaks.json" > "$ev/plan-accuracy.md"
+fi
 "$node_bin" benchmarks/compare.mjs "$ev" > "$ev/tables.md"
 if [ "$quick" = 0 ]; then "$node_bin" benchmarks/compare.mjs "$ev" --update docs/performance.md; fi
 if [ -n "$out" ] && [ "$out" != "$ev" ]; then mkdir -p "$out" && cp "$ev"/* "$out"/; fi

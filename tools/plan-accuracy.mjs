@@ -1,9 +1,13 @@
-// Prints the planner against the peaks measured on an H200 (fixtures/plan/measured-peaks.json) as a Markdown table.
-// Usage: npm run build && node tools/plan-accuracy.mjs
+// Prints the planner against peaks measured with PyTorch (default: fixtures/plan/measured-peaks.json, recorded by
+// benchmarks/pytorch/record_training_peaks.py) as a Markdown table.
+// Usage: npm run build && node tools/plan-accuracy.mjs [measured-peaks.json]   (GPUMEM_DIST: another built dist/)
 import { readFileSync } from 'node:fs';
-import { normaliseConfig } from '../dist/plan/model-config.js';
-import { estimate } from '../dist/plan/estimate.js';
-const d = JSON.parse(readFileSync(new URL('../fixtures/plan/measured-peaks.json', import.meta.url), 'utf8'));
+import { pathToFileURL } from 'node:url';
+const dist = process.env.GPUMEM_DIST ? pathToFileURL(`${process.env.GPUMEM_DIST}/`) : new URL('../dist/', import.meta.url);
+const { normaliseConfig } = await import(new URL('plan/model-config.js', dist).href);
+const { estimate } = await import(new URL('plan/estimate.js', dist).href);
+const file = process.argv[2] ?? new URL('../fixtures/plan/measured-peaks.json', import.meta.url);
+const d = JSON.parse(readFileSync(file, 'utf8'));
 const par = { gpus: 1, nodes: 1, zero: 0, tp: 1, sp: false, pp: 1, ep: 1, inFlight: 1 };
 console.log(`Measured on ${d.device} with torch ${d.torch}, transformers ${d.transformers}; GiB = 2^30 bytes.\n`);
 console.log('| run | model | precision | batch x tokens | measured peak (GiB) | planner − overhead (GiB) | error | parameters error |');
