@@ -5,19 +5,12 @@
 // Prints one JSON object per row with every repeat's GB/s. Build and run (benchmarks/gpu-verify.sh does both):
 //   nvcc -O2 -arch=sm_90 -o /tmp/gpumem-native-bandwidth benchmarks/native/bandwidth.cu && /tmp/gpumem-native-bandwidth
 #include <cuda_runtime.h>
+#include "check.h"
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
-#define CHECK(call)                                                                                   \
-  do {                                                                                                \
-    cudaError_t e_ = (call);                                                                          \
-    if (e_ != cudaSuccess) {                                                                          \
-      std::fprintf(stderr, "%s failed: %s (line %d)\n", #call, cudaGetErrorString(e_), __LINE__);    \
-      std::exit(1);                                                                                   \
-    }                                                                                                 \
-  } while (0)
 
 int main(int argc, char** argv) {
   const size_t maxBytes = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : (1ull << 30);

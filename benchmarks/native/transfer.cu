@@ -9,6 +9,7 @@
 //   nvcc -O2 -arch=sm_90 -Xcompiler -fopenmp -o /tmp/gpumem-native-transfer benchmarks/native/transfer.cu
 //   /tmp/gpumem-native-transfer [bytes] [repeats]
 #include <cuda_runtime.h>
+#include "check.h"
 #include <omp.h>
 #include <chrono>
 #include <cstdio>
@@ -16,14 +17,6 @@
 #include <cstring>
 #include <vector>
 
-#define CHECK(call)                                                                                   \
-  do {                                                                                                \
-    cudaError_t e_ = (call);                                                                          \
-    if (e_ != cudaSuccess) {                                                                          \
-      std::fprintf(stderr, "%s failed: %s (line %d)\n", #call, cudaGetErrorString(e_), __LINE__);    \
-      std::exit(1);                                                                                   \
-    }                                                                                                 \
-  } while (0)
 
 static double seconds() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 

@@ -1,6 +1,7 @@
 /** What tests share: running the CLI in-process, and opening a generated HTML page in a real headless Chromium. */
 import { existsSync } from 'node:fs';
 import { main } from '../cli/program.js';
+import type { Runtime } from '../memory/runtime.js';
 
 /** Runs `gpumem ARGS` in this process and collects its exit code, stdout and stderr. */
 export async function runCli(args: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -40,5 +41,27 @@ export async function inChromium<T>(file: string, script: string): Promise<{ val
     return { value: (await page.evaluate(script)) as T, errors };
   } finally {
     await browser.close();
+  }
+}
+
+/**
+ * Calls `register(name, open)` for each GPU backend (cuda, hip) that has a device here, and registers a skipped test
+ * naming the reason for each that has none: how the conformance suites reach every backend with a device.
+ */
+export async function forEachGpuBackend(suite: string, register: (name: 'cuda' | 'hip', open: () => Runtime) => void): Promise<void> {
+  const { openRuntime } = await import('../memory/runtime.js');
+  const { test } = await import('node:test');
+  for (const name of ['cuda', 'hip'] as const) {
+    let devices = 0;
+    let why = '';
+    try {
+      using rt = openRuntime({ backend: name });
+      devices = rt.devices.length;
+      why = rt.backend.noDeviceReason() ?? '';
+    } catch (e) {
+      why = (e as Error).message.split('\n')[0]!;
+    }
+    if (devices > 0) register(name, () => openRuntime({ backend: name }));
+    else test(`${name}: ${suite}`, { skip: `no ${name} device here (${why})` }, () => {});
   }
 }

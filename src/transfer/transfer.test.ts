@@ -8,25 +8,14 @@ import { ErrorCode, GpuError } from '../errors.js';
 import type { Backend } from '../backend/backend.js';
 import { createHostBackend } from '../backend/host/host-backend.js';
 import { openRuntime, Runtime } from '../memory/runtime.js';
+import { forEachGpuBackend } from '../testing/harness.js';
 import { pattern, transferConformance } from './transfer.case.js';
 
 const KiB = 1024;
 
 transferConformance('host', () => openRuntime({ backend: 'host', host: { devices: 1, deviceBytes: 1 << 30 } }));
 
-for (const name of ['cuda', 'hip'] as const) {
-  let devices = 0;
-  let why = '';
-  try {
-    using rt = openRuntime({ backend: name });
-    devices = rt.devices.length;
-    why = rt.backend.noDeviceReason() ?? '';
-  } catch (e) {
-    why = (e as Error).message.split('\n')[0]!;
-  }
-  if (devices > 0) transferConformance(name, () => openRuntime({ backend: name }));
-  else test(`${name}: transfer conformance`, { skip: `no ${name} device here (${why})` }, () => {});
-}
+await forEachGpuBackend('transfer conformance', (name, open) => transferConformance(name, open));
 
 test('a failing step rejects with the runtime error, waits for what was in flight, and the ring serves the next transfer', async () => {
   const host = createHostBackend();
