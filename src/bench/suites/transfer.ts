@@ -196,7 +196,8 @@ async function smallCopies(ctx: BenchContext, quick: boolean): Promise<void> {
     bytes: total,
     copies: K,
   });
-  // 20 warm-up calls: a program that enqueues batches does so every step, and its checks run compiled by then.
+  // 200 warm-up calls: a program that enqueues batches does so every step, and by then V8 runs the checks optimized
+  // (in the first few dozen calls, checking 1000 copies cost up to 10 times more).
   const timed = async (name: string, op: () => void): Promise<void> => {
     rt.fill(d, 0);
     const ms = await timeWall(
@@ -206,7 +207,7 @@ async function smallCopies(ctx: BenchContext, quick: boolean): Promise<void> {
         stream.waitSync();
       },
       reps,
-      20,
+      200,
     );
     ctx.addBandwidth(row(name), ms, total, 'one-way', await verify());
   };
