@@ -286,6 +286,8 @@ export interface Backend {
   readonly libraries: readonly LibraryRecord[];
   /** Set when a sticky error made the backend unusable. */
   readonly unusableReason: string | undefined;
+  /** The vendor install the libraries came from (ROCm: /opt/rocm-6.2.0), where that is one folder. */
+  readonly installRoot?: string | undefined;
 
   deviceCount(): number;
   /** Why deviceCount() answered 0 (the runtime's status name and text), when it did. */

@@ -15,6 +15,12 @@ export interface LibrarySpec {
   names: readonly string[];
   /** Directories to look in before the loader's path. */
   dirs: readonly string[];
+  /**
+   * 'names-first' (default): the newest file name in any directory before the next name (CUDA: libcudart.so.13 from
+   * wherever it is before any .so.12). 'dirs-first': every name in the first directory before the next directory
+   * (ROCm: the install ROCM_PATH names wins, whatever newer version another /opt/rocm-* holds).
+   */
+  order?: 'names-first' | 'dirs-first';
 }
 
 /** A candidate: a full path, or a bare name handed to the loader. */
@@ -80,6 +86,16 @@ export function libraryCandidates(spec: LibrarySpec): LibraryCandidate[] {
   if (override) return [{ name: override, path: override, viaLoader: false }];
   const dirs = [...new Set(spec.dirs.flatMap((d) => (d.includes('*') ? expandGlob(d) : [d])))];
   const out: LibraryCandidate[] = [];
+  if (spec.order === 'dirs-first') {
+    for (const dir of dirs) {
+      for (const name of spec.names) {
+        const path = join(dir, name);
+        if (existsSync(path)) out.push({ name, path, viaLoader: false });
+      }
+    }
+    for (const name of spec.names) out.push({ name, path: name, viaLoader: true });
+    return out;
+  }
   for (const name of spec.names) {
     for (const dir of dirs) {
       const path = join(dir, name);
@@ -130,12 +146,22 @@ export function cudaLibraryDirs(kind: 'cudart' | 'nvrtc' | 'driver' | 'nvml'): s
   return dirs;
 }
 
-/** Directories searched for ROCm libraries. */
-export function rocmLibraryDirs(): string[] {
-  const homes = [process.env.ROCM_PATH, process.env.HIP_PATH].filter((x): x is string => !!x);
+/**
+ * Directories searched for ROCm libraries, one install after the other: ROCM_PATH, HIP_PATH, /opt/rocm, then the
+ * versioned /opt/rocm-* installs (newest name first), then pip's ROCm wheels. Search them 'dirs-first'.
+ */
+export function rocmLibraryDirs(env: NodeJS.ProcessEnv = process.env, opt = '/opt'): string[] {
+  const homes = [env.ROCM_PATH, env.HIP_PATH].filter((x): x is string => !!x);
   const dirs: string[] = [];
   for (const h of homes) dirs.push(join(h, 'lib'), join(h, 'lib64'));
-  dirs.push('/opt/rocm/lib', '/opt/rocm-*/lib');
+  dirs.push(join(opt, 'rocm/lib'), join(opt, 'rocm-*/lib'));
   for (const sp of pythonSitePackages()) dirs.push(join(sp, '_rocm_sdk_core/lib'), join(sp, 'torch/lib'));
   return dirs;
+}
+
+/** The ROCm install a library came from: the folder above its lib/ folder (undefined for the loader's path). */
+export function installRootOf(path: string | undefined): string | undefined {
+  if (!path || !path.startsWith('/')) return undefined;
+  const dir = path.slice(0, path.lastIndexOf('/'));
+  return /\/lib(64)?$/.test(dir) ? dir.replace(/\/lib(64)?$/, '') : dir;
 }

@@ -17,10 +17,13 @@ export function renderInfo(r: InfoReport): string {
   const out: string[] = [];
   out.push(`backend: ${r.backend}${r.runtimeVersion ? `  runtime ${r.runtimeVersion}` : ''}${r.driverVersion ? `  driver ${r.driverVersion}` : ''}`);
   if (r.backend === 'host') out.push('  (the host backend: CPU memory standing in for a GPU; no figure it gives is a GPU figure)');
+  if (r.install) out.push(`install: ${r.install}`);
   if (r.libraries.length) {
     out.push('libraries:');
     for (const l of r.libraries) {
-      out.push(`  ${l.role.padEnd(10)} ${l.loaded ? (l.path ?? l.name) : `${l.name}: not loaded`}  [${l.envVar}]`);
+      out.push(
+        `  ${l.role.padEnd(10)} ${l.loaded ? (l.path ?? l.name) : `${l.name}: not loaded${l.error && !l.error.includes('\n') ? ` (${l.error})` : ''}`}  [${l.envVar}]`,
+      );
     }
   }
   const caps = Object.entries(r.capabilities)

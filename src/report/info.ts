@@ -8,6 +8,8 @@ export interface InfoReport {
   backend: string;
   runtimeVersion?: string | undefined;
   driverVersion?: string | undefined;
+  /** The vendor install the libraries came from (ROCm), where it is one folder. */
+  install?: string | undefined;
   libraries: LibraryRecord[];
   capabilities: Record<string, boolean>;
   /** Why the backend has no device, when it has none. */
@@ -24,12 +26,13 @@ export function collectInfo(rt: Runtime): InfoReport {
     backend: b.name,
     runtimeVersion: b.runtimeVersion,
     driverVersion: b.driverVersion,
+    install: b.installRoot,
     libraries: [...b.libraries],
     capabilities: { ...b.capabilities },
     noDevice: rt.devices.length === 0 ? (b.noDeviceReason() ?? 'no device') : undefined,
     detection: rt.selection.attempts,
     devices: rt.devices.map((d) => d.info()),
   };
-  for (const k of ['runtimeVersion', 'driverVersion', 'noDevice'] as const) if (report[k] === undefined) delete report[k];
+  for (const k of ['runtimeVersion', 'driverVersion', 'install', 'noDevice'] as const) if (report[k] === undefined) delete report[k];
   return report;
 }

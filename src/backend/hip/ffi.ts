@@ -4,12 +4,11 @@
  * form of hipMemPrefetchAsync and hipMemAdvise in every version.
  */
 import type { LibraryRecord } from '../backend.js';
-import { rocmLibraryDirs } from '../library-search.js';
+import { installRootOf, rocmLibraryDirs } from '../library-search.js';
 import { declare, loadLibrary, tryLoadLibrary, vmmLayoutOk, type NativeFn } from '../native/ffi.js';
 import { BATCH_PROTOTYPE_WITH_FAIL_INDEX, RTC_PROTOTYPES, RUNTIME_PROTOTYPES } from '../native/runtime-api.js';
 
 const HIP_ONLY_PROTOTYPES = [
-  'int hipExtHostAlloc(_Out_ uintptr_t *p, size_t n, unsigned int flags)',
   'int hipHostMalloc(_Out_ uintptr_t *p, size_t n, unsigned int flags)',
   'int hipHostFree(uintptr_t p)',
   'int hipExtMallocWithFlags(_Out_ uintptr_t *p, size_t n, unsigned int flags)',
@@ -51,6 +50,10 @@ const RSMI_PROTOTYPES = [
   'int rsmi_dev_memory_usage_get(uint32_t device, int memType, _Out_ uint64_t *used)',
   'int rsmi_compute_process_info_get(void *procs, _Inout_ uint32_t *count)',
   'int rsmi_compute_process_gpus_get(uint32_t pid, void *devices, _Inout_ uint32_t *count)',
+  // ROCm >= 6.0: a process's VRAM on one device (rsmi_process_info_t, as above).
+  'int rsmi_compute_process_info_by_device_get(uint32_t pid, uint32_t device, void *proc)',
+  // ROCm >= 6.1: the partition of a device (MI300 CPX/DPX modes); 0 on an unpartitioned GPU.
+  'int rsmi_dev_partition_id_get(uint32_t device, _Out_ uint32_t *partition)',
 ];
 export const RSMI_PROCESS_INFO_BYTES = 32;
 /** rsmi_status_t and rsmi_memory_type_t values read here (rocm_smi.h). */
@@ -68,6 +71,8 @@ export interface HipBindings {
   /** ROCm SMI, where present; initialised on first use. */
   rsmi: Record<string, NativeFn> | undefined;
   libraries: LibraryRecord[];
+  /** The ROCm install libamdhip64 came from (hipRTC and ROCm SMI are looked for there first). */
+  install: string | undefined;
 }
 
 /**
@@ -80,6 +85,7 @@ export function loadHip(): HipBindings {
       envVar: 'GPUMEM_LIBAMDHIP64',
       names: ['libamdhip64.so.7', 'libamdhip64.so.6', 'libamdhip64.so.5', 'libamdhip64.so'],
       dirs: rocmLibraryDirs(),
+      order: 'dirs-first',
     },
     'runtime',
     'hip',
@@ -89,32 +95,47 @@ export function loadHip(): HipBindings {
   rt.RuntimeGetVersion?.(v);
   // hipMemcpyBatchAsync (ROCm 7.1, hip_runtime_api.h): the 9-argument form with failIdx, as CUDA 12.8's.
   if ((v[0] ?? 0) >= 70100000) Object.assign(rt, declare(amdhip.lib, [BATCH_PROTOTYPE_WITH_FAIL_INDEX], 'hip'));
+  // hipRTC and ROCm SMI from the same install as libamdhip64 before any other.
+  const installLib = amdhip.record.path?.startsWith('/') ? amdhip.record.path.slice(0, amdhip.record.path.lastIndexOf('/')) : undefined;
+  const dirs = [...(installLib ? [installLib] : []), ...rocmLibraryDirs()];
+  const major = Math.floor((v[0] ?? 0) / 10_000_000);
   const rtcLib = tryLoadLibrary(
-    { envVar: 'GPUMEM_LIBHIPRTC', names: ['libhiprtc.so.7', 'libhiprtc.so.6', 'libhiprtc.so'], dirs: rocmLibraryDirs() },
+    { envVar: 'GPUMEM_LIBHIPRTC', names: ['libhiprtc.so.7', 'libhiprtc.so.6', 'libhiprtc.so.5', 'libhiprtc.so'], dirs, order: 'dirs-first' },
     'compiler',
     'hip',
   );
   const rtcPrototypes = [...RTC_PROTOTYPES, ...HIPRTC_CODE_PROTOTYPES];
   let rtc = rtcLib.loaded ? declare(rtcLib.loaded.lib, rtcPrototypes, 'hiprtc') : undefined;
   const libraries = [amdhip.record, rtcLib.record];
-  if (!rtc?.CompileProgram) {
-    // ROCm 5 exports hiprtc from libamdhip64 itself.
+  if (!rtc?.CompileProgram && major < 7) {
+    // ROCm 5 and 6 also export hipRTC from libamdhip64 itself; ROCm 7 took it out ("Starting with the 7.0 release
+    // hipRTC is no longer included in the HIP runtime").
     const inRuntime = declare(amdhip.lib, rtcPrototypes, 'hiprtc');
     if (inRuntime.CompileProgram) {
       rtc = inRuntime;
       libraries[1] = { role: 'compiler', name: `${amdhip.record.name} (hiprtc)`, path: amdhip.record.path, envVar: 'GPUMEM_LIBHIPRTC', loaded: true };
     }
   }
+  if (!rtc?.CompileProgram) libraries[1] = { ...libraries[1]!, loaded: false, error: hiprtcMissing(major, installLib) };
   const rsmiLib = tryLoadLibrary(
     {
       envVar: 'GPUMEM_LIBROCM_SMI',
       names: ['librocm_smi64.so.7', 'librocm_smi64.so.6', 'librocm_smi64.so.5', 'librocm_smi64.so.1', 'librocm_smi64.so'],
-      dirs: rocmLibraryDirs(),
+      dirs,
+      order: 'dirs-first',
     },
     'management',
     'hip',
   );
   libraries.push(rsmiLib.record);
   const rsmi = rsmiLib.loaded ? declare(rsmiLib.loaded.lib, RSMI_PROTOTYPES) : undefined;
-  return { rt, rtc, runtimeVersion: v[0]!, vmmLayoutOk: vmmLayoutOk(), rsmi, libraries };
+  return { rt, rtc, runtimeVersion: v[0]!, vmmLayoutOk: vmmLayoutOk(), rsmi, libraries, install: installRootOf(amdhip.record.path) };
+}
+
+/** Why kernels are unavailable on HIP: which library is missing, for the ROCm version loaded. */
+export function hiprtcMissing(major: number, installLib: string | undefined): string {
+  const where = installLib ? ` in ${installLib} or on the loader's path` : " on the loader's path";
+  return major >= 7
+    ? `libhiprtc.so.7 not found${where}: ROCm 7 ships hipRTC as its own library (install ROCm's hiprtc package, or set GPUMEM_LIBHIPRTC); without it no kernel can be compiled`
+    : `hipRTC not found: neither libhiprtc${where} nor hipRTC inside libamdhip64 (set GPUMEM_LIBHIPRTC); without it no kernel can be compiled`;
 }

@@ -3,13 +3,25 @@
  * uncached device memory (hipExtMallocWithFlags), coherent / non-coherent / NUMA-placed pinned host memory
  * (hipHostMalloc flags). HIP's enums and status codes are HIP's own, from hip_runtime_api.h.
  */
-import type { Address, Backend, DeviceInfo, DeviceMallocFlags, DeviceMemoryUse, Handle, MemLocation, PinnedFlags, ProcessMemoryUse } from '../backend.js';
+import type {
+  Address,
+  Backend,
+  BackendCapabilities,
+  DeviceInfo,
+  DeviceMallocFlags,
+  DeviceMemoryUse,
+  Handle,
+  MemLocation,
+  PinnedFlags,
+  ProcessMemoryUse,
+} from '../backend.js';
 import { xnackState } from '../device-info.js';
 import { cString } from '../native/ffi.js';
 import { LazyManagement, readRecords } from '../native/management.js';
 import { NativeBackend, nativeCapabilities, type DeviceAttributeIds } from '../native/native-backend.js';
 import type { RtcCompiler } from '../native/rtc.js';
 import { RUNTIME_FLAGS, type StatusTable } from '../native/runtime-api.js';
+import { matchRsmiDevices, type HipDevice, type RsmiDevice } from './rocm-smi-devices.js';
 import { loadHip, RSMI_MEM_TYPE_VRAM, RSMI_PROCESS_INFO_BYTES, RSMI_STATUS_INSUFFICIENT_SIZE, RSMI_STATUS_SUCCESS, type HipBindings } from './ffi.js';
 
 /** hipError_t values (hip_runtime_api.h, identical in ROCm 5.2 and 6.x for these). */
@@ -44,7 +56,7 @@ const ATTR: DeviceAttributeIds = {
 /** hipExtMallocWithFlags flags. */
 const DEVICE_MALLOC_FINEGRAINED = 0x1;
 const DEVICE_MALLOC_UNCACHED = 0x3;
-/** hipHostMalloc / hipExtHostAlloc flags beyond the CUDA-compatible ones. */
+/** hipHostMalloc flags beyond the CUDA-compatible ones. */
 const HOST_MALLOC_NUMA_USER = 0x20000000;
 const HOST_MALLOC_COHERENT = 0x40000000;
 const HOST_MALLOC_NON_COHERENT = 0x80000000;
@@ -60,15 +72,6 @@ const PROPS_R0000 = { symbol: 'GetDeviceProperties', size: 792, gcnArchName: 396
 export function formatHipVersion(v: number): string | undefined {
   if (!(v > 0)) return undefined;
   return `${Math.floor(v / 10_000_000)}.${Math.floor((v % 10_000_000) / 100_000)}.${v % 100_000}`;
-}
-
-/** A PCI bus id ("0000:03:00.0") as ROCm SMI's BDF id: domain [63:32], bus [15:8], device [7:3], function [2:0]. */
-export function bdfId(pciBusId: string): bigint | undefined {
-  const m = /^([0-9a-f]+):([0-9a-f]{1,2}):([0-9a-f]{1,2})\.([0-7])$/i.exec(pciBusId.trim());
-  if (!m) return undefined;
-  const [domain, bus, dev, fn] = m.slice(1).map((x) => BigInt(`0x${x}`)) as [bigint, bigint, bigint, bigint];
-  if (dev > 0x1fn) return undefined;
-  return (domain << 32n) | (bus << 8n) | (dev << 3n) | fn;
 }
 
 class HipBackend extends NativeBackend {
@@ -106,20 +109,26 @@ class HipBackend extends NativeBackend {
       runtimeVersion: formatHipVersion(b.runtimeVersion),
       driverVersion: driverVersion[0]! > 0 ? String(driverVersion[0]) : undefined,
       libraries: b.libraries,
-      capabilities: nativeCapabilities(b.rt, vmm, {
-        kernels: !!b.rt.ModuleLoadData && !!rtc,
-        fineGrainedDeviceMemory: !!b.rt.ExtMallocWithFlags,
-        // hipDeviceMallocUncached first appears in ROCm 5.3's headers.
-        uncachedDeviceMemory: !!b.rt.ExtMallocWithFlags && major * 100 + minor >= 503,
-        coherentHostMemory: true,
-        numaHostMemory: true,
-      }),
+      capabilities: withoutWriteCombining(
+        nativeCapabilities(b.rt, vmm, {
+          kernels: !!b.rt.ModuleLoadData && !!rtc,
+          fineGrainedDeviceMemory: !!b.rt.ExtMallocWithFlags,
+          // hipDeviceMallocUncached first appears in ROCm 5.3's headers.
+          uncachedDeviceMemory: !!b.rt.ExtMallocWithFlags && major * 100 + minor >= 503,
+          coherentHostMemory: true,
+          numaHostMemory: true,
+        }),
+      ),
       modules: b.rt.ModuleLoadData ? { fns: b.rt, launch: 'ModuleLaunchKernel' } : undefined,
       rtc,
       vmm: vmm ? { fns: b.rt } : undefined,
     });
     this.b = b;
+    this.installRoot = b.install;
   }
+
+  /** The ROCm install the libraries came from. */
+  readonly installRoot: string | undefined;
 
   /** gcnArchName with its features, e.g. "gfx942:sramecc+:xnack-". */
   private archName(device: number): string | undefined {
@@ -162,22 +171,26 @@ class HipBackend extends NativeBackend {
     };
   }
 
-  /** The ROCm SMI index of a HIP device, or why there is none. */
+  /** The ROCm SMI index of a HIP device (partitions matched as rocm-smi-devices.ts says), or why there is none. */
   private rsmiDevice(device: number): number | string {
     const r = this.b.rsmi;
     if (!r?.rsmi_init || !r.rsmi_num_monitor_devices || !r.rsmi_dev_pci_id_get || !r.rsmi_dev_memory_total_get || !r.rsmi_dev_memory_usage_get)
       return 'ROCm SMI (librocm_smi64) not found';
     return this.rsmi.handle(device, () => {
-      const bus = this.pciBusId(device);
-      const want = bus === undefined ? undefined : bdfId(bus);
-      if (want === undefined) return `no PCI bus id for HIP device ${device}`;
       const count = [0];
       if ((r.rsmi_num_monitor_devices!(count) as number) !== RSMI_STATUS_SUCCESS) return 'rsmi_num_monitor_devices failed';
+      const smi: RsmiDevice[] = [];
       for (let i = 0; i < count[0]!; i++) {
         const id = [0];
-        if ((r.rsmi_dev_pci_id_get!(i, id) as number) === RSMI_STATUS_SUCCESS && BigInt(id[0]!) === want) return i;
+        if ((r.rsmi_dev_pci_id_get!(i, id) as number) !== RSMI_STATUS_SUCCESS) continue;
+        const part = [0];
+        const partition = r.rsmi_dev_partition_id_get && (r.rsmi_dev_partition_id_get(i, part) as number) === RSMI_STATUS_SUCCESS ? part[0] : undefined;
+        smi.push({ index: i, bdfid: BigInt(id[0]!), partition });
       }
-      return `ROCm SMI lists no device at PCI ${bus}`;
+      const hip: HipDevice[] = [];
+      for (let d = 0; d < this.deviceCount(); d++) hip.push({ index: d, pciBusId: this.pciBusId(d) });
+      const found = matchRsmiDevices(hip, smi).get(device);
+      return found ?? `ROCm SMI lists no device matching HIP device ${device} (PCI ${this.pciBusId(device) ?? 'unknown'})`;
     });
   }
 
@@ -196,9 +209,17 @@ class HipBackend extends NativeBackend {
       if (!gpus) continue;
       const devices = Array.from({ length: gpus.count }, (_, k) => gpus.buffer.readUInt32LE(4 * k));
       if (!devices.includes(dv)) continue;
-      out.push({ pid, usedBytes: devices.length === 1 ? Number(list.buffer.readBigUInt64LE(at + 8)) : undefined });
+      out.push({ pid, usedBytes: this.processVram(pid, dv) ?? (devices.length === 1 ? Number(list.buffer.readBigUInt64LE(at + 8)) : undefined) });
     }
     return out;
+  }
+
+  /** A process's VRAM on one device (rsmi_compute_process_info_by_device_get, ROCm >= 6.0), where ROCm SMI has it. */
+  private processVram(pid: number, dv: number): number | undefined {
+    const f = this.b.rsmi?.rsmi_compute_process_info_by_device_get;
+    if (!f) return undefined;
+    const info = Buffer.alloc(RSMI_PROCESS_INFO_BYTES);
+    return (f(pid, dv, info) as number) === RSMI_STATUS_SUCCESS ? Number(info.readBigUInt64LE(8)) : undefined;
   }
 
   private rsmiError(status: number): string {
@@ -234,15 +255,12 @@ class HipBackend extends NativeBackend {
   }
 
   protected hostAllocStatus(out: number[], bytes: number, flags: PinnedFlags): number {
-    let f =
-      (flags.portable ? RUNTIME_FLAGS.hostAllocPortable : 0) |
-      (flags.mapped ? RUNTIME_FLAGS.hostAllocMapped : 0) |
-      (flags.writeCombined ? RUNTIME_FLAGS.hostAllocWriteCombined : 0);
+    // No write-combined flag: HIP declares hipHostMallocWriteCombined for CUDA source compatibility only.
+    let f = (flags.portable ? RUNTIME_FLAGS.hostAllocPortable : 0) | (flags.mapped ? RUNTIME_FLAGS.hostAllocMapped : 0);
     if (flags.numaUser) f |= HOST_MALLOC_NUMA_USER;
     if (flags.coherent === true) f |= HOST_MALLOC_COHERENT;
     if (flags.coherent === false) f |= HOST_MALLOC_NON_COHERENT;
-    const alloc = this.b.rt.ExtHostAlloc ?? this.b.rt.HostMalloc!;
-    return alloc(out, bytes, f >>> 0) as number;
+    return this.b.rt.HostMalloc!(out, bytes, f >>> 0) as number;
   }
 
   protected hostFreeStatus(address: Address): number {
@@ -262,6 +280,15 @@ class HipBackend extends NativeBackend {
     const arch = this.archName(device) ?? 'gfx900';
     return { arch, options: [`--offload-arch=${arch}`, '-O3', '-std=c++17'] };
   }
+}
+
+/**
+ * HIP's capabilities lack write-combined pinned memory: hip_runtime_api.h keeps hipHostMallocWriteCombined "only for
+ * CUDA source compatibility but not functional within HIP runtime", and CLR's hipHostMalloc never reads it. Bench and
+ * report then show no write-combined row rather than plain pinned memory under that name.
+ */
+export function withoutWriteCombining(c: BackendCapabilities): BackendCapabilities {
+  return { ...c, writeCombined: false };
 }
 
 /**
