@@ -161,7 +161,7 @@ export function rocmLibraryDirs(env: NodeJS.ProcessEnv = process.env, opt = '/op
 
 /** The ROCm install a library came from: the folder above its lib/ folder (undefined for the loader's path). */
 export function installRootOf(path: string | undefined): string | undefined {
-  if (!path || !path.startsWith('/')) return undefined;
+  if (!path?.startsWith('/')) return undefined;
   const dir = path.slice(0, path.lastIndexOf('/'));
   return /\/lib(64)?$/.test(dir) ? dir.replace(/\/lib(64)?$/, '') : dir;
 }
