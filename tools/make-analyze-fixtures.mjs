@@ -24,7 +24,8 @@ const kernels = ev.filter((e) => e.cat === 'kernel');
 const memsets = ev.filter((e) => e.cat === 'gpu_memset');
 const runtime = ev.filter((e) => e.cat === 'cuda_runtime' || e.cat === 'cuda_driver');
 const kindOf = (name) => /\((\w+) -> (\w+)\)/.exec(name).slice(1);
-const CUPTI_MEM = { Pageable: 1, Pinned: 2, Device: 3 };
+// Nsight's numbering of memory kinds (ENUM_CUDA_MEM_KIND), as its exports write them.
+const NSYS_MEM = { Pageable: 0, Pinned: 1, Device: 2 };
 
 // --- Nsight Systems SQLite export schema (tables and columns as nsys export writes them) ---
 const sqlite = new URL('traces/nsys-naive.sqlite', root);
@@ -50,7 +51,7 @@ const insCopy = db.prepare(
   'INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, correlationId, globalPid, bytes, copyKind, srcKind, dstKind, migrationCause) VALUES (?,?,?,?,?,?,?,?,?,?,?,0)',
 );
 const insSet = db.prepare(
-  'INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, streamId, correlationId, globalPid, value, bytes, memKind) VALUES (?,?,?,?,?,?,?,0,?,3)',
+  'INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, streamId, correlationId, globalPid, value, bytes, memKind) VALUES (?,?,?,?,?,?,?,0,?,2)',
 );
 const insK = db.prepare(
   'INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, globalPid, demangledName, shortName) VALUES (?,?,?,?,?,?,?,?,?)',
@@ -61,19 +62,7 @@ const insR = db.prepare(
 db.transaction(() => {
   for (const e of copies) {
     const [s, d] = kindOf(e.name);
-    insCopy.run(
-      rel(e.ts),
-      rel(e.ts + e.dur),
-      0,
-      1,
-      e.args.stream,
-      e.args.correlation,
-      683,
-      e.args.bytes,
-      COPY[e.name.slice(7, 11)],
-      CUPTI_MEM[s],
-      CUPTI_MEM[d],
-    );
+    insCopy.run(rel(e.ts), rel(e.ts + e.dur), 0, 1, e.args.stream, e.args.correlation, 683, e.args.bytes, COPY[e.name.slice(7, 11)], NSYS_MEM[s], NSYS_MEM[d]);
   }
   for (const e of memsets) insSet.run(rel(e.ts), rel(e.ts + e.dur), 0, 1, e.args.stream, e.args.correlation, 683, e.args.bytes);
   for (const e of kernels) insK.run(rel(e.ts), rel(e.ts + e.dur), 0, 1, e.args.stream, e.args.correlation, 683, sid(e.name), sid(e.name.slice(0, 60)));

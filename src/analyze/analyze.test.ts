@@ -229,7 +229,8 @@ test('a ROCm-flavour Kineto trace: host kind unknown, said so, and the rules tha
       .toString()
       .replace(/Memcpy (HtoD|DtoH) \((Pageable|Pinned|Device) -> (Device|Pageable|Pinned)\)/g, (_, d: string) =>
         d === 'HtoD' ? 'Memcpy HtoD (Host -> Device)' : 'Memcpy DtoH (Device -> Host)',
-      );
+      )
+      .replaceAll('NVIDIA H200', 'AMD Instinct MI300X');
     const file = join(dir, 'rocm.json');
     writeFileSync(file, text);
     const r = await analyzeFiles([file]);

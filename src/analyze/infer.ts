@@ -61,12 +61,14 @@ export function inferHostKinds(model: TraceModel): void {
       `host memory kind inferred for ${inferredPinned + inferredPageable} copies from the address ranges of ${ranges.length} pinned host allocations: ${inferredPinned} pinned, ${inferredPageable} pageable (outside every pinned range)`,
     );
   if (model.hostKindUnknown > 0) {
+    const amd = model.vendor() === 'amd';
+    const record = amd ? 'rocprofv3 --memory-allocation-trace' : 'nsys --cuda-memory-usage=true, or torch.profiler with profile_memory=True';
     const why =
       withAddress > 0
-        ? 'their host addresses are known but the trace holds no pinned host allocations to compare them with (record allocations too: rocprofv3 --memory-allocation-trace)'
+        ? `their host addresses are known but the trace holds no pinned host allocations to compare them with (record allocations too: ${record})`
         : ranges.length > 0
           ? `the trace has ${ranges.length} pinned host allocations but the copies carry no host address to compare with them`
-          : 'the trace does not say whether host memory was pinned (ROCm traces do not) and has no allocation addresses to infer it from';
+          : `the trace does not say whether host memory was pinned${amd ? ' (ROCm traces do not)' : ''} and has no allocation addresses to infer it from`;
     model.note(`${model.hostKindUnknown} host copies of unknown host memory kind: ${why}; pageable-copy and d2h-to-pageable cannot judge them`);
   }
 }

@@ -48,6 +48,9 @@ export type MemKindName = (typeof MEM_KINDS)[number];
 
 export const AllocLevel = { framework: 0, driver: 1 } as const;
 
+/** What a synchronisation record waited for (Kineto cuda_sync, nsys CUPTI_ACTIVITY_KIND_SYNCHRONIZATION). */
+export const SyncKind = { unknown: 0, stream: 1, device: 2, event: 3, streamWait: 4 } as const;
+
 /** Runtime API calls that rules look at. */
 export const Api = {
   other: 0,
@@ -122,7 +125,8 @@ export class TraceModel {
   readonly memsets = new Table(['start', 'end', 'bytes', 'stream', 'device'] as const);
   readonly kernels = new Table(['start', 'end', 'stream', 'device'] as const);
   readonly runtime = new Table(['start', 'end', 'api', 'thread', 'correlation'] as const);
-  readonly syncs = new Table(['start', 'end', 'stream'] as const);
+  /** Synchronisation records of the device timeline; correlation links them to runtime calls (NaN: none). */
+  readonly syncs = new Table(['start', 'end', 'stream', 'kind', 'correlation'] as const);
   /**
    * Allocator events: bytes is negative for a free; host is 1 for host (pinned) memory, 0 for device memory, NaN when
    * the trace names an agent whose type is resolved later (agent indexes agentNames, -1 none). level is
@@ -141,6 +145,16 @@ export class TraceModel {
   readonly kernelNames = new Map<string, { count: number; ns: number }>();
   readonly devices = new Map<number, string>();
   readonly formats = new Set<string>();
+
+  /** Whose GPU the trace comes from, by its formats and device names; undefined when it does not say. */
+  vendor(): 'amd' | 'nvidia' | undefined {
+    if ([...this.formats].some((f) => f.startsWith('rocprof'))) return 'amd';
+    if (this.formats.has('nsys-sqlite')) return 'nvidia';
+    const names = [...this.devices.values()].join(' ');
+    if (/\b(AMD|Instinct|Radeon|gfx\d)/i.test(names)) return 'amd';
+    if (/\b(NVIDIA|Tesla|GeForce|Quadro|A100|H100|H200|B200|V100|A10G|L40)/i.test(names)) return 'nvidia';
+    return undefined;
+  }
   readonly files: string[] = [];
   readonly notes: string[] = [];
   /** Set when a copy's pinned/pageable kind is unknown and could not be inferred. */

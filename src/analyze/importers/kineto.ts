@@ -5,9 +5,37 @@
  */
 import { BadInputError } from '../../errors.js';
 import { isJsonObject as isObj, walkJson, type Json, type JsonObject as Obj, type PathKey } from '../../input/json-stream.js';
-import { AllocLevel, Direction, MemKind, classifyApi, type TraceModel } from '../model.js';
+import { AllocLevel, Direction, MemKind, SyncKind, classifyApi, type TraceModel } from '../model.js';
 import { describe, optNumber } from '../../input/numbers.js';
 import { directionCode, directionOf, memKindOf } from './fields.js';
+
+/**
+ * Event categories by schema: current Kineto writes gpu_memcpy / gpu_memset / kernel / cuda_runtime / cpu_op /
+ * cuda_sync; the 2021 schema (PyTorch 1.8-1.9, still in Kineto's own samples) wrote Memcpy / Memset / Kernel /
+ * Runtime / Operator.
+ */
+const CATEGORY: Readonly<Record<string, string>> = {
+  gpu_memcpy: 'gpu_memcpy',
+  memcpy: 'gpu_memcpy',
+  gpu_memset: 'gpu_memset',
+  memset: 'gpu_memset',
+  kernel: 'kernel',
+  cuda_runtime: 'runtime',
+  cuda_driver: 'runtime',
+  hip_runtime: 'runtime',
+  runtime: 'runtime',
+  cuda_sync: 'cuda_sync',
+  cpu_op: 'cpu_op',
+  operator: 'cpu_op',
+};
+
+/** Kineto's cuda_sync kinds (CUPTI synchronization activity) as SyncKind values. */
+const SYNC_KIND: Readonly<Record<string, number>> = {
+  'Stream Sync': SyncKind.stream,
+  'Context Sync': SyncKind.device,
+  'Event Sync': SyncKind.event,
+  'Stream Wait Event': SyncKind.streamWait,
+};
 
 /** Framework ops that move memory or wait on the device; counted, and named in evidence. */
 const CPU_OPS = /^aten::(item|_local_scalar_dense|to|_to_copy|copy_|pin_memory|_pin_memory|nonzero|cpu|cuda|tolist|is_nonzero|equal|masked_select)$/;
@@ -62,6 +90,7 @@ export async function importKineto(file: string, model: TraceModel, progress?: (
     }
     events++;
     const cat = typeof v.cat === 'string' ? v.cat.toLowerCase() : '';
+
     const name = typeof v.name === 'string' ? v.name : '';
     const args = isObj(v.args ?? null) ? (v.args as Obj) : {};
     const where = `traceEvents[${String(p[p.length - 1])}]`;
@@ -83,27 +112,39 @@ export async function importKineto(file: string, model: TraceModel, progress?: (
       return;
     }
     if (v.ph !== 'X') return;
-    if (cat === 'cpu_op') {
+    const kind = CATEGORY[cat];
+    if (kind === undefined) return;
+    const external = args['External id'] ?? args['external id'];
+    if (kind === 'cpu_op') {
       if (CPU_OPS.test(name)) {
         model.cpuOps.set(name, (model.cpuOps.get(name) ?? 0) + 1);
-        const ext = optNumber(args['External id'], `${where} External id`, file);
+        const ext = optNumber(external, `${where} External id`, file);
         if (ext !== undefined && opByExternal.size < 1 << 22) opByExternal.set(ext, model.opIndex(name));
       }
       return;
     }
-    const kinds = ['gpu_memcpy', 'gpu_memset', 'kernel', 'cuda_runtime', 'cuda_driver', 'hip_runtime', 'cuda_sync'];
-    if (!kinds.includes(cat)) return;
     const startUs = us(v.ts ?? null, `${where} ts`);
     const durUs = us(v.dur ?? null, `${where} dur`);
     const start = model.time(startUs * 1000);
     const end = start + durUs * 1000;
-    const stream = optNumber(args.stream, `${where} stream`, file) ?? (Number(v.tid ?? 0) || 0);
     const device = optNumber(args.device, `${where} device`, file) ?? 0;
     const correlation = optNumber(args.correlation, `${where} correlation`, file) ?? Number.NaN;
-    switch (cat) {
+    if (kind === 'cuda_sync') {
+      // stream -1: not one stream (a context or event synchronisation).
+      const stream = args.stream === -1 ? -1 : (optNumber(args.stream, `${where} stream`, file) ?? -1);
+      const what = typeof args.cuda_sync_kind === 'string' ? args.cuda_sync_kind : name;
+      model.syncs.push({ start, end, stream, kind: SYNC_KIND[what] ?? SyncKind.unknown, correlation });
+      return;
+    }
+    if (kind === 'runtime') {
+      model.runtime.push({ start, end, api: classifyApi(name), thread: Number(v.tid ?? 0) || 0, correlation });
+      return;
+    }
+    const stream = optNumber(args.stream, `${where} stream`, file) ?? (Number(v.tid ?? 0) || 0);
+    switch (kind) {
       case 'gpu_memcpy': {
         const { dir, src, dst } = parseCopyName(name);
-        const ext = optNumber(args['External id'], `${where} External id`, file);
+        const ext = optNumber(external, `${where} External id`, file);
         const hostSide = dir === Direction.HtoD ? src : dir === Direction.DtoH ? dst : MemKind.device;
         if (hostSide === MemKind.unknown) model.hostKindUnknown++;
         model.copies.push({
@@ -128,11 +169,6 @@ export async function importKineto(file: string, model: TraceModel, progress?: (
         model.kernels.push({ start, end, stream, device });
         model.addKernelName(name, end - start);
         return;
-      case 'cuda_sync':
-        model.syncs.push({ start, end, stream: optNumber(args.stream, `${where} stream`, file) ?? -1 });
-        return;
-      default:
-        model.runtime.push({ start, end, api: classifyApi(name), thread: Number(v.tid ?? 0) || 0, correlation });
     }
   };
   await walkJson(file, select, onValue, { progress });

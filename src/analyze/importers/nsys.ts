@@ -2,16 +2,20 @@
  * Nsight Systems SQLite exports (`nsys export --type sqlite`), read with better-sqlite3: the CUPTI activity tables
  * (MEMCPY, MEMSET, KERNEL, RUNTIME, SYNCHRONIZATION), CUDA_GPU_MEMORY_USAGE_EVENTS and the unified-memory page-fault
  * tables. Tables are created lazily by nsys, so any may be missing; columns are checked before they are read.
- * Kinds follow CUPTI's enums: copyKind 1 HtoD, 2 DtoH, 3 HtoA, 4 AtoH, 5 AtoA, 6 AtoD, 7 DtoA, 8 DtoD, 9 HtoH, 10 PtoP;
- * memory kind 1 pageable, 2 pinned, 3 device, 4 array, 5 managed, 6 device static, 7 managed static.
+ * Enumerations are Nsight's, not CUPTI's: memory kinds 0 pageable, 1 pinned, 2 device, 3 array, 4 managed, 5 device
+ * static, 6 managed static, 7 unknown (ENUM_CUDA_MEM_KIND); copy kinds 1 HtoD, 2 DtoH, 3 HtoA, 4 AtoH, 5 AtoA, 6 AtoD,
+ * 7 DtoA, 8 DtoD, 9 HtoH, 10 PtoP, 11-13 unified-memory HtoD / DtoH / DtoD (ENUM_CUDA_MEMCPY_OPER); synchronisation
+ * types 1 event, 2 stream wait, 3 stream, 4 context (ENUM_CUPTI_SYNC_TYPE). Recent exports carry these tables and
+ * they are read where present (by their labels); older exports do not, and get the numbering above.
  */
 import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
 import { BadInputError } from '../../errors.js';
-import { AllocLevel, Direction, MemKind, classifyApi, type TraceModel } from '../model.js';
+import { AllocLevel, Direction, MemKind, SyncKind, classifyApi, type TraceModel } from '../model.js';
 
 const require = createRequire(import.meta.url);
 
+/** Nsight's copy kinds when the export has no ENUM_CUDA_MEMCPY_OPER table. */
 const COPY_KIND: Record<number, number> = {
   1: Direction.HtoD,
   2: Direction.DtoH,
@@ -23,16 +27,55 @@ const COPY_KIND: Record<number, number> = {
   8: Direction.DtoD,
   9: Direction.HtoH,
   10: Direction.PtoP,
+  11: Direction.HtoD,
+  12: Direction.DtoH,
+  13: Direction.DtoD,
 };
+/** Nsight's memory kinds when the export has no ENUM_CUDA_MEM_KIND table. */
 const MEM_KIND: Record<number, number> = {
-  1: MemKind.pageable,
-  2: MemKind.pinned,
-  3: MemKind.device,
-  4: MemKind.array,
-  5: MemKind.managed,
-  6: MemKind.device,
-  7: MemKind.managed,
+  0: MemKind.pageable,
+  1: MemKind.pinned,
+  2: MemKind.device,
+  3: MemKind.array,
+  4: MemKind.managed,
+  5: MemKind.device,
+  6: MemKind.managed,
+  7: MemKind.unknown,
 };
+/** Nsight's synchronisation types when the export has no ENUM_CUPTI_SYNC_TYPE table. */
+const SYNC_TYPE: Record<number, number> = { 1: SyncKind.event, 2: SyncKind.streamWait, 3: SyncKind.stream, 4: SyncKind.device };
+
+/** A memory kind from an enum label ("Pageable", "CUDA_MEMOPR_MEMORY_KIND_PINNED", "Managed Static"). */
+function memKindLabel(label: string): number {
+  const l = label.toLowerCase();
+  if (l.includes('pageable')) return MemKind.pageable;
+  if (l.includes('pinned')) return MemKind.pinned;
+  if (l.includes('managed')) return MemKind.managed;
+  if (l.includes('array')) return MemKind.array;
+  if (l.includes('device')) return MemKind.device;
+  return MemKind.unknown;
+}
+
+/** A copy direction from an enum label ("Host-to-Device", "CUDA_MEMCPY_KIND_UVM_DTOH"). */
+function copyKindLabel(label: string): number {
+  const l = label.toUpperCase().replace(/[^A-Z]/g, '');
+  if (/HTOD|HOSTTODEVICE|HTOA|HOSTTOARRAY/.test(l)) return Direction.HtoD;
+  if (/DTOH|DEVICETOHOST|ATOH|ARRAYTOHOST/.test(l)) return Direction.DtoH;
+  if (/PTOP|PEERTOPEER/.test(l)) return Direction.PtoP;
+  if (/HTOH|HOSTTOHOST/.test(l)) return Direction.HtoH;
+  if (/DTOD|DEVICETODEVICE|ATOA|ATOD|DTOA|ARRAYTO|TOARRAY/.test(l)) return Direction.DtoD;
+  return Direction.unknown;
+}
+
+/** A synchronisation kind from an enum label ("Event sync", "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT"). */
+function syncLabel(label: string): number {
+  const l = label.toUpperCase().replace(/[^A-Z]/g, '');
+  if (/STREAMWAIT/.test(l)) return SyncKind.streamWait;
+  if (/EVENT/.test(l)) return SyncKind.event;
+  if (/STREAM/.test(l)) return SyncKind.stream;
+  if (/CONTEXT/.test(l)) return SyncKind.device;
+  return SyncKind.unknown;
+}
 
 /** SQLite files start with this 16-byte header. */
 export const SQLITE_MAGIC = 'SQLite format 3\0';
@@ -80,6 +123,20 @@ function read(db: BetterSqlite3.Database, file: string, model: TraceModel, progr
       for (const r of db.prepare('SELECT id, name FROM TARGET_INFO_GPU').all() as Array<{ id: unknown; name: unknown }>)
         if (typeof r.id === 'number' && typeof r.name === 'string') model.devices.set(r.id, r.name);
   }
+  // The export's own enumerations, by label, where it carries them.
+  const enumTable = (t: string, fromLabel: (label: string) => number, fallback: Record<number, number>): Record<number, number> => {
+    if (!tables.has(t)) return fallback;
+    const c = columns(t);
+    const label = c.has('label') ? 'label' : c.has('name') ? 'name' : undefined;
+    if (!c.has('id') || !label) return fallback;
+    const out: Record<number, number> = {};
+    for (const r of db.prepare(`SELECT id, "${label}" AS label FROM "${t}"`).all() as Array<{ id: unknown; label: unknown }>)
+      if (typeof r.id === 'number' && typeof r.label === 'string') out[r.id] = fromLabel(r.label);
+    return out;
+  };
+  const memKinds = enumTable('ENUM_CUDA_MEM_KIND', memKindLabel, MEM_KIND);
+  const copyKinds = enumTable('ENUM_CUDA_MEMCPY_OPER', copyKindLabel, COPY_KIND);
+  const syncTypes = enumTable('ENUM_CUPTI_SYNC_TYPE', syncLabel, SYNC_TYPE);
   let rows = 0;
   /** Rows of a table with the wanted columns (missing optional ones read as NULL); start/end as bigints. */
   const each = function* (t: string, need: string[], optional: string[] = []): Generator<Record<string, unknown>> {
@@ -113,11 +170,12 @@ function read(db: BetterSqlite3.Database, file: string, model: TraceModel, progr
   let T = 'CUPTI_ACTIVITY_KIND_MEMCPY';
   for (const r of each(T, ['start', 'end', 'bytes', 'copyKind'], ['srcKind', 'dstKind', 'streamId', 'deviceId', 'correlationId', 'migrationCause'])) {
     const [start, end] = span(T, r);
-    const dir = COPY_KIND[int(T, 'copyKind', r.copyKind)] ?? Direction.unknown;
-    // a unified-memory migration (nsys records its cause) moves managed pages, whatever the kinds say
-    const migration = int(T, 'migrationCause', r.migrationCause) > 0;
-    const src = migration ? MemKind.managed : (MEM_KIND[int(T, 'srcKind', r.srcKind)] ?? MemKind.unknown);
-    const dst = migration ? MemKind.managed : (MEM_KIND[int(T, 'dstKind', r.dstKind)] ?? MemKind.unknown);
+    const copyKind = int(T, 'copyKind', r.copyKind);
+    const dir = copyKinds[copyKind] ?? Direction.unknown;
+    // a unified-memory migration (its cause recorded, or a UVM copy kind) moves managed pages, whatever the kinds say
+    const migration = int(T, 'migrationCause', r.migrationCause) > 0 || copyKind >= 11;
+    const src = migration ? MemKind.managed : (memKinds[int(T, 'srcKind', r.srcKind)] ?? MemKind.unknown);
+    const dst = migration ? MemKind.managed : (memKinds[int(T, 'dstKind', r.dstKind)] ?? MemKind.unknown);
     if ((dir === Direction.HtoD && src === MemKind.unknown) || (dir === Direction.DtoH && dst === MemKind.unknown)) model.hostKindUnknown++;
     model.copies.push({
       start,
@@ -164,16 +222,23 @@ function read(db: BetterSqlite3.Database, file: string, model: TraceModel, progr
     });
   }
   T = 'CUPTI_ACTIVITY_KIND_SYNCHRONIZATION';
-  for (const r of each(T, ['start', 'end'], ['streamId'])) {
+  for (const r of each(T, ['start', 'end'], ['streamId', 'syncType', 'correlationId'])) {
     const [start, end] = span(T, r);
     const stream = int(T, 'streamId', r.streamId);
-    model.syncs.push({ start, end, stream: Number.isNaN(stream) ? -1 : stream });
+    const type = int(T, 'syncType', r.syncType);
+    model.syncs.push({
+      start,
+      end,
+      stream: Number.isNaN(stream) ? -1 : stream,
+      kind: syncTypes[type] ?? SyncKind.unknown,
+      correlation: int(T, 'correlationId', r.correlationId),
+    });
   }
   T = 'CUDA_GPU_MEMORY_USAGE_EVENTS';
   for (const r of each(T, ['start', 'bytes', 'memoryOperationType'], ['address', 'deviceId', 'memKind'])) {
     const op = int(T, 'memoryOperationType', r.memoryOperationType);
     const bytes = int(T, 'bytes', r.bytes);
-    const kind = MEM_KIND[int(T, 'memKind', r.memKind)];
+    const kind = memKinds[int(T, 'memKind', r.memKind)];
     model.allocs.push({
       time: stamp(T, 'start', r.start),
       bytes: op === 1 ? -bytes : bytes,

@@ -3,7 +3,8 @@
  * hip_api_trace, memory_allocation_trace, agent_info — sharing one nanosecond clock, and a JSON file holding all of
  * them. Its documented memory copy rows carry no size and no host address; where a version writes them (a Bytes or
  * address column, or bytes / src_address in JSON) they are used. Legacy rocprof and rocprofv3 --stats write
- * aggregate tables (Name, Calls, TotalDurationNs, ...), kept as aggregates.
+ * aggregate tables (Name, Calls, TotalDurationNs, ...), kept as aggregates; legacy rocprof's per-dispatch kernel trace
+ * (results.csv: Index, KernelName, gpu-id, queue-id, ..., BeginNs, EndNs) is read as kernels.
  */
 import { BadInputError } from '../../errors.js';
 import { readCsv, type CsvRow } from '../../input/csv.js';
@@ -12,13 +13,15 @@ import { AllocLevel, DIRECTIONS, Direction, MemKind, classifyApi, type TraceMode
 import { describe, optNumber, reqNumber, reqTimestamp } from '../../input/numbers.js';
 import { directionCode } from './fields.js';
 
-type CsvKind = 'copies' | 'kernels' | 'api' | 'allocations' | 'agents' | 'stats' | 'copy-rows';
+type CsvKind = 'copies' | 'kernels' | 'api' | 'allocations' | 'agents' | 'stats' | 'copy-rows' | 'dispatches';
 
 /** Recognises a rocprof CSV by its header; undefined when it is not one. */
 export function rocprofCsvKind(columns: readonly string[]): CsvKind | undefined {
   const has = (c: string): boolean => columns.includes(c);
   if (has('Direction') && has('Start_Timestamp') && (has('Source_Agent_Id') || has('Destination_Agent_Id'))) return 'copies';
   if (has('Kernel_Name') && has('Start_Timestamp') && has('End_Timestamp')) return 'kernels';
+  // Legacy rocprof (v1) per-dispatch trace: Index,KernelName,gpu-id,queue-id,...,BeginNs,EndNs (results.csv).
+  if (has('KernelName') && has('BeginNs') && has('EndNs')) return 'dispatches';
   if (has('Domain') && has('Function') && has('Start_Timestamp')) return 'api';
   if (has('Operation') && has('Allocation_Size')) return 'allocations';
   if (has('Agent_Type') && (has('Node_Id') || has('Logical_Node_Id'))) return 'agents';
@@ -98,6 +101,19 @@ export async function importRocprofCsv(file: string, model: TraceModel, progress
           device: optNumber(String(r.Agent_Id ?? '').replace(/^\D+/, ''), `${where} Agent_Id`, file) ?? 0,
         });
         model.addKernelName(r.Kernel_Name ?? '', end - start);
+        return;
+      }
+      case 'dispatches': {
+        const start = t('BeginNs');
+        const end = t('EndNs');
+        if (end < start) throw new BadInputError(`${where} ends before it starts`, file);
+        model.kernels.push({
+          start,
+          end,
+          stream: optNumber(r['queue-id'], `${where} queue-id`, file) ?? 0,
+          device: optNumber(r['gpu-id'], `${where} gpu-id`, file) ?? 0,
+        });
+        model.addKernelName((r.KernelName ?? '').replace(/ \[clone \.kd\]$/, ''), end - start);
         return;
       }
       case 'api': {

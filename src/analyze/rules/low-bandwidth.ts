@@ -25,7 +25,10 @@ export const lowBandwidth: RuleCheck = (ctx) => {
   const evidence = [
     `${idx.length} host copies of 1 MiB or more ran below half the expected rate: ${formatBytes(bytes)} in ${formatNs(t)} (${gbps(bytes, t)} against ${ctx.rates.HtoD} / ${ctx.rates.DtoH} GB/s)`,
   ];
-  if (unknownKind > 0) evidence.push(`${unknownKind} of them have unknown host memory kind: on ROCm a slow copy is most often from pageable memory`);
+  if (unknownKind > 0)
+    evidence.push(
+      `${unknownKind} of them have unknown host memory kind${ctx.model.vendor() === 'amd' ? ': on ROCm a slow copy is most often from pageable memory' : ' (the trace does not say whether it was pinned)'}`,
+    );
   return {
     severity: severityOf(saving, ctx.spanNs),
     title: 'Large copies run far below the link rate',

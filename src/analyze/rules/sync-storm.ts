@@ -1,6 +1,6 @@
 /** sync-storm: many blocking host synchronisations. */
 import { formatNs } from '../../units.js';
-import { Api } from '../model.js';
+import { Api, SyncKind } from '../model.js';
 import { aggregateFinding, runtimeByThread, severityOf, SYNC_STORM_COUNT, type RuleCheck } from './shared.js';
 
 export const syncStorm: RuleCheck = (ctx) => {
@@ -25,6 +25,22 @@ export const syncStorm: RuleCheck = (ctx) => {
         afterCopyNs += d;
       }
     }
+  }
+  // Synchronisations the device timeline records (Kineto cuda_sync, nsys SYNCHRONIZATION) whose runtime call the
+  // trace does not hold: counted too. A stream waiting on an event does not block the host and is left out.
+  const seen = new Set<number>();
+  for (let i = 0; i < r.length; i++) {
+    const api = r.get(i, 'api');
+    if (api === Api.streamSync || api === Api.deviceSync || api === Api.eventSync) seen.add(r.get(i, 'correlation'));
+  }
+  const sy = ctx.model.syncs;
+  for (let i = 0; i < sy.length; i++) {
+    const kind = sy.get(i, 'kind');
+    if (kind !== SyncKind.stream && kind !== SyncKind.device && kind !== SyncKind.event) continue;
+    if (seen.has(sy.get(i, 'correlation'))) continue;
+    n++;
+    counts[kind === SyncKind.stream ? 'streamSync' : kind === SyncKind.device ? 'deviceSync' : 'eventSync']++;
+    blockedNs += sy.get(i, 'end') - sy.get(i, 'start');
   }
   const agg = ctx.model.aggregateApis.filter((a) => /Synchronize$|signal_wait/i.test(a.name));
   if (n === 0 && agg.length > 0) {
