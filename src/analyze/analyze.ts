@@ -38,6 +38,16 @@ export function detectTraceFormat(file: string): TraceFormat {
   if (headBytes(file, 16).toString('latin1') === SQLITE_MAGIC) return 'nsys-sqlite';
   const t = text.replace(/^\uFEFF/, '').trimStart();
   if (t.startsWith('{') || t.startsWith('[')) {
+    if (/^\[\s*\[/.test(t))
+      throw new BadInputError(
+        'a JSON array of arrays, not a trace: this is the shape of torch.profiler export_memory_timeline output ([time, action, bytes, category] rows); analyze reads the profiler trace itself (export_chrome_trace) or a memory snapshot',
+        file,
+      );
+    if (/^\{\s*"schema"\s*:/.test(t) && /"nodes"\s*:/.test(t))
+      throw new BadInputError(
+        'a PyTorch execution trace (ExecutionTraceObserver): it records operators, not GPU activity; analyze reads the torch.profiler trace of the same run (export_chrome_trace)',
+        file,
+      );
     if (/^\{\s*"t"\s*:/.test(t)) return 'alloc-log';
     if (t.includes('"rocprofiler-sdk-tool"')) return 'rocprofv3-json';
     if (/"(segments|device_traces)"\s*:/.test(t) && !t.includes('"traceEvents"')) return 'memory-snapshot';

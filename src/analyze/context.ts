@@ -92,6 +92,15 @@ export class AnalysisContext {
     return r === undefined ? 0 : this.model.runtime.get(r, 'end') - this.model.runtime.get(r, 'start');
   }
 
+  /**
+   * Names an API for this trace's GPU: the CUDA name for an NVIDIA trace, the HIP name for an AMD one, both where
+   * the trace does not say whose GPU it ran on.
+   */
+  api(cuda: string, hip: string): string {
+    const v = this.model.vendor();
+    return v === 'nvidia' ? cuda : v === 'amd' ? hip : `${cuda} / ${hip}`;
+  }
+
   /** True for runtime calls that block the host until the device catches up. */
   static isBlocking(api: number): boolean {
     return api === Api.streamSync || api === Api.deviceSync || api === Api.eventSync || api === Api.memcpySync;

@@ -51,6 +51,10 @@ export const AllocLevel = { framework: 0, driver: 1 } as const;
 /** What a synchronisation record waited for (Kineto cuda_sync, nsys CUPTI_ACTIVITY_KIND_SYNCHRONIZATION). */
 export const SyncKind = { unknown: 0, stream: 1, device: 2, event: 3, streamWait: 4 } as const;
 
+/** Kinds of activity a profiler records, each turned on or off when the trace is taken. */
+export const ACTIVITIES = ['kernels', 'copies', 'runtime', 'allocations', 'faults'] as const;
+export type Activity = (typeof ACTIVITIES)[number];
+
 /** Runtime API calls that rules look at. */
 export const Api = {
   other: 0,
@@ -145,6 +149,33 @@ export class TraceModel {
   readonly kernelNames = new Map<string, { count: number; ns: number }>();
   readonly devices = new Map<number, string>();
   readonly formats = new Set<string>();
+  /**
+   * Activities the trace's format shows were recorded even where none happened (nsys writes a table per traced
+   * activity; CUPTI and roctracer record copies with kernels). Activities with events are recorded by definition.
+   */
+  private readonly tracedActivities = new Set<Activity>();
+
+  /** Marks an activity as recorded by the profiler, whether or not any event of it happened. */
+  traced(...activities: Activity[]): void {
+    for (const a of activities) this.tracedActivities.add(a);
+  }
+
+  /** Whether the trace recorded an activity: it holds such events, or its format says the activity was traced. */
+  recorded(activity: Activity): boolean {
+    if (this.tracedActivities.has(activity)) return true;
+    switch (activity) {
+      case 'kernels':
+        return this.kernels.length > 0 || this.kernelNames.size > 0;
+      case 'copies':
+        return this.copies.length > 0 || this.aggregateCopies.length > 0;
+      case 'runtime':
+        return this.runtime.length > 0 || this.syncs.length > 0 || this.aggregateApis.length > 0;
+      case 'allocations':
+        return this.allocs.length > 0 || this.segments.length > 0 || this.ooms > 0;
+      case 'faults':
+        return this.faults.length > 0;
+    }
+  }
 
   /** Whose GPU the trace comes from, by its formats and device names; undefined when it does not say. */
   vendor(): 'amd' | 'nvidia' | undefined {

@@ -37,6 +37,17 @@ export interface CopyGroup {
   achievedGBps: number | null;
 }
 
+export interface DeviceFigures {
+  device: number;
+  name: string | null;
+  spanNs: number;
+  kernels: { count: number; timeNs: number; busyNs: number };
+  /** GPU busy time over this device's own span (first to last kernel or copy on it). */
+  busyFraction: number | null;
+  copies: { count: number; bytes: number | null; timeNs: number };
+  memsets: number;
+}
+
 export interface Summary {
   files: string[];
   formats: string[];
@@ -46,6 +57,11 @@ export interface Summary {
   copies: { count: number; bytes: number | null; timeNs: number; groups: CopyGroup[]; overlappedWithKernelsNs: number; overlapFraction: number | null };
   kernels: { count: number; timeNs: number; busyNs: number; top: Array<{ name: string; count: number; timeNs: number }> };
   memsets: { count: number; bytes: number | null; timeNs: number };
+  /**
+   * Each GPU's own figures where the trace holds several (the totals above add them up): its span, kernels, GPU busy
+   * time and share of its span, copies and memsets. Empty for a trace of one GPU.
+   */
+  perDevice: DeviceFigures[];
   syncs: { streamSync: number; deviceSync: number; eventSync: number; memcpySync: number; hostBlockedNs: number; deviceRecords: number };
   allocations: {
     mallocCalls: number;

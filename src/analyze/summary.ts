@@ -2,7 +2,7 @@
 import { AnalysisContext } from './context.js';
 import { unionLength } from './intervals.js';
 import { Api, AllocLevel, DIRECTIONS, MEM_KINDS } from './model.js';
-import type { CopyGroup, Summary } from './result.js';
+import type { CopyGroup, DeviceFigures, Summary } from './result.js';
 
 /** Sums a column, or null when every value is NaN (the trace never records it). */
 function knownSum(values: Float64Array): number | null {
@@ -14,6 +14,65 @@ function knownSum(values: Float64Array): number | null {
     any = true;
   }
   return any ? s : null;
+}
+
+/** Each GPU's figures, where the trace holds more than one. */
+function perDevice(ctx: AnalysisContext): DeviceFigures[] {
+  const m = ctx.model;
+  const figures = new Map<number, DeviceFigures & { lo: number; hi: number }>();
+  const of = (device: number) => {
+    let f = figures.get(device);
+    if (!f)
+      figures.set(
+        device,
+        (f = {
+          device,
+          name: m.devices.get(device) ?? null,
+          spanNs: 0,
+          kernels: { count: 0, timeNs: 0, busyNs: 0 },
+          busyFraction: null,
+          copies: { count: 0, bytes: null, timeNs: 0 },
+          memsets: 0,
+          lo: Infinity,
+          hi: -Infinity,
+        }),
+      );
+    return f;
+  };
+  const seen = (f: { lo: number; hi: number }, start: number, end: number): void => {
+    f.lo = Math.min(f.lo, start);
+    f.hi = Math.max(f.hi, end);
+  };
+  const k = m.kernels;
+  for (let i = 0; i < k.length; i++) {
+    const f = of(k.get(i, 'device'));
+    f.kernels.count++;
+    f.kernels.timeNs += k.get(i, 'end') - k.get(i, 'start');
+    seen(f, k.get(i, 'start'), k.get(i, 'end'));
+  }
+  const c = m.copies;
+  for (let i = 0; i < c.length; i++) {
+    const f = of(c.get(i, 'device'));
+    f.copies.count++;
+    f.copies.timeNs += c.get(i, 'end') - c.get(i, 'start');
+    const b = c.get(i, 'bytes');
+    if (!Number.isNaN(b)) f.copies.bytes = (f.copies.bytes ?? 0) + b;
+    seen(f, c.get(i, 'start'), c.get(i, 'end'));
+  }
+  for (let i = 0; i < m.memsets.length; i++) {
+    const f = of(m.memsets.get(i, 'device'));
+    f.memsets++;
+    seen(f, m.memsets.get(i, 'start'), m.memsets.get(i, 'end'));
+  }
+  if (figures.size < 2) return [];
+  return [...figures.values()]
+    .sort((a, b) => a.device - b.device)
+    .map(({ lo, hi, ...f }) => {
+      const busy = ctx.kernelBusy.get(f.device);
+      const spanNs = Math.max(0, hi - lo);
+      const busyNs = busy ? unionLength(busy) : 0;
+      return { ...f, spanNs, kernels: { ...f.kernels, busyNs }, busyFraction: spanNs > 0 ? +(busyNs / spanNs).toFixed(4) : null };
+    });
 }
 
 export function summarize(ctx: AnalysisContext, notApplicable: Summary['notApplicable']): Summary {
@@ -107,6 +166,7 @@ export function summarize(ctx: AnalysisContext, notApplicable: Summary['notAppli
         .map(([name, v]) => ({ name, count: v.count, timeNs: v.ns })),
     },
     memsets: { count: m.memsets.length, bytes: knownSum(m.memsets.col('bytes')), timeNs: memsetNs },
+    perDevice: perDevice(ctx),
     syncs,
     allocations: {
       ...calls,

@@ -50,7 +50,25 @@ export function renderAnalyzeHtml(r: AnalyzeResult, timeline: Timeline): string 
 <ul>${f.evidence.map((e) => `<li>${esc(e)}</li>`).join('')}</ul><p class="note">saving: ${esc(f.savingHow)}</p><p><b>change:</b> ${esc(f.change)}</p></div>`,
         )
         .join('\n')
-    : '<p class="good">No rule found a memory problem in this trace.</p>';
+    : s.notApplicable.length > 0
+      ? `<p>No finding among the rules that could judge this trace; ${s.notApplicable.length} could not (see the notes).</p>`
+      : '<p class="good">No rule found a memory problem in this trace.</p>';
+  const gpus =
+    s.perDevice.length > 0
+      ? htmlTable(
+          ['GPU', 'span', 'kernels', 'kernel time', 'busy', 'copies', 'copy bytes', 'copy time'],
+          s.perDevice.map((d) => [
+            d.name ? `${d.device}: ${d.name}` : d.device,
+            formatNs(d.spanNs),
+            d.kernels.count,
+            formatNs(d.kernels.timeNs),
+            d.busyFraction === null ? 'n/a' : `${(100 * d.busyFraction).toFixed(1)}%`,
+            d.copies.count,
+            d.copies.bytes === null ? 'n/a' : formatBytes(d.copies.bytes),
+            formatNs(d.copies.timeNs),
+          ]),
+        )
+      : '';
   const copies = htmlTable(
     ['direction', 'host memory', 'copies', 'bytes', 'time', 'achieved'],
     s.copies.groups.map((g) => [
@@ -74,7 +92,7 @@ export function renderAnalyzeHtml(r: AnalyzeResult, timeline: Timeline): string 
       },
       {
         heading: 'Summary',
-        html: `${copies}<p>overlap of copies with kernels: ${s.copies.overlapFraction === null ? 'n/a' : `${(100 * s.copies.overlapFraction).toFixed(1)}%`}; host synchronisations: ${s.syncs.streamSync + s.syncs.deviceSync + s.syncs.eventSync} (${esc(formatNs(s.syncs.hostBlockedNs))} blocked)</p>
+        html: `${gpus}${copies}<p>overlap of copies with kernels: ${s.copies.overlapFraction === null ? 'n/a' : `${(100 * s.copies.overlapFraction).toFixed(1)}%`}; host synchronisations: ${s.syncs.streamSync + s.syncs.deviceSync + s.syncs.eventSync} (${esc(formatNs(s.syncs.hostBlockedNs))} blocked)</p>
 <p class="note">copy rates: pinned HtoD ${s.rates.HtoD} GB/s, DtoH ${s.rates.DtoH} GB/s — ${esc(s.rates.source)}</p>${notes.map((n) => `<p class="note">${esc(n)}</p>`).join('')}`,
       },
     ],

@@ -13,6 +13,24 @@ export function renderAnalyze(r: AnalyzeResult): string {
   out.push(
     `span: ${formatNs(s.spanNs)}; kernels: ${s.kernels.count} (${formatNs(s.kernels.timeNs)}, GPU busy ${formatNs(s.kernels.busyNs)}); memsets: ${s.memsets.count}`,
   );
+  if (s.perDevice.length > 0) {
+    out.push(`per GPU (${s.perDevice.length} GPUs; the figures above are their sums):`);
+    out.push(
+      table(
+        ['GPU', '>span', '>kernels', '>kernel time', '>busy', '>copies', '>copy bytes', '>copy time'],
+        s.perDevice.map((d) => [
+          d.name ? `${d.device}: ${d.name}` : d.device,
+          formatNs(d.spanNs),
+          d.kernels.count,
+          formatNs(d.kernels.timeNs),
+          d.busyFraction === null ? 'n/a' : `${(100 * d.busyFraction).toFixed(1)}%`,
+          d.copies.count,
+          orNa(d.copies.bytes, (b) => formatBytes(b)),
+          formatNs(d.copies.timeNs),
+        ]),
+      ),
+    );
+  }
   out.push('');
   if (s.copies.count > 0) {
     out.push('copies (GB/s = 1e9 bytes per second of copy-engine time):');
@@ -60,7 +78,12 @@ export function renderAnalyze(r: AnalyzeResult): string {
   out.push(`copy rates for savings: pinned HtoD ${s.rates.HtoD} GB/s, DtoH ${s.rates.DtoH} GB/s — ${s.rates.source}`);
   for (const n of s.notes) out.push(`note: ${n}`);
   out.push('');
-  if (r.findings.length === 0) out.push('findings: none — no rule found a memory problem in this trace');
+  if (r.findings.length === 0)
+    out.push(
+      s.notApplicable.length > 0
+        ? `findings: none among the rules that could judge this trace (${s.notApplicable.length} could not: see "not judged" below)`
+        : 'findings: none — no rule found a memory problem in this trace',
+    );
   else {
     out.push(`findings (${r.findings.length}, largest saving first):`);
     for (const [i, f] of r.findings.entries()) {
@@ -76,7 +99,10 @@ export function renderAnalyze(r: AnalyzeResult): string {
   }
   if (s.notApplicable.length) {
     out.push('');
-    for (const n of s.notApplicable) out.push(`not judged: ${n.rule} — ${n.reason}`);
+    // rules that could not judge for one reason are listed together
+    const byReason = new Map<string, string[]>();
+    for (const n of s.notApplicable) byReason.set(n.reason, [...(byReason.get(n.reason) ?? []), n.rule]);
+    for (const [reason, rules] of byReason) out.push(`not judged: ${rules.join(', ')} — ${reason}`);
   }
   return out.join('\n');
 }

@@ -13,6 +13,10 @@ export function renderReplay(r: ReplayReport): string {
   if (t.peakReservedBytes !== undefined) rec.push(`peak reserved ${formatBytes(t.peakReservedBytes, 2)}`, `${t.segmentAllocs} segment allocations`);
   else rec.push("(the trace has no segment events: the recording allocator's reserved memory is unknown)");
   out.push(`recorded: ${rec.join(', ')}`);
+  if (t.startedMidRun)
+    out.push(
+      `note: the recording started mid-run: ${t.startedMidRun.blocks} blocks (${formatBytes(t.startedMidRun.bytes, 2)}) in ${t.startedMidRun.segments} segments (${formatBytes(t.startedMidRun.reservedBytes, 2)} reserved) were live before its first event; the figures and the replay start from them`,
+    );
   if (t.untrackedFrees > 0) out.push(`note: ${t.untrackedFrees} frees of memory allocated before the trace began were ignored`);
   out.push('');
   out.push('replayed on a simulated device (no GPU; bytes counted, not measured):');

@@ -59,6 +59,13 @@ export class TraceEvents {
   }
 }
 
+/** A block or segment of memory: its address, bytes and stream. */
+export interface Extent {
+  address: number;
+  size: number;
+  stream: number;
+}
+
 export interface Trace {
   file: string;
   format: TraceFormat;
@@ -70,6 +77,11 @@ export interface Trace {
   hasFreeCompleted: boolean;
   /** Allocator settings the recording allocator reported, when it did. */
   allocatorSettings?: Record<string, unknown> | undefined;
+  /**
+   * The snapshot's own state of the device when it was taken (after the last event): its segments and the blocks
+   * in use. With the events, it tells what was live when recording began.
+   */
+  atEnd?: { segments: Extent[]; blocks: Extent[] } | undefined;
 }
 
 const ACTIONS: Record<string, EventKind> = {
@@ -104,11 +116,30 @@ async function readSnapshot(file: string, wantDevice: number | undefined): Promi
   let freeCompleted = false;
   let settings: Record<string, unknown> | undefined;
   let sawTraces = false;
+  const atEnd = new Map<number, { segments: Extent[]; blocks: Extent[] }>();
   const select = (p: readonly PathKey[]): boolean =>
-    (p.length === 3 && p[0] === 'device_traces' && typeof p[2] === 'number') || (p.length === 1 && p[0] === 'allocator_settings');
+    (p.length === 3 && p[0] === 'device_traces' && typeof p[2] === 'number') ||
+    (p.length === 2 && p[0] === 'segments' && typeof p[1] === 'number') ||
+    (p.length === 1 && p[0] === 'allocator_settings');
   await walkJson(file, select, (p, v) => {
     if (p[0] === 'allocator_settings') {
       if (isJsonObject(v)) settings = v;
+      return;
+    }
+    if (p[0] === 'segments') {
+      if (!isJsonObject(v)) throw new BadInputError(`segments[${String(p[1])}] is not an object`, file);
+      const where = `segments[${String(p[1])}]`;
+      const device = num(v.device ?? 0, `${where}.device`, file);
+      const stream = num(v.stream ?? 0, `${where}.stream`, file);
+      let state = atEnd.get(device);
+      if (!state) atEnd.set(device, (state = { segments: [], blocks: [] }));
+      state.segments.push({ address: num(v.address, `${where}.address`, file), size: num(v.total_size, `${where}.total_size`, file), stream });
+      const blocks = Array.isArray(v.blocks) ? v.blocks : [];
+      for (const [j, b] of blocks.entries()) {
+        if (!isJsonObject(b)) throw new BadInputError(`${where}.blocks[${j}] is not an object`, file);
+        if (b.state !== 'active_allocated' && b.state !== 'active_pending_free') continue;
+        state.blocks.push({ address: num(b.address, `${where}.blocks[${j}].address`, file), size: num(b.size, `${where}.blocks[${j}].size`, file), stream });
+      }
       return;
     }
     sawTraces = true;
@@ -130,7 +161,16 @@ async function readSnapshot(file: string, wantDevice: number | undefined): Promi
   const device = wantDevice ?? devices[0] ?? 0;
   const events = perDevice.get(device);
   if (!events) throw new BadInputError(`the trace has no events for device ${device} (it has: ${devices.join(', ') || 'none'})`, file);
-  return { file, format: 'pytorch', devices, device, events, hasFreeCompleted: freeCompleted, allocatorSettings: settings };
+  return {
+    file,
+    format: 'pytorch',
+    devices,
+    device,
+    events,
+    hasFreeCompleted: freeCompleted,
+    allocatorSettings: settings,
+    atEnd: atEnd.get(device) ?? (atEnd.size > 0 ? { segments: [], blocks: [] } : undefined),
+  };
 }
 
 /** Reads gpumem's NDJSON log (one object per line: { t, action, address, bytes, stream }). */

@@ -124,3 +124,45 @@ test('gpumem pool replay --json prints the documented shape', async () => {
   }
   assert.equal(await main(['pool', 'replay', fixture('pool/rmm-log.csv'), '--config', 'nope'], { out: () => {}, err: () => {} }), 2);
 });
+
+test('a snapshot recorded mid-run starts from the blocks and segments live before its first event', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gpumem-midrun-'));
+  try {
+    const MiB = 2 ** 20;
+    // before recording: a 20 MiB segment holding a 12 MiB block (freed during the recording) and an 8 MiB block
+    // (still live at the end); during it: a new 2 MiB segment with a 1 MiB allocation, never freed
+    const snapshot = {
+      segments: [
+        {
+          device: 0,
+          address: 0x1000000,
+          total_size: 20 * MiB,
+          stream: 0,
+          blocks: [
+            { address: 0x1000000, size: 12 * MiB, state: 'inactive' },
+            { address: 0x1000000 + 12 * MiB, size: 8 * MiB, state: 'active_allocated' },
+          ],
+        },
+        { device: 0, address: 0x9000000, total_size: 2 * MiB, stream: 0, blocks: [{ address: 0x9000000, size: MiB, state: 'active_allocated' }] },
+      ],
+      device_traces: [
+        [
+          { action: 'free_requested', addr: 0x1000000, size: 12 * MiB, stream: 0 },
+          { action: 'free_completed', addr: 0x1000000, size: 12 * MiB, stream: 0 },
+          { action: 'segment_alloc', addr: 0x9000000, size: 2 * MiB, stream: 0 },
+          { action: 'alloc', addr: 0x9000000, size: MiB, stream: 0 },
+        ],
+      ],
+    };
+    const file = join(dir, 'midrun.json');
+    writeFileSync(file, JSON.stringify(snapshot));
+    const r = replay(await readTrace(file));
+    assert.deepEqual(r.trace.startedMidRun, { blocks: 2, bytes: 20 * MiB, segments: 1, reservedBytes: 20 * MiB });
+    assert.equal(r.trace.untrackedFrees, 0);
+    assert.equal(r.trace.peakRequestedBytes, 20 * MiB, 'held at the start, before the 12 MiB block was freed');
+    assert.equal(r.trace.peakReservedBytes, 22 * MiB);
+    for (const c of r.configurations) assert.ok(c.minDeviceBytes >= 20 * MiB, `${c.name}: ${c.minDeviceBytes}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

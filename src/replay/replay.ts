@@ -7,7 +7,7 @@ import { OutOfMemoryError } from '../errors.js';
 import { CachingPool, type CachingPoolOptions } from '../pool/caching-pool.js';
 import { SimulatedGrowableSource } from '../pool/growable.js';
 import { SimulatedResource } from '../pool/sources.js';
-import { EventKind, type Trace } from './read-trace.js';
+import { EventKind, type Extent, type Trace } from './read-trace.js';
 
 const MiB = 1024 * 1024;
 
@@ -43,8 +43,44 @@ export const DEFAULT_CONFIGURATIONS: readonly ReplayConfiguration[] = [
   },
 ];
 
+/** Memory already held when recording began: blocks in use and the segments reserved. */
+export interface StartState {
+  blocks: Extent[];
+  segments: Extent[];
+}
+
+/**
+ * What was live when recording began, from the snapshot's state at its end undone event by event, last first: a
+ * block allocated during the recording did not exist before it, a block freed during it did; the same for segments.
+ * Empty when the trace carries no end state (logs, snapshots without `segments`).
+ */
+export function stateAtStart(trace: Trace): StartState {
+  if (!trace.atEnd) return { blocks: [], segments: [] };
+  const blocks = new Map(trace.atEnd.blocks.map((b) => [b.address, b]));
+  const segments = new Map(trace.atEnd.segments.map((x) => [x.address, x]));
+  const ev = trace.events;
+  const freeKind = trace.hasFreeCompleted ? EventKind.Free : EventKind.FreeRequested;
+  for (let i = ev.length - 1; i >= 0; i--) {
+    const k = ev.kind[i]!;
+    const e = { address: ev.addr[i]!, size: ev.size[i]!, stream: ev.stream[i]! };
+    if (k === EventKind.Alloc) blocks.delete(e.address);
+    else if (k === freeKind) blocks.set(e.address, e);
+    else if (k === EventKind.SegmentAlloc || k === EventKind.SegmentMap) segments.delete(e.address);
+    else if (k === EventKind.SegmentFree || k === EventKind.SegmentUnmap) segments.set(e.address, e);
+  }
+  const byAddress = (a: Extent, b: Extent): number => a.address - b.address;
+  return { blocks: [...blocks.values()].sort(byAddress), segments: [...segments.values()].sort(byAddress) };
+}
+
+const total = (xs: readonly Extent[]): number => xs.reduce((s, x) => s + x.size, 0);
+
 /** What the trace itself says about the allocator that recorded it. */
 export interface RecordedFacts {
+  /**
+   * Set when recording began mid-run (the snapshot's state shows memory held before its first event): what was
+   * live then. The figures below and the replay start from it.
+   */
+  startedMidRun?: { blocks: number; bytes: number; segments: number; reservedBytes: number } | undefined;
   peakRequestedBytes: number;
   /** From segment_alloc / segment_free (and map / unmap) events; undefined when the trace has none. */
   peakReservedBytes: number | undefined;
@@ -75,17 +111,17 @@ export interface ReplayReport {
   configurations: ConfigurationResult[];
 }
 
-/** Facts of the recording allocator, read straight off the trace. */
-export function recordedFacts(trace: Trace): RecordedFacts {
+/** Facts of the recording allocator, read straight off the trace (and the state it started from). */
+export function recordedFacts(trace: Trace, start: StartState = stateAtStart(trace)): RecordedFacts {
   const ev = trace.events;
   const freeKind = trace.hasFreeCompleted ? EventKind.Free : EventKind.FreeRequested;
-  const live = new Map<number, number>();
-  let requested = 0;
-  let peakRequested = 0;
-  let reserved = 0;
-  let peakReserved = 0;
+  const live = new Map<number, number>(start.blocks.map((b) => [b.address, b.size]));
+  let requested = total(start.blocks);
+  let peakRequested = requested;
+  let reserved = total(start.segments);
+  let peakReserved = reserved;
   let segmentAllocs = 0;
-  let sawSegments = false;
+  let sawSegments = start.segments.length > 0;
   let untracked = 0;
   let allocations = 0;
   const streams = new Set<number>();
@@ -116,7 +152,11 @@ export function recordedFacts(trace: Trace): RecordedFacts {
       reserved -= s;
     }
   }
+  const midRun = start.blocks.length + start.segments.length > 0;
   return {
+    startedMidRun: midRun
+      ? { blocks: start.blocks.length, bytes: total(start.blocks), segments: start.segments.length, reservedBytes: total(start.segments) }
+      : undefined,
     peakRequestedBytes: peakRequested,
     peakReservedBytes: sawSegments ? peakReserved : undefined,
     segmentAllocs: sawSegments ? segmentAllocs : undefined,
@@ -135,8 +175,8 @@ interface RunResult {
   fragmentationAtPeak: number;
 }
 
-/** Replays the trace once on a simulated device of `capacity` bytes. */
-function runOnce(trace: Trace, config: ReplayConfiguration, capacity: number): RunResult {
+/** Replays the trace once on a simulated device of `capacity` bytes, starting with the blocks live at its start. */
+function runOnce(trace: Trace, start: StartState, config: ReplayConfiguration, capacity: number): RunResult {
   const { growable, ...options } = config.pool;
   const pool = growable
     ? new CachingPool(undefined, { ...options, traceEntries: 0, growable: new SimulatedGrowableSource(capacity) })
@@ -150,6 +190,12 @@ function runOnce(trace: Trace, config: ReplayConfiguration, capacity: number): R
   let fragAtPeak = 0;
   let ok = true;
   try {
+    for (const b of start.blocks) {
+      if (b.size <= 0) continue;
+      map.set(b.address, { address: pool.allocate(b.size, { stream: b.stream }), size: b.size, stream: b.stream });
+      requested += b.size;
+    }
+    peakRequested = requested;
     for (let i = 0; i < ev.length; i++) {
       const k = ev.kind[i]!;
       if (k === EventKind.Alloc) {
@@ -191,12 +237,12 @@ function runOnce(trace: Trace, config: ReplayConfiguration, capacity: number): R
 }
 
 /** The smallest capacity, to `step` bytes, on which the replay succeeds (binary search between lo and hi). */
-function minCapacity(trace: Trace, config: ReplayConfiguration, lo: number, hi: number, step = 2 * MiB): number {
+function minCapacity(trace: Trace, start: StartState, config: ReplayConfiguration, lo: number, hi: number, step = 2 * MiB): number {
   let low = Math.floor(lo / step) * step;
   let high = Math.ceil(hi / step) * step;
   while (high - low > step) {
     const mid = Math.floor((low + high) / 2 / step) * step;
-    if (runOnce(trace, config, mid).ok) high = mid;
+    if (runOnce(trace, start, config, mid).ok) high = mid;
     else low = mid;
   }
   return high;
@@ -204,9 +250,10 @@ function minCapacity(trace: Trace, config: ReplayConfiguration, lo: number, hi: 
 
 /** Replays `trace` against every configuration. */
 export function replay(trace: Trace, configurations: readonly ReplayConfiguration[] = DEFAULT_CONFIGURATIONS): ReplayReport {
-  const facts = recordedFacts(trace);
+  const start = stateAtStart(trace);
+  const facts = recordedFacts(trace, start);
   const results = configurations.map((config): ConfigurationResult => {
-    const r = runOnce(trace, config, Number.MAX_SAFE_INTEGER);
+    const r = runOnce(trace, start, config, Number.MAX_SAFE_INTEGER);
     return {
       name: config.name,
       description: config.description,
@@ -216,7 +263,7 @@ export function replay(trace: Trace, configurations: readonly ReplayConfiguratio
       reservedOverAllocated: r.peakAllocated > 0 ? r.peakReserved / r.peakAllocated : 0,
       segmentAllocs: r.segmentAllocs,
       fragmentationAtPeak: r.fragmentationAtPeak,
-      minDeviceBytes: minCapacity(trace, config, r.peakAllocated, r.peakReserved + 2 * MiB),
+      minDeviceBytes: minCapacity(trace, start, config, r.peakAllocated, r.peakReserved + 2 * MiB),
     };
   });
   return {

@@ -174,5 +174,7 @@ export async function importKineto(file: string, model: TraceModel, progress?: (
   await walkJson(file, select, onValue, { progress });
   if (!sawEvents) throw new BadInputError('no traceEvents array: not a PyTorch profiler / Chrome trace', file);
   if (events === 0) throw new BadInputError('traceEvents holds no events', file);
+  // CUPTI and roctracer activity record kernels, copies and memsets together: a trace with GPU activity traced copies
+  if (model.kernels.length > 0 || model.copies.length > 0 || model.memsets.length > 0) model.traced('kernels', 'copies');
   model.formats.add('kineto');
 }

@@ -111,6 +111,8 @@ function read(db: BetterSqlite3.Database, file: string, model: TraceModel, progr
       'no CUPTI_ACTIVITY_KIND_* tables: not an Nsight Systems export with CUDA trace (nsys profile --trace=cuda; nsys export --type sqlite)',
       file,
     );
+  // nsys --trace=cuda records kernels, copies and runtime calls together (a table is written only where events were)
+  model.traced('kernels', 'copies', 'runtime');
   const columns = (t: string): Set<string> =>
     new Set((db.prepare(`PRAGMA table_info(${JSON.stringify(t)})`).all() as Array<{ name: string }>).map((r) => r.name));
   const strings = new Map<number, string>();
@@ -210,15 +212,24 @@ function read(db: BetterSqlite3.Database, file: string, model: TraceModel, progr
     model.addKernelName(strings.get(int(T, 'shortName', id)) ?? 'kernel', end - start);
   }
   T = 'CUPTI_ACTIVITY_KIND_RUNTIME';
+  // Exports taken with --cudabacktrace hold some calls twice, an outer row with the call chain and an inner one, both
+  // with the call's correlation id: one call is kept once.
+  const callSeen = new Set<string>();
   for (const r of each(T, ['start', 'end', 'nameId'], ['globalTid', 'correlationId'])) {
     const [start, end] = span(T, r);
+    const correlation = int(T, 'correlationId', r.correlationId);
+    if (!Number.isNaN(correlation) && correlation !== 0) {
+      const key = `${String(r.globalTid)}:${correlation}`;
+      if (callSeen.has(key)) continue;
+      callSeen.add(key);
+    }
     const name = strings.get(int(T, 'nameId', r.nameId)) ?? '';
     model.runtime.push({
       start,
       end,
       api: classifyApi(name),
       thread: int(T, 'globalTid', r.globalTid) || 0,
-      correlation: int(T, 'correlationId', r.correlationId),
+      correlation,
     });
   }
   T = 'CUPTI_ACTIVITY_KIND_SYNCHRONIZATION';

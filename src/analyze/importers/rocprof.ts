@@ -174,7 +174,10 @@ export async function importRocprofCsv(file: string, model: TraceModel, progress
   if (rows === 0 && kind !== 'agents') model.note(`${file}: the ${kind} table has no rows`);
   if (kind === 'copies' && !bytesCol)
     model.note('rocprofv3 memory_copy_trace rows carry no byte counts: bandwidth-based findings need an nsys or Kineto trace, or a rocprofv3 JSON with bytes');
-  model.formats.add(kind === 'stats' ? 'rocprof-stats' : kind === 'copy-rows' ? 'rocprof' : 'rocprofv3-csv');
+  model.formats.add(kind === 'stats' ? 'rocprof-stats' : kind === 'copy-rows' || kind === 'dispatches' ? 'rocprof' : 'rocprofv3-csv');
+  // a rocprofv3 CSV is one trace kind per file: the kind it holds was traced, even with no rows
+  const traced = { copies: 'copies', kernels: 'kernels', api: 'runtime', allocations: 'allocations' } as const;
+  if (kind && kind in traced) model.traced(traced[kind as keyof typeof traced]);
 }
 
 /** A numeric id or address as rocprofiler-sdk's JSON writes it: a number, or { handle } / { value } / { internal }. */
@@ -191,6 +194,8 @@ function idOf(v: Json | undefined, what: string, file: string): number | undefin
 export async function importRocprofJson(file: string, model: TraceModel, progress?: (bytes: number) => void): Promise<void> {
   const kinds: Array<{ kind: string; operations: string[] }> = [];
   const agents = new Map<number, 'CPU' | 'GPU'>();
+  /** GPU agents' handles to their device number (the logical node id, as the agents table names devices). */
+  const gpuOf = new Map<number, number>();
   const symbols = new Map<number, string>();
   type Rec = { cat: string; r: Obj; where: string };
   const records: Rec[] = [];
@@ -229,11 +234,11 @@ export async function importRocprofJson(file: string, model: TraceModel, progres
       const id = idOf(v.id, `${where}.id`, file);
       const type = v.type === 1 || v.type === 'CPU' ? 'CPU' : v.type === 2 || v.type === 'GPU' ? 'GPU' : undefined;
       if (id !== undefined && type) agents.set(id, type);
-      if (type === 'GPU' && typeof v.name === 'string')
-        model.devices.set(
-          optNumber(v.logical_node_id, `${where}.logical_node_id`, file) ?? model.devices.size,
-          `${typeof v.product_name === 'string' ? v.product_name : v.name} (${v.name})`,
-        );
+      if (type === 'GPU') {
+        const device = optNumber(v.logical_node_id, `${where}.logical_node_id`, file) ?? model.devices.size;
+        if (id !== undefined) gpuOf.set(id, device);
+        if (typeof v.name === 'string') model.devices.set(device, `${typeof v.product_name === 'string' ? v.product_name : v.name} (${v.name})`);
+      }
     } else if (q[0] === 'kernel_symbols') {
       const id = idOf(v.kernel_id, `${where}.kernel_id`, file) ?? (typeof q[1] === 'number' ? q[1] : Number(q[1]));
       const name = v.formatted_kernel_name ?? v.kernel_name ?? v.truncated_kernel_name;
@@ -277,7 +282,7 @@ export async function importRocprofJson(file: string, model: TraceModel, progres
         src: dir === Direction.HtoD ? MemKind.unknown : MemKind.device,
         dst: dir === Direction.DtoH ? MemKind.unknown : MemKind.device,
         stream: idOf(r.stream_id, `${where}.stream_id`, file) ?? 0,
-        device: 0,
+        device: gpuOf.get(idOf(dir === Direction.HtoD ? r.dst_agent_id : r.src_agent_id, `${where}.agent_id`, file) ?? -1) ?? 0,
         correlation,
         bytes,
         hostAddr: hostAddr ?? Number.NaN,
@@ -286,7 +291,8 @@ export async function importRocprofJson(file: string, model: TraceModel, progres
     } else if (cat === 'kernel_dispatch') {
       const info = isObj(r.dispatch_info) ? r.dispatch_info : {};
       const kid = idOf(info.kernel_id, `${where}.dispatch_info.kernel_id`, file);
-      model.kernels.push({ start, end, stream: idOf(r.stream_id ?? info.queue_id, `${where}.stream_id`, file) ?? 0, device: 0 });
+      const device = gpuOf.get(idOf(info.agent_id, `${where}.dispatch_info.agent_id`, file) ?? -1) ?? 0;
+      model.kernels.push({ start, end, stream: idOf(r.stream_id ?? info.queue_id, `${where}.stream_id`, file) ?? 0, device });
       model.addKernelName(symbols.get(kid ?? -1) ?? `kernel ${kid ?? '?'}`, end - start);
     } else if (cat === 'hip_api') {
       model.runtime.push({ start, end, api: classifyApi(opName(r, where)), thread: optNumber(r.thread_id, `${where}.thread_id`, file) ?? 0, correlation });

@@ -5,7 +5,7 @@
  * bound or overlaps another rule's, its `savingHow` says so.
  */
 import type { AnalysisContext } from '../context.js';
-import { Api, Direction } from '../model.js';
+import { type Activity, Api, Direction } from '../model.js';
 import type { Finding } from '../result.js';
 import { allocationChurn } from './alloc-churn.js';
 import { exposedCopy } from './exposed-copy.js';
@@ -22,31 +22,49 @@ import { syncStorm } from './sync-storm.js';
 
 export { RECURRING, SMALL_COPY_BYTES, SMALL_COPY_COUNT, SYNC_STORM_COUNT } from './shared.js';
 
-const CHECKS: ReadonlyArray<readonly [string, RuleCheck]> = [
-  ['pageable-copy', pageableCopies(Direction.HtoD)],
-  ['sync-copy', syncCopy],
-  ['d2h-to-pageable', pageableCopies(Direction.DtoH)],
-  ['small-copies', smallCopies],
-  ['exposed-copy', exposedCopy],
-  ['sync-storm', syncStorm],
-  ['alloc-churn', allocationChurn([Api.malloc, Api.free], false)],
-  ['pinned-alloc-churn', allocationChurn([Api.hostAlloc, Api.hostFree], true)],
-  ['managed-faults', managedFaults],
-  ['redundant-copy', redundantCopy],
-  ['low-bandwidth', lowBandwidth],
-  ['gpu-idle-on-memory', gpuIdleOnMemory],
-  ['fragmentation', fragmentation],
+/**
+ * What each rule needs the trace to have recorded: every group must be met, by any activity in it. A rule whose
+ * activity the profiler did not record cannot judge the trace, and says so instead of finding nothing.
+ */
+type Needs = ReadonlyArray<readonly Activity[]>;
+const COPIES: Needs = [['copies']];
+
+const CHECKS: ReadonlyArray<readonly [string, RuleCheck, Needs]> = [
+  ['pageable-copy', pageableCopies(Direction.HtoD), COPIES],
+  ['sync-copy', syncCopy, [['runtime']]],
+  ['d2h-to-pageable', pageableCopies(Direction.DtoH), COPIES],
+  ['small-copies', smallCopies, COPIES],
+  ['exposed-copy', exposedCopy, [['copies'], ['kernels']]],
+  ['sync-storm', syncStorm, [['runtime']]],
+  ['alloc-churn', allocationChurn([Api.malloc, Api.free], false), [['runtime', 'allocations']]],
+  ['pinned-alloc-churn', allocationChurn([Api.hostAlloc, Api.hostFree], true), [['runtime', 'allocations']]],
+  ['managed-faults', managedFaults, [['faults', 'copies']]],
+  ['redundant-copy', redundantCopy, COPIES],
+  ['low-bandwidth', lowBandwidth, COPIES],
+  ['gpu-idle-on-memory', gpuIdleOnMemory, [['kernels'], ['copies']]],
+  ['fragmentation', fragmentation, [['allocations']]],
 ];
+
+/** What a profiler calls each activity, for "not recorded" reasons. */
+const ACTIVITY_TEXT: Record<Activity, string> = {
+  kernels: 'kernels',
+  copies: 'memory copies',
+  runtime: 'runtime API calls',
+  allocations: 'allocations',
+  faults: 'page faults',
+};
 
 export interface Rule {
   id: string;
   run(ctx: AnalysisContext): Finding | { notApplicable: string } | undefined;
 }
 
-/** The rules, each stamping its id on the finding it returns. */
-export const RULES: readonly Rule[] = CHECKS.map(([id, check]) => ({
+/** The rules, each stamping its id on the finding it returns, or saying which activity it needed and the trace lacks. */
+export const RULES: readonly Rule[] = CHECKS.map(([id, check, needs]) => ({
   id,
   run(ctx) {
+    const missing = needs.find((group) => !group.some((a) => ctx.model.recorded(a)));
+    if (missing) return { notApplicable: `the trace did not record ${missing.map((a) => ACTIVITY_TEXT[a]).join(' or ')}` };
     const out = check(ctx);
     if (!out || 'notApplicable' in out) return out;
     return { rule: id, ...out };

@@ -38,7 +38,6 @@ export const lowBandwidth: RuleCheck = (ctx) => {
     estimatedSavingNs: saving,
     savingHow: `each copy's time minus its bytes at the stated pinned rate plus ${ctx.floorText(Direction.HtoD)}`,
     evidence,
-    change:
-      "Check the link (gpumem info shows the PCIe generation and width the GPU trained at), allocate pinned buffers on the GPU's NUMA node (numactl --membind, or hipHostMalloc's NUMA flags), make sure the memory is really pinned, and avoid several copies in one direction at once.",
+    change: `Check the link (gpumem info shows the PCIe generation and width the GPU trained at), allocate pinned buffers on the GPU's NUMA node (numactl --membind${ctx.model.vendor() === 'nvidia' ? '' : ", or hipHostMalloc's NUMA flags on ROCm"}), make sure the memory is really pinned, and avoid several copies in one direction at once.`,
   };
 };

@@ -39,7 +39,6 @@ export const managedFaults: RuleCheck = (ctx) => {
     estimatedSavingNs: saving,
     savingHow: `migration and GPU fault time minus moving the same bytes in bulk at ${ctx.pinnedRate(Direction.HtoD)} GB/s (a prefetch)`,
     evidence,
-    change:
-      'Prefetch managed ranges before the kernels that use them (cudaMemPrefetchAsync / hipMemPrefetchAsync) and back before the CPU reads them; advise read-mostly data (SetReadMostly) and a preferred location to stop ping-pong. On AMD, with XNACK off, managed memory does not migrate on fault: prefetch or use device memory.',
+    change: `Prefetch managed ranges before the kernels that use them (${ctx.api('cudaMemPrefetchAsync', 'hipMemPrefetchAsync')}) and back before the CPU reads them; advise read-mostly data (SetReadMostly) and a preferred location to stop ping-pong.${ctx.model.vendor() === 'nvidia' ? '' : ' On AMD, with XNACK off, managed memory does not migrate on fault: prefetch or use device memory.'}`,
   };
 };

@@ -8,8 +8,14 @@ export function pageableCopies(dir: number): RuleCheck {
   return (ctx) => {
     const c = ctx.model.copies;
     const all: number[] = [];
-    for (let i = 0; i < c.length; i++) if (c.get(i, 'dir') === dir && ctx.hostKind[i] === MemKind.pageable) all.push(i);
+    let unsized = 0;
+    for (let i = 0; i < c.length; i++) {
+      if (c.get(i, 'dir') !== dir || ctx.hostKind[i] !== MemKind.pageable) continue;
+      if (Number.isNaN(c.get(i, 'bytes'))) unsized++;
+      else all.push(i);
+    }
     const unknown = ctx.model.hostKindUnknown;
+    if (all.length === 0 && unsized > 0) return { notApplicable: `${unsized} pageable ${DIRECTIONS[dir]} copies, none with a recorded size` };
     if (all.length === 0) return unknown > 0 && ctx.copyCount > 0 ? { notApplicable: `${unknown} host copies of unknown host memory kind` } : undefined;
     const bySize = new Map<number, number>();
     for (const i of all) bySize.set(c.get(i, 'bytes'), (bySize.get(c.get(i, 'bytes')) ?? 0) + 1);
@@ -28,6 +34,7 @@ export function pageableCopies(dir: number): RuleCheck {
     const ops = opsOf(ctx, idx);
     if (ops) evidence.push(`issued by ${ops}`);
     const once = all.length - idx.length;
+    if (unsized > 0) evidence.push(`${unsized} pageable ${name} copies without a recorded size are not counted`);
     if (once > 0) evidence.push(`${once} one-time pageable ${name} copies (sizes seen fewer than ${RECURRING} times: setup or model loading) are not counted`);
     return {
       severity: severityOf(saving, ctx.spanNs),
@@ -40,7 +47,7 @@ export function pageableCopies(dir: number): RuleCheck {
       evidence,
       change:
         dir === Direction.HtoD
-          ? "Allocate the host buffers pinned (DataLoader(pin_memory=True), tensor.pin_memory(), cudaHostAlloc / hipHostMalloc, or gpumem's PinnedResource) and copy with non_blocking=True: a pageable copy is staged through a driver bounce buffer and blocks the host. Data that arrives in ordinary memory (decoded, read from disk) can go through pinned chunks filled on several threads (gpumem rt.upload) instead of the driver's one-threaded bounce buffer."
+          ? `Allocate the host buffers pinned (DataLoader(pin_memory=True), tensor.pin_memory(), ${ctx.api('cudaHostAlloc', 'hipHostMalloc')}, or gpumem's PinnedResource) and copy with non_blocking=True: a pageable copy is staged through a driver bounce buffer and blocks the host. Data that arrives in ordinary memory (decoded, read from disk) can go through pinned chunks filled on several threads (gpumem rt.upload) instead of the driver's one-threaded bounce buffer.`
           : 'Copy into a pinned buffer allocated once (torch.empty(..., pin_memory=True) and .copy_(x, non_blocking=True)), then wait on an event before reading it: a copy into pageable memory is staged and synchronous. Results needed in ordinary memory can come back through pinned chunks drained on several threads (gpumem rt.download).',
     };
   };

@@ -87,3 +87,23 @@ export function runtimeByThread(ctx: AnalysisContext): Map<number, number[]> {
 export function steadyFrom(ctx: AnalysisContext): number {
   return ctx.span[0] + 0.2 * ctx.spanNs;
 }
+
+/**
+ * Sums durations with each counted at most at their median. A call that took far longer than its peers was held by
+ * something else (waiting for earlier GPU work, an implicit device synchronisation): changing how the calls are
+ * made does not recover that wait. `over` counts the calls that took more than twice the median; `excessNs` is all
+ * the time left out.
+ */
+export function cappedAtMedian(durations: readonly number[]): { sumNs: number; capNs: number; over: number; excessNs: number } {
+  const sorted = [...durations].sort((a, b) => a - b);
+  const capNs = sorted[sorted.length >> 1] ?? 0;
+  let sumNs = 0;
+  let over = 0;
+  let excessNs = 0;
+  for (const d of durations) {
+    sumNs += Math.min(d, capNs);
+    if (d > capNs) excessNs += d - capNs;
+    if (d > 2 * capNs) over++;
+  }
+  return { sumNs, capNs, over, excessNs };
+}

@@ -18,7 +18,7 @@ export const syncCopy: RuleCheck = (ctx) => {
     estimatedSavingNs: t,
     savingHow:
       'host time spent inside synchronous memcpy calls, which an asynchronous copy returns immediately from (an upper bound: the host may have nothing else to do)',
-    evidence: [`${idx.length} synchronous memcpy calls (cudaMemcpy / hipMemcpy and kin) held the host ${formatNs(t)}`],
-    change: 'Use cudaMemcpyAsync / hipMemcpyAsync on a stream, from pinned memory, and wait on an event only when the data is needed.',
+    evidence: [`${idx.length} synchronous memcpy calls (${ctx.api('cudaMemcpy', 'hipMemcpy')} and kin) held the host ${formatNs(t)}`],
+    change: `Use ${ctx.api('cudaMemcpyAsync', 'hipMemcpyAsync')} on a stream, from pinned memory, and wait on an event only when the data is needed.`,
   };
 };
