@@ -14,7 +14,7 @@ import { TraceModel } from './model.js';
 import type { AnalyzeResult, Finding, Summary } from './result.js';
 import { RULES } from './rules/index.js';
 import { summarize } from './summary.js';
-import { importKineto } from './importers/kineto.js';
+import { importKineto, type JsonReader } from './importers/kineto.js';
 import { importRocprofCsv, importRocprofJson, rocprofCsvKind } from './importers/rocprof.js';
 import { importNsys, SQLITE_MAGIC } from './importers/nsys.js';
 import { importAllocLog, importSnapshot } from './importers/allocator.js';
@@ -72,6 +72,8 @@ export interface AnalyzeOptions {
   format?: TraceFormat;
   /** gpumem bench JSON to take copy rates from. */
   fromBench?: string;
+  /** How Kineto JSON is read (default 'chunked'; 'careful' is the token-by-token reader). */
+  jsonReader?: JsonReader;
   /** Called as input is read: file, bytes read so far (rows, for SQLite), file size. */
   progress?: (file: string, done: number, total: number) => void;
 }
@@ -168,7 +170,7 @@ export async function loadTraces(files: readonly string[], options: AnalyzeOptio
     try {
       switch (format) {
         case 'kineto':
-          await importKineto(file, model, progress);
+          await importKineto(file, model, progress, options.jsonReader);
           break;
         case 'rocprofv3-json':
           await importRocprofJson(file, model, progress);

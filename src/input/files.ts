@@ -24,11 +24,11 @@ export function isGzipFile(file: string): boolean {
   return h.length === 2 && h[0] === 0x1f && h[1] === 0x8b;
 }
 
-/** A readable stream of the file's bytes, gunzipped when gzip. */
-export function openInput(file: string): Readable {
-  const raw = createReadStream(file, { highWaterMark: 1 << 20 });
+/** A readable stream of the file's bytes, gunzipped when gzip, in pieces of at most `pieceBytes`. */
+export function openInput(file: string, pieceBytes = 1 << 20): Readable {
+  const raw = createReadStream(file, { highWaterMark: pieceBytes });
   if (!isGzipFile(file)) return raw;
-  const gz = createGunzip();
+  const gz = createGunzip({ chunkSize: Math.max(64, Math.min(pieceBytes, 1 << 20)) });
   raw.on('error', (e) => gz.destroy(e));
   return raw.pipe(gz);
 }

@@ -21,6 +21,9 @@ export function isJsonObject(v: Json | undefined): v is JsonObject {
   return v !== null && v !== undefined && typeof v === 'object' && !Array.isArray(v);
 }
 
+/** A string cut at the length limit, marked so that nobody takes it for the whole. */
+export const cutMark = (kept: string): string => `${kept}…[cut]`;
+
 export interface JsonLimits {
   /** Deepest nesting of the whole document. */
   maxDepth: number;
@@ -32,7 +35,7 @@ export interface JsonLimits {
   maxValueChars: number;
 }
 
-const DEFAULT_LIMITS: JsonLimits = { maxDepth: 256, maxString: 65536, maxValueDepth: 32, maxValueChars: 64 << 20 };
+export const DEFAULT_LIMITS: JsonLimits = { maxDepth: 256, maxString: 65536, maxValueDepth: 32, maxValueChars: 64 << 20 };
 
 interface Frame {
   kind: 'object' | 'array';
@@ -154,11 +157,15 @@ export async function walkJson(
         return;
       case 'stringChunk':
       case 'numberChunk':
-        if (text.length < limits.maxString) text += t.value ?? '';
-        else cut = true;
+        if (cut) return;
+        text += t.value ?? '';
+        if (text.length > limits.maxString) {
+          text = text.slice(0, limits.maxString);
+          cut = true;
+        }
         return;
       case 'endString':
-        return scalar(cut ? `${text}…[cut]` : text);
+        return scalar(cut ? cutMark(text) : text);
       case 'endNumber':
         return scalar(cut ? Number.NaN : Number(text));
       case 'trueValue':

@@ -4,6 +4,7 @@
  * does not say whether the host side was pinned. Timestamps are microseconds with fractions.
  */
 import { BadInputError } from '../../errors.js';
+import { walkJsonChunked } from '../../input/json-chunks.js';
 import { isJsonObject as isObj, walkJson, type Json, type JsonObject as Obj, type PathKey } from '../../input/json-stream.js';
 import { AllocLevel, Direction, MemKind, SyncKind, classifyApi, type TraceModel } from '../model.js';
 import { describe, optNumber } from '../../input/numbers.js';
@@ -62,10 +63,16 @@ export function parseCopyName(name: string): { dir: number; src: number; dst: nu
 }
 
 /**
+ * How JSON is read: 'chunked' cuts the traceEvents array into chunks of whole events for JSON.parse (fast, the
+ * default); 'careful' assembles every value token by token (walkJson). Both give the same values, within the same limits.
+ */
+export type JsonReader = 'chunked' | 'careful';
+
+/**
  * Reads a Kineto trace into the model.
  * @throws BadInputError for malformed, truncated or non-Kineto input.
  */
-export async function importKineto(file: string, model: TraceModel, progress?: (bytes: number) => void): Promise<void> {
+export async function importKineto(file: string, model: TraceModel, progress?: (bytes: number) => void, reader: JsonReader = 'chunked'): Promise<void> {
   let events = 0;
   let sawEvents = false;
   let bad = 0;
@@ -171,7 +178,7 @@ export async function importKineto(file: string, model: TraceModel, progress?: (
         return;
     }
   };
-  await walkJson(file, select, onValue, { progress });
+  await (reader === 'careful' ? walkJson : walkJsonChunked)(file, select, onValue, { progress });
   if (!sawEvents) throw new BadInputError('no traceEvents array: not a PyTorch profiler / Chrome trace', file);
   if (events === 0) throw new BadInputError('traceEvents holds no events', file);
   // CUPTI and roctracer activity record kernels, copies and memsets together: a trace with GPU activity traced copies
