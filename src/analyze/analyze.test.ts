@@ -244,3 +244,17 @@ test('a ROCm-flavour Kineto trace: host kind unknown, said so, and the rules tha
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('the chunked and the careful JSON readers give the same analysis of every Kineto fixture', async () => {
+  const { readdirSync } = await import('node:fs');
+  const files = readdirSync(fixture('traces')).filter((f) => /\.json(\.gz)?$/.test(f));
+  assert.ok(files.length > 0);
+  for (const f of files) {
+    const run = (jsonReader: 'careful' | 'chunked') =>
+      analyzeFiles([fixture(`traces/${f}`)], { jsonReader }).then(
+        (r) => JSON.stringify(r),
+        (e: Error) => `refused: ${e.message}`,
+      );
+    assert.equal(await run('chunked'), await run('careful'), f);
+  }
+});

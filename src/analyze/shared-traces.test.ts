@@ -261,3 +261,10 @@ test('shared snapshots: replay of a recording started mid-run starts from the me
     }
   }
 });
+
+test('shared traces: the chunked and the careful JSON readers give the same analysis of every Kineto trace', { skip }, async () => {
+  for (const e of TRACES.filter((x) => x.format === 'kineto')) {
+    const careful = await analyzeFiles([at(e.file)], { jsonReader: 'careful' });
+    assert.deepEqual(await analyzed(e.file), careful, e.file);
+  }
+});
