@@ -43,6 +43,8 @@ export const ErrorCode = {
   ABORTED: 'GPUMEM_ABORTED',
   /** The call does not fit the object's state (a stream being captured synchronized, a graph launched after disposal). */
   INVALID_STATE: 'GPUMEM_INVALID_STATE',
+  /** A worker thread stopped or threw an unexpected error (the message names its input). */
+  WORKER_FAILED: 'GPUMEM_WORKER_FAILED',
 } as const;
 export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];
 

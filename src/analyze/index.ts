@@ -12,3 +12,6 @@ export { defaultRates, ratesFromBench, type CopyRates } from './bandwidth.js';
 export { timelineOf, type Timeline, type TimelineBar } from './timeline.js';
 export type { AnalyzeResult, Finding, Severity, Summary, CopyGroup } from './result.js';
 export { RULES, type Rule } from './rules/index.js';
+export { analyzeRanks, RANK_FORMATS, type RanksOptions, type RanksResult, type RankResult, type Straggler } from './ranks.js';
+export type { DeviceFigures } from './result.js';
+export type { JsonReader } from './importers/kineto.js';

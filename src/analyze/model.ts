@@ -149,6 +149,8 @@ export class TraceModel {
   readonly kernelNames = new Map<string, { count: number; ns: number }>();
   readonly devices = new Map<number, string>();
   readonly formats = new Set<string>();
+  /** The rank of the process in a distributed job, where the trace says (Kineto's distributedInfo). */
+  rank: number | undefined;
   /**
    * Activities the trace's format shows were recorded even where none happened (nsys writes a table per traced
    * activity; CUPTI and roctracer record copies with kernels). Activities with events are recorded by definition.

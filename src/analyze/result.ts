@@ -50,6 +50,8 @@ export interface DeviceFigures {
 
 export interface Summary {
   files: string[];
+  /** The process's rank in a distributed job, where the trace says (Kineto distributedInfo); null otherwise. */
+  rank: number | null;
   formats: string[];
   devices: Array<{ id: number; name: string }>;
   /** From the first to the last recorded activity. */

@@ -145,6 +145,7 @@ export function summarize(ctx: AnalysisContext, notApplicable: Summary['notAppli
   for (let i = 0; i < m.memsets.length; i++) memsetNs += m.memsets.get(i, 'end') - m.memsets.get(i, 'start');
   return {
     files: [...m.files],
+    rank: m.rank ?? null,
     formats: [...m.formats],
     devices: [...m.devices].map(([id, name]) => ({ id, name })),
     spanNs: ctx.spanNs,

@@ -3,6 +3,8 @@ import { writeFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import type { TraceFormat } from '../analyze/analyze.js';
 import { checkWritable, type Io } from './context.js';
+import { UsageError } from './errors.js';
+import { parsePositive } from './options.js';
 
 export interface AnalyzeCliOptions {
   json?: boolean;
@@ -10,6 +12,7 @@ export interface AnalyzeCliOptions {
   fromBench?: string;
   format?: TraceFormat | 'auto';
   progress?: boolean;
+  workers?: number;
 }
 
 /** Files this big (bytes) get progress lines on stderr even when stderr is not a terminal. */
@@ -35,6 +38,7 @@ export function defineAnalyze(program: Command, io: Io): void {
         .default('auto'),
     )
     .option('--progress', 'report reading progress on stderr for every file (default: files over 32 MiB)')
+    .option('--workers <n>', 'worker threads for traces of several ranks (default: every core)', (v) => parsePositive(v, '--workers'))
     .addHelpText(
       'after',
       `
@@ -48,14 +52,16 @@ Examples:
   $ gpumem analyze trace.pt.trace.json.gz
   $ gpumem analyze out/*_memory_copy_trace.csv out/*_kernel_trace.csv out/*_hip_api_trace.csv
   $ gpumem analyze report1.sqlite --from-bench bench.json --html analysis.html
-  $ gpumem analyze snapshot.json.gz --json`,
+  $ gpumem analyze snapshot.json.gz --json
+  $ gpumem analyze traces/          # one Kineto or nsys trace per rank: each rank, and the ranks compared`,
     )
     .action((files: string[], opts: AnalyzeCliOptions) => runAnalyze(files, opts, io));
 }
 
 async function runAnalyze(files: string[], opts: AnalyzeCliOptions, io: Io): Promise<void> {
   checkWritable(opts.html, '--html');
-  const { analyzeModel, loadTraces } = await import('../analyze/analyze.js');
+  const { analyzeModel, loadTraces, traceInputs } = await import('../analyze/analyze.js');
+  const { RANK_FORMATS } = await import('../analyze/ranks.js');
   const { defaultRates, ratesFromBench } = await import('../analyze/bandwidth.js');
   const { timelineOf } = await import('../analyze/timeline.js');
   const { renderAnalyzeHtml } = await import('../render/analyze-html.js');
@@ -72,7 +78,29 @@ async function runAnalyze(files: string[], opts: AnalyzeCliOptions, io: Io): Pro
         : `${Math.min(100, (100 * done) / total).toFixed(0)}% of ${(total / 2 ** 20).toFixed(0)} MiB${done > total ? ' (decompressed)' : ''}`;
     io.err(`reading ${file}: ${what}\n`);
   };
-  const model = await loadTraces(files, { format: opts.format === 'auto' ? undefined : opts.format, progress });
+  const format = opts.format === 'auto' ? undefined : opts.format;
+  const { inputs } = traceInputs(files, format);
+  const rankFormat = inputs[0]?.format;
+  if (inputs.length >= 2 && rankFormat && RANK_FORMATS.includes(rankFormat) && inputs.every((x) => x.format === rankFormat)) {
+    // several whole-run traces of one profiler: one per rank (or process), analysed each on its own and compared
+    if (opts.html) throw new UsageError("--html draws the timeline of one trace: give one rank's file with --html");
+    const { analyzeRanks } = await import('../analyze/ranks.js');
+    const { renderRanks } = await import('../render/analyze-ranks-text.js');
+    const result = await analyzeRanks(
+      inputs.map((x) => x.file),
+      {
+        format: rankFormat,
+        fromBench: opts.fromBench,
+        workers: opts.workers,
+        progress: (done, total) => {
+          if (opts.progress) io.err(`analysed ${done} of ${total} ranks\n`);
+        },
+      },
+    );
+    io.out(opts.json ? `${JSON.stringify(result, null, 2)}\n` : `${renderRanks(result)}\n`);
+    return;
+  }
+  const model = await loadTraces(files, { format, progress });
   const result = analyzeModel(model, rates ?? defaultRates([...model.devices.values()][0]));
   if (opts.html) {
     writeFileSync(opts.html, renderAnalyzeHtml(result, timelineOf(model)));

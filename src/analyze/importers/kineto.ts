@@ -83,8 +83,14 @@ export async function importKineto(file: string, model: TraceModel, progress?: (
     return n;
   };
   const select = (p: readonly PathKey[]): boolean =>
-    (p.length === 2 && typeof p[1] === 'number' && (p[0] === 'traceEvents' || p[0] === 'deviceProperties')) || (p.length === 1 && typeof p[0] === 'number');
+    (p.length === 1 && p[0] === 'distributedInfo') ||
+    (p.length === 2 && typeof p[1] === 'number' && (p[0] === 'traceEvents' || p[0] === 'deviceProperties')) ||
+    (p.length === 1 && typeof p[0] === 'number');
   const onValue = (p: readonly PathKey[], v: Json): void => {
+    if (p[0] === 'distributedInfo') {
+      if (isObj(v)) model.rank = optNumber(v.rank, 'distributedInfo.rank', file);
+      return;
+    }
     if (p[0] === 'deviceProperties') {
       if (isObj(v) && typeof v.name === 'string') model.devices.set(optNumber(v.id, 'deviceProperties id', file) ?? model.devices.size, v.name);
       return;
