@@ -8,7 +8,7 @@
  *                                                   temp folder and times, in fresh processes, RUNS times each:
  *                                                   gpumem's analysis with the chunked reader (the default), with the
  *                                                   careful token-by-token reader, and a plain readFileSync +
- *                                                   JSON.parse of the same file (the yardstick: parsing only, no
+ *                                                   JSON.parse of the same file (the comparison: parsing only, no
  *                                                   analysis). It prints the median MB/s (1e6 bytes of file per
  *                                                   second of wall time), the spread (min-max) and peak RSS.
  * Build first (npm run build).
