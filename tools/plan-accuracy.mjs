@@ -14,7 +14,6 @@ console.log('| run | model | precision | batch x tokens | measured peak (GiB) | 
 console.log('|---|---|---|---|---:|---:|---:|---:|');
 for (const r of d.rows) {
   const m = normaliseConfig(r.config, 'fixture', r.model);
-  const fused = !(r.model === 'llama-mini' && r.precision === 'fp32');
   const o =
     r.mode === 'train'
       ? {
@@ -26,7 +25,7 @@ for (const r of d.rows) {
           seq: r.seq,
           gradAccum: 1,
           recompute: 'none',
-          flashAttention: fused,
+          attention: r.attention ?? 'sdpa',
           framework: 'pytorch',
           parallel: par,
           offload: 'none',
@@ -40,7 +39,7 @@ for (const r of d.rows) {
           kvDtype: 'bf16',
           blockSize: undefined,
           weights: 'bf16',
-          flashAttention: true,
+          attention: r.attention ?? 'sdpa',
           parallel: par,
           fragmentation: 0.05,
         };

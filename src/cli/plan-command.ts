@@ -1,16 +1,31 @@
 /** `gpumem plan`: options to a plan, printed. Loads no GPU library. */
 import { existsSync, writeFileSync } from 'node:fs';
-import { Option, type Command } from 'commander';
-import type { InferOptions, Parallelism, TrainOptions } from '../plan/estimate.js';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { PRECISIONS, type Attention, type InferOptions, type Parallelism, type TrainOptions } from '../plan/options.js';
 import { checkWritable, type Io } from './context.js';
 import { UsageError } from './errors.js';
 import { parsePercent, parsePositive, parseSizeOption } from './options.js';
+
+/**
+ * The largest values a plan takes: past them no GPU cluster could hold the result, and a typo (a batch of 10^12)
+ * would print a figure in the billions of GiB instead of an error.
+ */
+const BATCH_LIMIT = 1 << 20;
+const TOKENS_LIMIT = 1 << 24;
+const GPUS_LIMIT = 1 << 20;
+const STEPS_LIMIT = 1 << 16;
+
+function bounded(v: string, name: string, limit: number): number {
+  const n = parsePositive(v, name);
+  if (n > limit) throw new InvalidArgumentError(`${name} ${v} is beyond any machine (at most ${limit})`);
+  return n;
+}
 
 export function definePlan(program: Command, io: Io): void {
   program
     .command('plan')
     .description('LLM memory planner: what a model needs per GPU for training or inference, and where each part should live (loads no GPU library)')
-    .requiredOption(
+    .option(
       '--model <name|config.json>',
       'a catalogue name (llama-2-7b, llama-3.1-70b, mixtral-8x7b, gpt-3-175b, deepseek-v3, ...) or a Hugging Face config.json',
     )
@@ -18,50 +33,68 @@ export function definePlan(program: Command, io: Io): void {
     .addOption(new Option('--optimizer <name>').choices(['adamw', 'adam', 'sgd', 'adam8bit']).default('adamw'))
     .option('--fused-optimizer', 'a fused optimizer step (no parameter-sized temporaries)')
     .addOption(
-      new Option('--precision <p>', 'fp32, amp-bf16 (fp32 weights, bf16 autocast), bf16 (16-bit weights, fp32 master), fp8')
-        .choices(['fp32', 'amp-bf16', 'bf16', 'fp8'])
+      new Option(
+        '--precision <p>',
+        `which tensors hold which dtype (training): ${Object.entries(PRECISIONS)
+          .map(([k, v]) => `${k}: ${v}`)
+          .join('; ')}`,
+      )
+        .choices(Object.keys(PRECISIONS))
         .default('amp-bf16'),
     )
-    .option('--batch <n>', 'micro-batch (train) or concurrent sequences (infer)', (v) => parsePositive(v, '--batch'), 1)
-    .option('--seq <n>', 'sequence length (train)', (v) => parsePositive(v, '--seq'), 2048)
-    .option('--grad-accum <n>', 'gradient accumulation steps', (v) => parsePositive(v, '--grad-accum'), 1)
+    .option('--batch <n>', 'micro-batch (train) or concurrent sequences (infer)', (v) => bounded(v, '--batch', BATCH_LIMIT), 1)
+    .option('--seq <n>', 'sequence length (train)', (v) => bounded(v, '--seq', TOKENS_LIMIT), 2048)
+    .option('--grad-accum <n>', 'gradient accumulation steps', (v) => bounded(v, '--grad-accum', STEPS_LIMIT), 1)
     .addOption(new Option('--recompute <mode>', 'activation recomputation').choices(['none', 'selective', 'full']).default('none'))
-    .option('--flash-attention', 'a fused attention kernel (no s x s matrix stored); default for inference')
+    .addOption(
+      new Option(
+        '--attention <kernel>',
+        "sdpa: PyTorch's scaled_dot_product_attention as Hugging Face calls it by default (a fused kernel where one applies); eager: the math kernel, an s x s matrix kept per head; flash: a fused kernel always",
+      )
+        .choices(['sdpa', 'eager', 'flash'])
+        .default('sdpa'),
+    )
+    .option('--flash-attention', 'the same as --attention flash')
     .addOption(
       new Option('--framework <f>', 'pytorch (eager, Hugging Face blocks; measured) or megatron (Korthikanti et al. 2022)')
         .choices(['pytorch', 'megatron'])
         .default('pytorch'),
     )
-    .option('--prompt <n>', 'prompt tokens (infer)', (v) => parsePositive(v, '--prompt'), 512)
-    .option('--new-tokens <n>', 'generated tokens (infer)', (v) => parsePositive(v, '--new-tokens'), 512)
-    .option('--context <n>', 'total context (infer): sets the prompt to context - new tokens', (v) => parsePositive(v, '--context'))
+    .option('--prompt <n>', 'prompt tokens (infer)', (v) => bounded(v, '--prompt', TOKENS_LIMIT), 512)
+    .option('--new-tokens <n>', 'generated tokens (infer)', (v) => bounded(v, '--new-tokens', TOKENS_LIMIT), 512)
+    .option('--context <n>', 'total context (infer): sets the prompt to context - new tokens', (v) => bounded(v, '--context', TOKENS_LIMIT))
     .addOption(new Option('--kv-dtype <t>').choices(['fp32', 'bf16', 'fp16', 'fp8', 'int8', 'int4']).default('bf16'))
-    .option('--block-size <n>', 'paged KV cache block size in tokens', (v) => parsePositive(v, '--block-size'))
+    .option('--block-size <n>', 'paged KV cache block size in tokens', (v) => bounded(v, '--block-size', TOKENS_LIMIT))
     .addOption(new Option('--weights <w>', 'inference weight format').choices(['fp32', 'bf16', 'fp16', 'fp8', 'int8', 'int4']).default('bf16'))
-    .option('--gpus <n>', 'GPUs in all', (v) => parsePositive(v, '--gpus'), 1)
-    .option('--nodes <n>', 'nodes', (v) => parsePositive(v, '--nodes'), 1)
+    .option('--gpus <n>', 'GPUs in all', (v) => bounded(v, '--gpus', GPUS_LIMIT), 1)
+    .option('--nodes <n>', 'nodes', (v) => bounded(v, '--nodes', GPUS_LIMIT), 1)
     .addOption(new Option('--zero <stage>', 'ZeRO stage').choices(['0', '1', '2', '3']).default('0'))
     .option('--fsdp', 'FSDP full sharding (ZeRO-3)')
-    .option('--tp <n>', 'tensor parallel size', (v) => parsePositive(v, '--tp'), 1)
+    .option('--tp <n>', 'tensor parallel size', (v) => bounded(v, '--tp', GPUS_LIMIT), 1)
     .option('--sp', 'sequence parallelism (with --tp)')
-    .option('--pp <n>', 'pipeline parallel size', (v) => parsePositive(v, '--pp'), 1)
-    .option('--in-flight <n>', 'micro-batches in flight on the first stage (1F1B: --pp)', (v) => parsePositive(v, '--in-flight'))
-    .option('--ep <n>', 'expert parallel size', (v) => parsePositive(v, '--ep'), 1)
+    .option('--pp <n>', 'pipeline parallel size', (v) => bounded(v, '--pp', GPUS_LIMIT), 1)
+    .option('--in-flight <n>', 'micro-batches in flight on the first stage (1F1B: --pp)', (v) => bounded(v, '--in-flight', STEPS_LIMIT))
+    .option('--ep <n>', 'expert parallel size', (v) => bounded(v, '--ep', GPUS_LIMIT), 1)
     .addOption(new Option('--offload <what>', 'offload to pinned host memory').choices(['none', 'optimizer', 'params']).default('none'))
     .option('--gpu <name>', 'GPU from the catalogue: h200, h100, a100-80, a100-40, l40s, rtx-4090, mi300x, mi325x, mi250x, mi210 (default h200)')
     .option('--from-bench <file>', 'a gpumem bench JSON: measured capacity and link bandwidth')
     .option('--host-memory <size>', 'host memory available for offloading, e.g. 512GiB', (v) => parseSizeOption(v, '--host-memory'))
-    .option('--fragmentation <percent>', 'allowance for allocator fragmentation (default 5)', (v) => parsePercent(v, '--fragmentation'), 0.05)
+    .addOption(
+      new Option('--fragmentation <percent>', 'allowance for allocator fragmentation, in percent of the estimate')
+        .argParser((v) => parsePercent(v, '--fragmentation'))
+        .default(0.05, '5'),
+    )
     .option('--json', 'print JSON: { perGpu: {...}, capacityBytes, fits, placement: [...], suggestions: [...] }')
     .option('--html <file>', 'also write a self-contained HTML page with a stacked bar chart')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ gpumem plan --model llama-2-7b --mode train --precision bf16 --batch 4 --seq 4096 --gpus 8 --zero 3 --gpu h100\n  $ gpumem plan --model llama-3.1-70b --mode infer --batch 32 --context 8192 --kv-dtype fp8 --tp 4 --gpus 4 --gpu h200\n  $ gpumem plan --model ./config.json --mode train --recompute selective --flash-attention --json\n  $ gpumem plan --model mixtral-8x7b --mode infer --from-bench bench.json --html plan.html',
+      '\nExamples:\n  $ gpumem plan --model llama-2-7b --mode train --precision bf16 --batch 4 --seq 4096 --gpus 8 --zero 3 --gpu h100\n  $ gpumem plan --model llama-3.1-70b --mode infer --batch 32 --context 8192 --kv-dtype fp8 --tp 4 --gpus 4 --gpu h200\n  $ gpumem plan --model ./config.json --mode train --recompute selective --attention eager --json\n  $ gpumem plan --model mixtral-8x7b --mode infer --from-bench bench.json --html plan.html',
     )
     .action((opts: Record<string, unknown>) => runPlan(opts, io));
 }
 
 async function runPlan(opts: Record<string, unknown>, io: Io): Promise<void> {
+  if (opts.model === undefined) throw new UsageError("required option '--model <name|config.json>' not specified");
   checkWritable(opts.html as string | undefined, '--html');
   const { catalogueModel } = await import('../plan/catalogue.js');
   const { readConfigFile } = await import('../plan/model-config.js');
@@ -85,6 +118,7 @@ async function runPlan(opts: Record<string, unknown>, io: Io): Promise<void> {
     inFlight: (opts.inFlight as number | undefined) ?? pp,
   };
   const fragmentation = opts.fragmentation as number;
+  const attention = (opts.flashAttention ? 'flash' : opts.attention) as Attention;
   let options: TrainOptions | InferOptions;
   if (opts.mode === 'train') {
     options = {
@@ -96,7 +130,7 @@ async function runPlan(opts: Record<string, unknown>, io: Io): Promise<void> {
       seq: opts.seq as number,
       gradAccum: opts.gradAccum as number,
       recompute: opts.recompute as TrainOptions['recompute'],
-      flashAttention: !!opts.flashAttention,
+      attention,
       framework: opts.framework as TrainOptions['framework'],
       parallel,
       offload: opts.offload as TrainOptions['offload'],
@@ -118,7 +152,7 @@ async function runPlan(opts: Record<string, unknown>, io: Io): Promise<void> {
       kvDtype: opts.kvDtype as InferOptions['kvDtype'],
       blockSize: opts.blockSize as number | undefined,
       weights: opts.weights as InferOptions['weights'],
-      flashAttention: true,
+      attention,
       parallel,
       fragmentation,
     };

@@ -2,7 +2,7 @@
 import { formatCount } from '../units.js';
 import type { ModelConfig } from './model-config.js';
 import { kvBytes, localParams, weightBytes } from './model-states.js';
-import { checkParallel, type Estimate, type InferOptions, type Line } from './options.js';
+import { checkParallel, fieldsOf, fieldsOver, fusedAttention, type Estimate, type InferOptions, type Line } from './options.js';
 import { overheads } from './overheads.js';
 import { countParams, kvBytesPerTokenPerLayer } from './params.js';
 
@@ -30,63 +30,79 @@ export function estimateInfer(m: ModelConfig, o: InferOptions): Estimate {
   // Hugging Face repeats keys and values to every head for the attention call: one layer at a time.
   const repeatKv = (tokens: number): number => (m.kvHeads < m.heads && !m.mla ? (2 * o.batch * tokens * m.heads * m.headDim * e) / p.tp : 0);
   const logits = o.batch * m.vocab * 4;
+  const fused = fusedAttention(m, o.attention, o.weights);
+  const weightsLine: Line = {
+    name: `weights (${o.weights})`,
+    bytes: parametersBytes,
+    note: `${formatCount(P)} parameters here x ${wb.toFixed(3)} bytes`,
+    field: 'parametersBytes',
+  };
+  const kvLine = (tokens: number, bytes: number, name: string): Line => ({
+    name,
+    bytes,
+    note: `${kvPerToken} bytes per token per layer${m.mla ? ' (MLA latent)' : ''} x ${layersHere} layers x ${o.batch} sequences x ${tokens} tokens${m.slidingWindow && ctx > m.slidingWindow ? ` (sliding window ${m.slidingWindow})` : ''}${o.blockSize ? ` (rounded to ${o.blockSize}-token blocks)` : ''}${kvSplit > 1 ? ` / ${kvSplit} (tensor parallel)` : ''}`,
+    field: 'kvCacheBytes',
+  });
+  const logitsLine: Line = { name: 'fp32 logits', bytes: logits, note: `${o.batch} sequences x ${m.vocab} vocabulary x 4 bytes`, field: 'logitsBytes' };
   // Prefill: hidden and MLP buffers for every prompt token, the prompt's attention matrix without a fused kernel.
   const prefillTokens = o.batch * o.prompt;
-  const prefillWork =
-    (prefillTokens * (4 * m.hidden + 3 * f) * e) / p.tp +
-    repeatKv(o.prompt) +
-    (o.flashAttention ? 0 : o.batch * (m.heads / p.tp) * o.prompt * o.prompt * 4) +
-    logits;
-  const prefillPeak = kvAt(o.prompt) + prefillWork;
+  const prefill: Line[] = [
+    weightsLine,
+    kvLine(o.prompt, kvAt(o.prompt), `KV cache (${o.kvDtype}) during prefill: the prompt only`),
+    {
+      name: 'prefill activations',
+      bytes: (prefillTokens * (4 * m.hidden + 3 * f) * e) / p.tp + (fused ? 0 : o.batch * (m.heads / p.tp) * o.prompt * o.prompt * 4),
+      note: `hidden and MLP buffers for ${prefillTokens} prompt tokens${fused ? '' : ', the prompt attention matrix (math kernel)'}`,
+      field: 'activationsBytes',
+    },
+    {
+      name: 'keys and values repeated to every head (one layer)',
+      bytes: repeatKv(o.prompt),
+      note: 'Hugging Face repeats grouped key/value heads for the attention call',
+      field: 'workspaceBytes',
+    },
+    logitsLine,
+  ];
   // Last decode step: the whole cache, plus one layer's cache being copied as it grows (a contiguous cache grows by
   // concatenation; a paged cache does not), repeated heads and the logits.
   const growth = o.blockSize ? 0 : kvAt(ctx) / layersHere;
-  const decodeWork = growth + repeatKv(ctx) + logits;
-  const decodePeak = kvCacheBytes + decodeWork;
-  const atDecode = decodePeak >= prefillPeak;
-  const workspace = atDecode ? decodeWork : prefillWork;
-  const kvHeld = atDecode ? kvCacheBytes : kvAt(o.prompt);
-  const lines: Line[] = [
-    { name: `weights (${o.weights})`, bytes: parametersBytes, note: `${formatCount(P)} parameters here x ${wb.toFixed(3)} bytes` },
+  const decode: Line[] = [
+    weightsLine,
+    kvLine(blocks, kvCacheBytes, `KV cache (${o.kvDtype})`),
     {
-      name: atDecode ? `KV cache (${o.kvDtype})` : `KV cache (${o.kvDtype}) during prefill: the prompt only`,
-      bytes: kvHeld,
-      note: `${kvPerToken} bytes per token per layer${m.mla ? ' (MLA latent)' : ''} x ${layersHere} layers x ${o.batch} sequences x ${atDecode ? blocks : o.prompt} tokens${m.slidingWindow && ctx > m.slidingWindow ? ` (sliding window ${m.slidingWindow})` : ''}${o.blockSize ? ` (rounded to ${o.blockSize}-token blocks)` : ''}${kvSplit > 1 ? ` / ${kvSplit} (tensor parallel)` : ''}`,
+      name: "KV cache growth: one layer's cache copied",
+      bytes: growth,
+      note: 'a contiguous cache grows by concatenation at every step',
+      field: 'workspaceBytes',
     },
-    atDecode
-      ? {
-          name: 'decode workspace',
-          bytes: workspace,
-          note: `at the last step: ${growth ? "one layer's cache copied as it grows, " : ''}${repeatKv(ctx) ? 'keys and values repeated to every head for one layer, ' : ''}fp32 logits`,
-        }
-      : {
-          name: 'prefill workspace',
-          bytes: workspace,
-          note: `hidden and MLP buffers for ${prefillTokens} prompt tokens${o.flashAttention ? '' : ', the prompt attention matrix (math kernel)'}, fp32 logits`,
-        },
+    {
+      name: 'keys and values repeated to every head (one layer)',
+      bytes: repeatKv(ctx),
+      note: 'Hugging Face repeats grouped key/value heads for the attention call',
+      field: 'workspaceBytes',
+    },
+    logitsLine,
   ];
-  // The JSON's kvCacheBytes is the cache at full context (what it reaches); the lines follow the peak's moment.
-  const kvReported = kvCacheBytes;
-  void kvHeld;
-  const peak = parametersBytes + Math.max(decodePeak, prefillPeak);
-  const over = overheads(o, P, wb, Math.max(c.denseLayer, c.moeLayer) / p.tp, peak);
-  const overheadBytes = over.reduce((a, l) => a + l.bytes, 0);
-  lines.push(...over);
+  const sum = (ls: Line[]): number => ls.reduce((a, l) => a + l.bytes, 0);
+  const atDecode = sum(decode) >= sum(prefill);
+  const peakLines = (atDecode ? decode : prefill).filter((l) => l.bytes > 0);
+  const otherLines = (atDecode ? prefill : decode).filter((l) => l.bytes > 0);
+  const over = overheads(o, P, wb, Math.max(c.denseLayer, c.moeLayer) / p.tp, sum(peakLines));
+  const lines = [...peakLines, ...over];
+  const fields = fieldsOver([prefill, decode], over);
   return {
-    parametersBytes,
-    gradientsBytes: 0,
-    optimizerBytes: 0,
-    activationsBytes: workspace,
-    kvCacheBytes: kvReported,
-    overheadBytes,
-    totalBytes: Math.round(peak + overheadBytes),
-    sumBytes: Math.round(peak + overheadBytes),
+    ...fields,
+    totalBytes: Math.round(fields.totalBytes),
+    sumBytes: Math.round(fields.totalBytes),
     peakPhase: 'inference',
+    lines,
+    atPeak: fieldsOf(lines),
+    otherMoment: { phase: atDecode ? 'prefill' : 'decode', bytes: sum(otherLines), lines: otherLines },
+    modelStates: { parametersBytes, gradientsBytes: 0, optimizerBytes: 0 },
     hostBytes: 0,
     hostParametersBytes: 0,
     hostOptimizerBytes: 0,
     offloadBytesPerStep: 0,
-    lines,
     params: c,
     localParams: P,
   };

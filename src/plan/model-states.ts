@@ -6,10 +6,13 @@ import type { ParamCounts } from './params.js';
 /** Bytes per parameter of weights, gradients and optimizer state (master weights included) by precision. */
 export function bytesPerParam(precision: Precision, optimizer: OptimizerName): { weights: number; grads: number; optimizer: number; master: number } {
   const fp32Weights = precision === 'fp32' || precision === 'amp-bf16';
+  const pure = precision === 'bf16-pure';
   const weights = fp32Weights ? 4 : precision === 'fp8' ? 3 : 2; // fp8: bf16 weights plus fp8 copies for the matmuls
   const grads = fp32Weights ? 4 : 2;
-  const master = fp32Weights ? 0 : 4;
-  const states = optimizer === 'sgd' ? 4 : optimizer === 'adam8bit' ? 2 : 8;
+  const master = fp32Weights || pure ? 0 : 4;
+  // Adam keeps two states per parameter, SGD with momentum one, in fp32 (or in bf16 with the parameters, bf16-pure);
+  // 8-bit Adam two 1-byte states.
+  const states = optimizer === 'adam8bit' ? 2 : (optimizer === 'sgd' ? 1 : 2) * (pure ? 2 : 4);
   return { weights, grads, optimizer: states + master, master };
 }
 

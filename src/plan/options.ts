@@ -3,7 +3,23 @@ import { InvalidArgumentError } from '../errors.js';
 import type { ModelConfig } from './model-config.js';
 import type { ParamCounts } from './params.js';
 
-export type Precision = 'fp32' | 'amp-bf16' | 'bf16' | 'fp8';
+export type Precision = 'fp32' | 'amp-bf16' | 'bf16' | 'bf16-pure' | 'fp8';
+/** Which tensors hold which dtype under each precision (the CLI's help prints these). */
+export const PRECISIONS: Record<Precision, string> = {
+  fp32: 'weights, gradients, optimizer states and activations in fp32',
+  'amp-bf16':
+    'torch.autocast: fp32 weights, gradients and optimizer states; matmul inputs and most activations in bf16, with a bf16 copy of each matmul weight cached for the step',
+  bf16: 'bf16 weights, gradients and activations; fp32 master weights and optimizer states (Megatron-LM, DeepSpeed)',
+  'bf16-pure':
+    'everything in bf16: weights, gradients, optimizer states and activations, no fp32 copy (model.to(torch.bfloat16) with torch.optim.AdamW; torchtune)',
+  fp8: 'bf16 weights with fp8 copies for the matmuls; fp32 master weights and optimizer states',
+};
+/**
+ * The attention kernel. sdpa: PyTorch's scaled_dot_product_attention as Hugging Face calls it by default, which
+ * picks a fused kernel (flash for 16-bit, memory-efficient otherwise) and falls back to the math kernel where none
+ * applies; eager: the math kernel (the s x s matrix kept per head); flash: a fused kernel always.
+ */
+export type Attention = 'sdpa' | 'eager' | 'flash';
 export type OptimizerName = 'adamw' | 'adam' | 'sgd' | 'adam8bit';
 export type Recompute = 'none' | 'selective' | 'full';
 export type Framework = 'pytorch' | 'megatron';
@@ -32,7 +48,7 @@ export interface TrainOptions {
   seq: number;
   gradAccum: number;
   recompute: Recompute;
-  flashAttention: boolean;
+  attention: Attention;
   framework: Framework;
   parallel: Parallelism;
   offload: 'none' | 'optimizer' | 'params';
@@ -49,46 +65,120 @@ export interface InferOptions {
   /** Paged KV cache block size in tokens (vLLM's default is 16); undefined for a contiguous cache. */
   blockSize: number | undefined;
   weights: WeightFormat;
-  flashAttention: boolean;
+  attention: Attention;
   parallel: Parallelism;
   fragmentation: number;
 }
 
 export type PlanOptions = TrainOptions | InferOptions;
 
-/** One named line of the estimate. */
+/** The kinds of memory a GPU holds; each line of an estimate belongs to one. */
+export const LINE_FIELDS = [
+  'parametersBytes',
+  'gradientsBytes',
+  'optimizerBytes',
+  'activationsBytes',
+  'autocastCacheBytes',
+  'logitsBytes',
+  'optimizerTemporariesBytes',
+  'kvCacheBytes',
+  'workspaceBytes',
+  'overheadBytes',
+] as const;
+export type LineField = (typeof LINE_FIELDS)[number];
+
+/** One named line of the estimate, and the field of PerGpuBytes it counts in. */
 export interface Line {
   name: string;
   bytes: number;
   note: string;
+  field: LineField;
 }
 
-/** The byte totals of one GPU, as the plan's JSON prints them. */
+/**
+ * What the most-loaded GPU holds, by kind: each field is that kind at its full size (the most any moment of the step
+ * holds of it: activations at the start of the backward pass, gradients and optimizer temporaries at the optimizer
+ * step). totalBytes is the peak: the lines held at one moment (Estimate.lines), less than the fields' sum when the
+ * kinds peak at different moments.
+ */
 export interface PerGpuBytes {
   parametersBytes: number;
   gradientsBytes: number;
+  /** Optimizer states, fp32 master weights included. */
   optimizerBytes: number;
+  /** Activations kept for the backward pass (training) or live in the forward pass (inference). */
   activationsBytes: number;
+  /** torch.autocast's bf16 copies of the matmul weights. */
+  autocastCacheBytes: number;
+  /** fp32 logits or log-probabilities for the loss, and their gradient at the start of the backward pass. */
+  logitsBytes: number;
+  /** Temporaries of a foreach optimizer step. */
+  optimizerTemporariesBytes: number;
   kvCacheBytes: number;
+  /** Other transient buffers: a KV cache growing by copy, key and value heads repeated for one layer. */
+  workspaceBytes: number;
+  /** CUDA/HIP context, communication buffers, fragmentation allowance. */
   overheadBytes: number;
-  /** The predicted peak (see peakPhase) plus the overhead lines. */
+  /** The peak of the step: the lines of its moment and the overhead lines added up. */
   totalBytes: number;
+}
+
+/** Sums lines into the fields they belong to; totalBytes is their sum. */
+export function fieldsOf(lines: readonly Line[]): PerGpuBytes {
+  const out = Object.fromEntries([...LINE_FIELDS, 'totalBytes'].map((k) => [k, 0])) as unknown as PerGpuBytes;
+  for (const l of lines) {
+    out[l.field] += l.bytes;
+    out.totalBytes += l.bytes;
+  }
+  return out;
+}
+
+/** Each field at its full size over several moments (the largest of them), totalBytes the largest moment's. */
+export function fieldsOver(moments: ReadonlyArray<readonly Line[]>, overhead: readonly Line[]): PerGpuBytes {
+  const each = moments.map(fieldsOf);
+  const out = fieldsOf(overhead);
+  for (const k of LINE_FIELDS) if (k !== 'overheadBytes') out[k] = Math.max(...each.map((f) => f[k]));
+  out.totalBytes += Math.max(...each.map((f) => f.totalBytes));
+  return out;
+}
+
+/** One moment of a step: what is held then. */
+export interface Moment {
+  phase: 'backward' | 'optimizer-step' | 'prefill' | 'decode';
+  /** Bytes held, overhead lines excluded. */
+  bytes: number;
+  lines: Line[];
 }
 
 export interface Estimate extends PerGpuBytes {
   /** Everything added up as if all of it were held at once (an upper bound). */
   sumBytes: number;
   peakPhase: 'backward' | 'optimizer-step' | 'inference';
+  /** The lines held at the peak moment, then the overhead lines: they add up to totalBytes. */
+  lines: Line[];
+  /** The fields of the peak moment alone (with the overhead): what a bar of the peak shows. */
+  atPeak: PerGpuBytes;
+  /** The moment of the step that is not the peak (training: the other of backward and optimizer step). */
+  otherMoment: Moment | undefined;
+  /** The model states at their full size on this GPU, whichever moment holds them. */
+  modelStates: { parametersBytes: number; gradientsBytes: number; optimizerBytes: number };
   /** Bytes kept in host memory by offloading: parameters, optimizer states. */
   hostBytes: number;
   hostParametersBytes: number;
   hostOptimizerBytes: number;
   /** Bytes moved across the host link per step by offloading (training) or 0. */
   offloadBytesPerStep: number;
-  lines: Line[];
   params: ParamCounts;
   /** Parameters held on this GPU (before ZeRO sharding of the parameters themselves). */
   localParams: number;
+}
+
+/** Whether the attention kernel stores no s x s matrix, for a model at a precision. */
+export function fusedAttention(m: ModelConfig, attention: Attention, precision: Precision | WeightFormat): boolean {
+  if (attention !== 'sdpa') return attention === 'flash';
+  // SDPA's flash kernel needs 16-bit inputs; the memory-efficient kernel takes fp32 but not grouped-query attention
+  // (enable_gqa, as Hugging Face calls SDPA for models with fewer key/value heads): then SDPA runs the math kernel.
+  return !(precision === 'fp32' && m.kvHeads < m.heads);
 }
 
 /** Checks the parallel layout against the model; throws naming the field and the constraint. */

@@ -10,6 +10,7 @@ export function overheads(o: PlanOptions, localParamsCount: number, weightBytesP
       name: 'CUDA/HIP context and library workspaces',
       bytes: 512 * MiB,
       note: 'estimate: driver context, cuBLAS/hipBLASLt and NCCL/RCCL init; read yours as total - free at start (gpumem info)',
+      field: 'overheadBytes',
     },
   ];
   if (o.parallel.gpus > 1) {
@@ -24,13 +25,14 @@ export function overheads(o: PlanOptions, localParamsCount: number, weightBytesP
         note += ' + two 25 MiB gradient buckets (DDP)';
       }
     }
-    lines.push({ name: 'communication buffers', bytes: comm, note });
+    lines.push({ name: 'communication buffers', bytes: comm, note, field: 'overheadBytes' });
   }
   const frag = Math.round(peak * o.fragmentation);
   lines.push({
     name: 'fragmentation allowance',
     bytes: frag,
     note: `${Math.round(o.fragmentation * 100)}% of the estimate for the caching allocator's split blocks (gpumem pool replay measures yours)`,
+    field: 'overheadBytes',
   });
   void localParamsCount;
   return lines;

@@ -6,7 +6,19 @@
 import { BadInputError } from '../errors.js';
 import { largestCopyRows, readBenchReport } from '../bench/read-bench.js';
 import { catalogueGpu, type GpuSpec } from './catalogue.js';
-import { estimate, type Estimate, type PerGpuBytes, type InferOptions, type PlanOptions, type TrainOptions } from './estimate.js';
+import {
+  estimate,
+  fieldsOf,
+  fusedAttention,
+  LINE_FIELDS,
+  type Estimate,
+  type InferOptions,
+  type Line,
+  type Moment,
+  type PerGpuBytes,
+  type PlanOptions,
+  type TrainOptions,
+} from './estimate.js';
 import type { ModelConfig } from './model-config.js';
 
 export interface Machine {
@@ -42,10 +54,16 @@ export interface PlanResult {
   model: { name: string; parameters: number; activeParameters: number; layers: number; hidden: number; heads: number; kvHeads: number; vocab: number };
   options: PlanOptions;
   machine: Machine;
+  /** Each kind at its full size; totalBytes the peak (see PerGpuBytes). */
   perGpu: PerGpuBytes;
+  /** The peak moment's lines by field: they add up to perGpu.totalBytes. */
+  atPeak: PerGpuBytes;
   peakPhase: Estimate['peakPhase'];
   sumBytes: number;
-  lines: Estimate['lines'];
+  /** The lines held at the peak, then the overhead lines: perGpu's fields are their sums by field. */
+  lines: Line[];
+  /** What the other moment of the step holds (training: backward or optimizer step; inference: prefill or decode). */
+  otherMoment: Moment | undefined;
   capacityBytes: number;
   fits: boolean;
   /** capacity - total (negative: missing bytes). */
@@ -59,6 +77,11 @@ export interface PlanResult {
 /** Reads a gpumem bench JSON for capacity and measured bandwidths. @throws BadInputError */
 export function machineFromBench(file: string): Machine {
   const report = readBenchReport(file);
+  if (report.environment.backend === 'host')
+    throw new BadInputError(
+      "the bench was measured on the host backend (no GPU): its capacity is this machine's RAM and its copies are memcpy. Give --gpu NAME, or a bench run on the GPU",
+      file,
+    );
   const dev = report.environment.devices[0];
   if (!dev?.totalBytes) throw new BadInputError('the bench JSON has no device capacity', file);
   const rows = [...largestCopyRows(report, dev.index, 'HtoD', 'pinned'), ...largestCopyRows(report, dev.index, 'DtoH', 'pinned')];
@@ -96,14 +119,14 @@ function placements(m: ModelConfig, o: PlanOptions, e: Estimate, mc: Machine): P
     const hostParams = o.offload === 'params';
     out.push({
       part: 'parameters',
-      bytes: hostParams ? e.hostParametersBytes : e.parametersBytes,
+      bytes: hostParams ? e.hostParametersBytes : e.modelStates.parametersBytes,
       location: hostParams ? 'pinned-host' : 'device',
       why: hostParams ? 'offloaded: fetched layer by layer for the forward and the backward pass' : 'read by every forward and backward pass',
     });
-    out.push({ part: 'gradients', bytes: e.gradientsBytes, location: 'device', why: 'written by the backward pass, read by the optimizer' });
+    out.push({ part: 'gradients', bytes: e.modelStates.gradientsBytes, location: 'device', why: 'written by the backward pass, read by the optimizer' });
     out.push({
       part: 'optimizer states',
-      bytes: o.offload === 'none' ? e.optimizerBytes : e.hostOptimizerBytes,
+      bytes: o.offload === 'none' ? e.modelStates.optimizerBytes : e.hostOptimizerBytes,
       location: o.offload === 'none' ? 'device' : 'pinned-host',
       why:
         o.offload === 'none'
@@ -111,9 +134,10 @@ function placements(m: ModelConfig, o: PlanOptions, e: Estimate, mc: Machine): P
           : 'offloaded: the step runs on the CPU; gradients go down and parameters come back every step',
       ...(o.offload === 'none' ? {} : { secondsPerStep: e.offloadBytesPerStep / link }),
     });
+    const backward = e.peakPhase === 'backward' ? e.lines : (e.otherMoment?.lines ?? []);
     out.push({
       part: 'activations',
-      bytes: e.activationsBytes,
+      bytes: backward.filter((l) => l.field === 'activationsBytes').reduce((a, l) => a + l.bytes, 0),
       location: 'device',
       why: o.recompute === 'none' ? 'kept from the forward to the backward pass' : `reduced by ${o.recompute} recomputation (recomputed in the backward pass)`,
     });
@@ -125,7 +149,12 @@ function placements(m: ModelConfig, o: PlanOptions, e: Estimate, mc: Machine): P
       location: 'device',
       why: 'read every decode step; if it does not fit, a quantised cache (fp8) halves it before offloading pays',
     });
-    out.push({ part: 'workspace', bytes: e.activationsBytes, location: 'device', why: 'transient buffers of the prefill and decode steps' });
+    out.push({
+      part: 'workspace',
+      bytes: e.activationsBytes + e.logitsBytes + e.workspaceBytes,
+      location: 'device',
+      why: 'transient buffers of the prefill and decode steps',
+    });
   }
   if (m.moe && o.parallel.ep === 1) {
     out.push({
@@ -169,8 +198,14 @@ function variants(m: ModelConfig, o: PlanOptions): Variant[] {
         cost: 'one more forward pass per step (about 33% more compute)',
         apply: (x) => ({ ...(x as TrainOptions), recompute: 'full' }),
       });
-    if (!t.flashAttention)
-      v.push({ change: 'a fused (flash) attention kernel', cost: 'none: faster as a rule', apply: (x) => ({ ...(x as TrainOptions), flashAttention: true }) });
+    if (t.attention !== 'flash' && !fusedAttention(m, t.attention, t.precision))
+      v.push({ change: 'a fused (flash) attention kernel', cost: 'none: faster as a rule', apply: (x) => ({ ...(x as TrainOptions), attention: 'flash' }) });
+    if (t.precision === 'amp-bf16' || t.precision === 'bf16')
+      v.push({
+        change: 'pure bf16 (bf16 weights, gradients and optimizer states, no fp32 copy)',
+        cost: 'less numerical headroom: AdamW updates in bf16 can stall on small learning rates (Kahan summation or stochastic rounding helps)',
+        apply: (x) => ({ ...(x as TrainOptions), precision: 'bf16-pure' }),
+      });
     if (t.batch > 1) {
       const half = Math.max(1, Math.floor(t.batch / 2));
       v.push({
@@ -248,11 +283,24 @@ function largestFitting(m: ModelConfig, o: PlanOptions, cap: number, set: (o: Pl
   return lo;
 }
 
+const rounded = (l: Line): Line => ({ ...l, bytes: Math.round(l.bytes) });
+function roundedFields(e: Estimate): PerGpuBytes {
+  const out = {} as PerGpuBytes;
+  for (const k of [...LINE_FIELDS, 'totalBytes'] as const) out[k] = Math.round(e[k]);
+  // the total is the rounded lines' sum, as the text and the page show it
+  out.totalBytes = e.lines.reduce((a, l) => a + Math.round(l.bytes), 0);
+  return out;
+}
+const gibText = (b: number): string => `${(b / 2 ** 30).toFixed(2)} GiB`;
+
 /** Plans `m` under `o` on `mc`. @throws InvalidArgumentError for layouts that do not divide the model. */
 export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
   const e = estimate(m, o);
+  // rounded once: the fields are sums of the rounded lines, so the JSON, the text and the page add up alike
+  const lines = e.lines.map(rounded);
   const cap = mc.capacityBytes;
-  const fits = e.totalBytes <= cap;
+  const total = lines.reduce((a, l) => a + l.bytes, 0);
+  const fits = total <= cap;
   const suggestions: Suggestion[] = [];
   if (!fits) {
     // Single changes first, in order of cost; then, if none fits alone, the greedy combination of the changes that
@@ -310,8 +358,9 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
   }
   const notes: string[] = [];
   if (o.mode === 'train') {
+    const other = e.otherMoment;
     notes.push(
-      `total = the peak of a step (${e.peakPhase === 'backward' ? 'the start of the backward pass: activations held, gradients not yet' : 'the optimizer step: gradients held, activations freed'}) plus the overhead lines; everything added up would be ${e.sumBytes} bytes`,
+      `total = the lines above: what the GPU holds at the peak of a step (${e.peakPhase === 'backward' ? 'the start of the backward pass: activations held, gradients not yet' : 'the optimizer step: gradients held, activations freed'}) plus the overhead lines${other ? `; at the ${other.phase === 'backward' ? 'start of the backward pass' : 'optimizer step'} it holds ${gibText(other.bytes)} before overhead` : ''}`,
     );
     if (o.framework === 'pytorch')
       notes.push('activations follow PyTorch eager with Hugging Face blocks (see the note on each line); --framework megatron uses Korthikanti et al. 2022');
@@ -332,21 +381,15 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
     },
     options: o,
     machine: mc,
-    perGpu: {
-      parametersBytes: Math.round(e.parametersBytes),
-      gradientsBytes: Math.round(e.gradientsBytes),
-      optimizerBytes: Math.round(e.optimizerBytes),
-      activationsBytes: Math.round(e.activationsBytes),
-      kvCacheBytes: Math.round(e.kvCacheBytes),
-      overheadBytes: Math.round(e.overheadBytes),
-      totalBytes: e.totalBytes,
-    },
+    perGpu: roundedFields(e),
+    atPeak: fieldsOf(lines),
     peakPhase: e.peakPhase,
     sumBytes: e.sumBytes,
-    lines: e.lines.map((l) => ({ ...l, bytes: Math.round(l.bytes) })),
+    lines,
+    otherMoment: e.otherMoment && { ...e.otherMoment, bytes: Math.round(e.otherMoment.bytes), lines: e.otherMoment.lines.map(rounded) },
     capacityBytes: cap,
     fits,
-    marginBytes: cap - e.totalBytes,
+    marginBytes: cap - total,
     placement: placements(m, o, e, mc),
     suggestions,
     largest,

@@ -1,11 +1,17 @@
-/** The training estimate: model states, activations at the two peaks of a step, offloading. See estimate.ts. */
+/**
+ * The training estimate: model states, activations at the two moments of a step that can peak, offloading. See
+ * estimate.ts. Each moment is a list of lines, each line in one field; the peak is the larger moment, and its lines
+ * (with the overhead lines) are the estimate: the fields, the total and the text all add up the same lines.
+ */
 import { formatCount } from '../units.js';
 import type { ModelConfig } from './model-config.js';
 import { korthikantiLayerBytes, pytorchCorrection, pytorchLayerBytesPerToken } from './activations.js';
 import { bytesPerParam, isLastStageOf, localParams, modelStateBytes } from './model-states.js';
-import { checkParallel, type Estimate, type Line, type TrainOptions } from './options.js';
+import { checkParallel, fieldsOf, fieldsOver, fusedAttention, type Estimate, type Line, type Moment, type TrainOptions } from './options.js';
 import { overheads } from './overheads.js';
 import { countParams } from './params.js';
+
+const total = (lines: readonly Line[]): number => lines.reduce((s, l) => s + l.bytes, 0);
 
 /** The training estimate for the most-loaded GPU. */
 export function estimateTrain(m: ModelConfig, o: TrainOptions): Estimate {
@@ -21,125 +27,158 @@ export function estimateTrain(m: ModelConfig, o: TrainOptions): Estimate {
   const states = modelStateBytes(P, o.precision, o.optimizer, dp, p.zero);
   const parametersBytes = onGpuParams ? states.parameters : 0;
   const gradientsBytes = states.gradients;
-  const optimizerStates = states.optimizer;
-  const optimizerBytes = onGpuOptimizer ? optimizerStates : 0;
+  const optimizerBytes = onGpuOptimizer ? states.optimizer : 0;
   const tokens = o.batch * o.seq;
   const layersHere = m.layers / p.pp;
   const inFlight = p.pp > 1 ? Math.min(p.inFlight, p.pp) : 1;
-  const lines: Line[] = [];
-  const logitsBytes = (4 * m.vocab * tokens) / p.tp;
-  let layerActs: number;
-  let attnScores = 0;
+  const sixteenBit = o.precision !== 'fp32' && o.precision !== 'amp-bf16';
+  const fused = fusedAttention(m, o.attention, o.precision);
+
+  const parametersLine: Line = {
+    name: 'parameters',
+    bytes: parametersBytes,
+    note: `${formatCount(P)} parameters here x ${b.weights} bytes${p.zero >= 3 ? ` / ${dp} (ZeRO-3)` : ''}${onGpuParams ? '' : ' (offloaded to host)'}`,
+    field: 'parametersBytes',
+  };
+  const optimizerLine: Line = {
+    name: `optimizer states (${o.optimizer}${b.master ? ', fp32 master weights' : o.precision === 'bf16-pure' ? ', bf16' : ''})`,
+    bytes: optimizerBytes,
+    note: `x ${b.optimizer} bytes${p.zero >= 1 ? ` / ${dp} (ZeRO-1)` : ''}${onGpuOptimizer ? '' : ' (offloaded to pinned host memory)'}`,
+    field: 'optimizerBytes',
+  };
+  const gradientsLine = (why: string): Line => ({
+    name: 'gradients',
+    bytes: gradientsBytes,
+    note: `x ${b.grads} bytes${p.zero >= 2 ? ` / ${dp} (ZeRO-2)` : ''}, ${why}`,
+    field: 'gradientsBytes',
+  });
+
+  // Activations kept for the backward pass.
+  const activations: Line[] = [];
   if (o.framework === 'megatron') {
-    const per = korthikantiLayerBytes(o.seq, o.batch, m.hidden, m.heads, p.tp, p.sp, o.flashAttention && o.recompute === 'none' ? 'selective' : o.recompute);
-    layerActs = per * layersHere * inFlight;
-    lines.push({
+    const per = korthikantiLayerBytes(o.seq, o.batch, m.hidden, m.heads, p.tp, p.sp, fused && o.recompute === 'none' ? 'selective' : o.recompute);
+    activations.push({
       name: 'activations (Korthikanti et al. 2022)',
-      bytes: layerActs,
+      bytes: per * layersHere * inFlight,
       note: `per layer ${per} bytes (s=${o.seq}, b=${o.batch}, h=${m.hidden}, a=${m.heads}, t=${p.tp}${p.sp ? ', sequence parallel' : ''}, recompute ${o.recompute}) x ${layersHere} layers x ${inFlight} micro-batches in flight`,
+      field: 'activationsBytes',
     });
   } else {
     const count = pytorchLayerBytesPerToken(m, o.precision);
     const perLayer = (count.perToken * pytorchCorrection(o.precision) * tokens) / p.tp;
     const scoreBytes = o.precision === 'fp32' ? 4 : 2;
-    attnScores = o.flashAttention || o.recompute !== 'none' ? 0 : (m.dropout ? 2 * scoreBytes + 1 : scoreBytes) * o.batch * (m.heads / p.tp) * o.seq * o.seq;
+    const perScore = m.dropout ? 2 * scoreBytes + 1 : scoreBytes;
+    const attnScores = fused || o.recompute !== 'none' ? 0 : perScore * o.batch * (m.heads / p.tp) * o.seq * o.seq;
+    const kernel =
+      o.attention === 'sdpa'
+        ? fused
+          ? 'SDPA runs a fused kernel: no s x s matrix'
+          : 'SDPA runs the math kernel here (fp32 with grouped-query attention)'
+        : o.attention;
     if (o.recompute === 'full') {
-      const inputs = (m.hidden * (o.precision === 'bf16' || o.precision === 'fp8' ? 2 : 4) * tokens) / p.tp;
-      layerActs = (inputs * layersHere + perLayer) * inFlight;
-      lines.push({
+      const inputs = (m.hidden * (sixteenBit ? 2 : 4) * tokens) / p.tp;
+      activations.push({
         name: 'activations: layer inputs (full recomputation)',
-        bytes: layerActs,
+        bytes: (inputs * layersHere + perLayer) * inFlight,
         note: `${layersHere} layer inputs kept, one layer's activations recomputed at a time`,
+        field: 'activationsBytes',
       });
     } else {
-      layerActs = (perLayer + attnScores) * layersHere * inFlight;
-      lines.push({
+      activations.push({
         name: 'activations per layer',
-        bytes: layerActs,
-        note: `${count.hCoef}h + ${count.fCoef}f bytes per token x ${pytorchCorrection(o.precision)} (measured correction)${attnScores ? ` + the attention matrix (math kernel: ${m.dropout ? 2 * scoreBytes + 1 : scoreBytes} bytes per score)` : o.flashAttention ? '; fused attention stores no s x s matrix' : ''}; ${layersHere} layers x ${inFlight} micro-batches in flight`,
+        bytes: perLayer * layersHere * inFlight,
+        note: `${count.hCoef}h + ${count.fCoef}f bytes per token x ${pytorchCorrection(o.precision)} (measured correction); ${layersHere} layers x ${inFlight} micro-batches in flight; attention: ${kernel}`,
+        field: 'activationsBytes',
       });
+      if (attnScores)
+        activations.push({
+          name: 'activations: attention matrices (math kernel)',
+          bytes: attnScores * layersHere * inFlight,
+          note: `${perScore} bytes per score x ${o.batch} x ${m.heads / p.tp} heads x ${o.seq}^2 per layer`,
+          field: 'activationsBytes',
+        });
     }
   }
+
   const isLastStage = isLastStageOf(c, p);
-  const logits = isLastStage ? logitsBytes : 0;
-  if (logits)
-    lines.push({
-      name: 'loss: fp32 log-probabilities',
-      bytes: logits,
-      note: `4 bytes x ${m.vocab} vocabulary x ${tokens} tokens${p.tp > 1 ? ` / tp ${p.tp}` : ''}`,
-    });
+  const logitsBytes = isLastStage ? (4 * m.vocab * tokens) / p.tp : 0;
   // Every matmul weight: all but the embeddings (a tied output layer is a matmul on the embedding, so it counts).
-  const matmulParams = P - c.embedding / p.tp + (m.tiedEmbeddings && isLastStageOf(c, p) ? (m.vocab * m.hidden) / p.tp : 0);
-  const autocastCache = o.precision === 'amp-bf16' ? 2 * matmulParams : 0;
+  const matmulParams = P - c.embedding / p.tp + (m.tiedEmbeddings && isLastStage ? (m.vocab * m.hidden) / p.tp : 0);
+  const largestLayer = Math.max(c.denseLayer, c.moeLayer) / p.tp;
+  // Under FSDP / ZeRO-3 a unit's full weights exist only while it runs: the cache holds the bf16 copies of the units
+  // gathered at once (the running one and the one prefetched), not of the whole model.
+  const autocastCache = o.precision !== 'amp-bf16' ? 0 : p.zero >= 3 ? 2 * 2 * largestLayer : 2 * matmulParams;
+  const backward: Line[] = [parametersLine];
+  if (o.gradAccum > 1) backward.push(gradientsLine(`held through ${o.gradAccum} accumulated micro-batches`));
+  backward.push(optimizerLine, ...activations);
   if (autocastCache)
-    lines.push({
+    backward.push({
       name: 'autocast bf16 copies of the weights',
       bytes: autocastCache,
-      note: 'torch.autocast caches a bf16 copy of each matmul weight for the step',
+      note:
+        p.zero >= 3
+          ? 'torch.autocast caches a bf16 copy of each matmul weight it casts; under ZeRO-3/FSDP, of the two units gathered at a time'
+          : 'torch.autocast caches a bf16 copy of each matmul weight for the step',
+      field: 'autocastCacheBytes',
     });
-  const activationsBytes = layerActs + logits + autocastCache;
-  const backwardTransient = isLastStage ? 2 * logitsBytes : 0;
-  const heldGrads = o.gradAccum > 1 ? gradientsBytes : 0;
-  const backwardPeak = parametersBytes + optimizerBytes + heldGrads + activationsBytes + backwardTransient;
-  const optimizerTemp = onGpuOptimizer && !o.fusedOptimizer && o.optimizer !== 'sgd' ? (P * 4) / shard(1) + (c.largestTensor * 4) / p.tp : 0;
-  const optimizerPeak = parametersBytes + gradientsBytes + optimizerBytes + optimizerTemp;
-  const peak = Math.max(backwardPeak, optimizerPeak);
-  const phase = backwardPeak >= optimizerPeak ? 'backward' : 'optimizer-step';
-  lines.unshift(
-    {
-      name: 'parameters',
-      bytes: parametersBytes,
-      note: `${formatCount(P)} parameters here x ${b.weights} bytes${p.zero >= 3 ? ` / ${dp} (ZeRO-3)` : ''}${onGpuParams ? '' : ' (offloaded to host)'}`,
-    },
-    {
-      name: 'gradients',
-      bytes: gradientsBytes,
-      note: `x ${b.grads} bytes${p.zero >= 2 ? ` / ${dp} (ZeRO-2)` : ''}${o.gradAccum > 1 ? `, held through ${o.gradAccum} accumulated micro-batches` : ', held from the backward pass to the optimizer step'}`,
-    },
-    {
-      name: `optimizer states (${o.optimizer}${b.master ? ', fp32 master weights' : ''})`,
-      bytes: optimizerBytes,
-      note: `x ${b.optimizer} bytes${p.zero >= 1 ? ` / ${dp} (ZeRO-1)` : ''}${onGpuOptimizer ? '' : ' (offloaded to pinned host memory)'}`,
-    },
-  );
-  if (backwardTransient)
-    lines.push({
-      name: 'backward transient: gradient of the logits',
-      bytes: backwardTransient,
-      note: 'two fp32 logit-sized tensors at the start of the backward pass',
-    });
+  if (logitsBytes)
+    backward.push(
+      {
+        name: 'loss: fp32 log-probabilities',
+        bytes: logitsBytes,
+        note: `4 bytes x ${m.vocab} vocabulary x ${tokens} tokens${p.tp > 1 ? ` / tp ${p.tp}` : ''}`,
+        field: 'logitsBytes',
+      },
+      {
+        name: 'loss backward: gradient of the logits',
+        bytes: 2 * logitsBytes,
+        note: 'two fp32 logit-sized tensors at the start of the backward pass',
+        field: 'logitsBytes',
+      },
+    );
+
+  // The optimizer step: gradients held, activations freed; a foreach step needs parameter-sized temporaries in the
+  // dtype the step computes in (fp32 master weights, or the parameters' own dtype).
+  const stepBytes = b.master || o.precision === 'fp32' || o.precision === 'amp-bf16' ? 4 : 2;
+  const optimizerTemp = onGpuOptimizer && !o.fusedOptimizer && o.optimizer !== 'sgd' ? (P * stepBytes) / shard(1) + (c.largestTensor * stepBytes) / p.tp : 0;
+  const step: Line[] = [parametersLine, gradientsLine('held from the backward pass to the optimizer step'), optimizerLine];
   if (optimizerTemp)
-    lines.push({
+    step.push({
       name: 'optimizer step temporaries',
       bytes: optimizerTemp,
-      note: 'foreach AdamW: a parameter-sized fp32 temporary plus the largest tensor (fused: none)',
+      note: `foreach ${o.optimizer}: a parameter-sized ${stepBytes === 4 ? 'fp32' : 'bf16'} temporary plus the largest tensor (fused: none)`,
+      field: 'optimizerTemporariesBytes',
     });
-  const weightsPer = b.weights;
-  const largestLayer = Math.max(c.denseLayer, c.moeLayer) / p.tp;
-  const over = overheads(o, P, weightsPer, largestLayer, peak);
-  const overheadBytes = over.reduce((a, l) => a + l.bytes, 0);
-  lines.push(...over);
-  const hostOptimizerBytes = onGpuOptimizer ? 0 : optimizerStates;
+
+  const atBackward = total(backward) >= total(step);
+  const peakLines = (atBackward ? backward : step).filter((l) => l.bytes > 0);
+  const other: Moment = {
+    phase: atBackward ? 'optimizer-step' : 'backward',
+    bytes: total(atBackward ? step : backward),
+    lines: (atBackward ? step : backward).filter((l) => l.bytes > 0),
+  };
+  const over = overheads(o, P, b.weights, largestLayer, total(peakLines));
+  const lines = [...peakLines, ...over];
+  const hostOptimizerBytes = onGpuOptimizer ? 0 : states.optimizer;
   const hostParametersBytes = onGpuParams ? 0 : states.parameters;
-  const hostBytes = hostOptimizerBytes + hostParametersBytes;
   const offloadBytesPerStep =
     o.offload === 'none' ? 0 : o.offload === 'optimizer' ? (P * (b.grads + b.weights)) / shard(1) : (P * (b.grads + 3 * b.weights)) / shard(1);
-  const sum = parametersBytes + gradientsBytes + optimizerBytes + activationsBytes + backwardTransient + optimizerTemp;
+  const fields = fieldsOver([backward, step], over);
+  // everything either moment holds, as if held at once
+  const everything = parametersBytes + gradientsBytes + optimizerBytes + total(activations) + autocastCache + 3 * logitsBytes + optimizerTemp;
   return {
-    parametersBytes,
-    gradientsBytes,
-    optimizerBytes,
-    activationsBytes: activationsBytes + (phase === 'backward' ? backwardTransient : 0),
-    kvCacheBytes: 0,
-    overheadBytes,
-    totalBytes: Math.round(peak + overheadBytes),
-    sumBytes: Math.round(sum + overheadBytes),
-    peakPhase: phase,
-    hostBytes,
+    ...fields,
+    totalBytes: Math.round(fields.totalBytes),
+    sumBytes: Math.round(everything + total(over)),
+    peakPhase: atBackward ? 'backward' : 'optimizer-step',
+    lines,
+    atPeak: fieldsOf(lines),
+    otherMoment: other,
+    modelStates: { parametersBytes, gradientsBytes, optimizerBytes },
+    hostBytes: hostOptimizerBytes + hostParametersBytes,
     hostParametersBytes,
     hostOptimizerBytes,
     offloadBytesPerStep,
-    lines,
     params: c,
     localParams: P,
   };

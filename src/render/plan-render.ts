@@ -20,7 +20,7 @@ function describe(r: PlanResult): string {
     .filter(Boolean)
     .join(', ');
   if (o.mode === 'train') {
-    return `training, ${o.precision}, ${o.optimizer}${o.fusedOptimizer ? ' (fused)' : ''}, micro-batch ${o.batch} x ${o.seq} tokens${o.gradAccum > 1 ? `, ${o.gradAccum} accumulation steps` : ''}, recompute ${o.recompute}, ${o.flashAttention ? 'fused attention' : 'math attention'}, ${o.framework}${o.offload !== 'none' ? `, offload ${o.offload}` : ''}; ${par}`;
+    return `training, ${o.precision}, ${o.optimizer}${o.fusedOptimizer ? ' (fused)' : ''}, micro-batch ${o.batch} x ${o.seq} tokens${o.gradAccum > 1 ? `, ${o.gradAccum} accumulation steps` : ''}, recompute ${o.recompute}, ${o.attention} attention, ${o.framework}${o.offload !== 'none' ? `, offload ${o.offload}` : ''}; ${par}`;
   }
   return `inference, ${o.weights} weights, ${o.kvDtype} KV cache${o.blockSize ? ` in ${o.blockSize}-token blocks` : ''}, batch ${o.batch}, ${o.prompt} prompt + ${o.newTokens} new tokens; ${par}`;
 }
@@ -78,13 +78,19 @@ export function renderPlanText(r: PlanResult): string {
 }
 
 export function renderPlanHtml(r: PlanResult): string {
+  // one segment per kind held at the peak moment: the bar adds up to the total, as the table does
+  const k = r.atPeak;
   const parts: Array<[string, number, string]> = [
-    ['parameters', r.perGpu.parametersBytes, '#0969da'],
-    ['gradients', r.perGpu.gradientsBytes, '#8250df'],
-    ['optimizer states', r.perGpu.optimizerBytes, '#bc4c00'],
-    ['activations / workspace', r.perGpu.activationsBytes, '#1a7f37'],
-    ['KV cache', r.perGpu.kvCacheBytes, '#9a6700'],
-    ['overhead', r.perGpu.overheadBytes, '#57606a'],
+    ['parameters', k.parametersBytes, '#0969da'],
+    ['gradients', k.gradientsBytes, '#8250df'],
+    ['optimizer states', k.optimizerBytes, '#bc4c00'],
+    ['optimizer temporaries', k.optimizerTemporariesBytes, '#fb8f44'],
+    ['activations', k.activationsBytes, '#1a7f37'],
+    ['autocast weight cache', k.autocastCacheBytes, '#4ac26b'],
+    ['logits', k.logitsBytes, '#bf3989'],
+    ['KV cache', k.kvCacheBytes, '#9a6700'],
+    ['workspace', k.workspaceBytes, '#d4a72c'],
+    ['overhead', k.overheadBytes, '#57606a'],
   ];
   const chart = {
     id: 'plan-bar',
