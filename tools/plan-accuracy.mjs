@@ -40,6 +40,7 @@ for (const r of d.rows) {
           blockSize: undefined,
           weights: 'bf16',
           attention: r.attention ?? 'sdpa',
+          engine: 'hf',
           parallel: par,
           fragmentation: 0.05,
         };

@@ -15,6 +15,12 @@ const TOKENS_LIMIT = 1 << 24;
 const GPUS_LIMIT = 1 << 20;
 const STEPS_LIMIT = 1 << 16;
 
+function fraction(v: string, name: string): number {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n) || n <= 0 || n > 1) throw new InvalidArgumentError(`${name} must be a fraction above 0 and at most 1, got "${v}"`);
+  return n;
+}
+
 function bounded(v: string, name: string, limit: number): number {
   const n = parsePositive(v, name);
   if (n > limit) throw new InvalidArgumentError(`${name} ${v} is beyond any machine (at most ${limit})`);
@@ -65,7 +71,25 @@ export function definePlan(program: Command, io: Io): void {
     .option('--context <n>', 'total context (infer): sets the prompt to context - new tokens', (v) => bounded(v, '--context', TOKENS_LIMIT))
     .addOption(new Option('--kv-dtype <t>').choices(['fp32', 'bf16', 'fp16', 'fp8', 'int8', 'int4']).default('bf16'))
     .option('--block-size <n>', 'paged KV cache block size in tokens', (v) => bounded(v, '--block-size', TOKENS_LIMIT))
-    .addOption(new Option('--weights <w>', 'inference weight format').choices(['fp32', 'bf16', 'fp16', 'fp8', 'int8', 'int4']).default('bf16'))
+    .addOption(
+      new Option('--weights <w>', 'inference weight format (int4: AWQ/GPTQ; int8, fp8: quantised checkpoints; embeddings and output layer stay 16-bit)')
+        .choices(['fp32', 'bf16', 'fp16', 'fp8', 'int8', 'int4'])
+        .default('bf16'),
+    )
+    .addOption(
+      new Option('--engine <e>', 'inference: hf (Hugging Face generate), vllm or sglang (the engine sizes its KV cache from the memory left)')
+        .choices(['hf', 'vllm', 'sglang'])
+        .default('hf'),
+    )
+    .option('--gpu-memory-utilization <f>', "vllm: share of the GPU it takes (default 0.92, vLLM's)", (v) => fraction(v, '--gpu-memory-utilization'))
+    .option('--mem-fraction-static <f>', "sglang: share of the GPU for weights and KV cache (default: SGLang's by tensor-parallel size)", (v) =>
+      fraction(v, '--mem-fraction-static'),
+    )
+    .option('--max-model-len <n>', "vllm/sglang: longest request in tokens (default: the model's positions)", (v) =>
+      bounded(v, '--max-model-len', TOKENS_LIMIT),
+    )
+    .option('--max-num-batched-tokens <n>', 'vllm: tokens of the profiling forward pass', (v) => bounded(v, '--max-num-batched-tokens', TOKENS_LIMIT), 8192)
+    .option('--max-num-seqs <n>', 'vllm: sequences scheduled at once', (v) => bounded(v, '--max-num-seqs', BATCH_LIMIT), 256)
     .option('--gpus <n>', 'GPUs in all', (v) => bounded(v, '--gpus', GPUS_LIMIT), 1)
     .option('--nodes <n>', 'nodes', (v) => bounded(v, '--nodes', GPUS_LIMIT), 1)
     .addOption(new Option('--zero <stage>', 'ZeRO stage').choices(['0', '1', '2', '3']).default('0'))
@@ -153,10 +177,21 @@ async function runPlan(opts: Record<string, unknown>, io: Io): Promise<void> {
       blockSize: opts.blockSize as number | undefined,
       weights: opts.weights as InferOptions['weights'],
       attention,
+      engine: opts.engine as InferOptions['engine'],
+      serve: {
+        memoryFraction: (opts.engine === 'sglang' ? opts.memFractionStatic : opts.gpuMemoryUtilization) as number | undefined,
+        maxModelLen: opts.maxModelLen as number | undefined,
+        blockSize: opts.blockSize as number | undefined,
+        maxNumBatchedTokens: opts.maxNumBatchedTokens as number,
+        maxNumSeqs: opts.maxNumSeqs as number,
+      },
       parallel,
       fragmentation,
     };
   }
+  if (options.mode === 'train' && opts.engine !== 'hf') throw new UsageError('--engine is for --mode infer');
+  if (opts.gpuMemoryUtilization !== undefined && opts.engine !== 'vllm') throw new UsageError("--gpu-memory-utilization is vLLM's: give --engine vllm");
+  if (opts.memFractionStatic !== undefined && opts.engine !== 'sglang') throw new UsageError("--mem-fraction-static is SGLang's: give --engine sglang");
   const result = plan(model, options, machine);
   if (opts.html) {
     writeFileSync(String(opts.html), renderPlanHtml(result));

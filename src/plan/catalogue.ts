@@ -130,8 +130,8 @@ export const GPUS: Record<string, GpuSpec> = {
   'a100-40': {
     name: 'NVIDIA A100 40GB',
     vendor: 'nvidia',
-    memoryBytes: 40 * GB,
-    memorySource: 'nominal 40 GB',
+    memoryBytes: Math.round(39.5 * 2 ** 30),
+    memorySource: 'total memory as vLLM printed it on an A100 40GB (39.50 GiB; vllm-project/vllm#12330)',
     memoryGBps: 1555,
     hostLinkGBps: 31.5,
     peerGBps: 300,

@@ -5,6 +5,7 @@ import { kvBytes, localParams, weightBytes } from './model-states.js';
 import { checkParallel, fieldsOf, fieldsOver, fusedAttention, type Estimate, type InferOptions, type Line } from './options.js';
 import { overheads } from './overheads.js';
 import { countParams, kvBytesPerTokenPerLayer } from './params.js';
+import { servedWeightBytes } from './serve.js';
 
 /** The inference estimate for the most-loaded GPU. */
 export function estimateInfer(m: ModelConfig, o: InferOptions): Estimate {
@@ -13,7 +14,7 @@ export function estimateInfer(m: ModelConfig, o: InferOptions): Estimate {
   const c = countParams(m);
   const P = localParams(c, m, p);
   const wb = weightBytes(o.weights);
-  const parametersBytes = P * wb;
+  const parametersBytes = servedWeightBytes(m, o);
   const ctx = o.prompt + o.newTokens;
   const cached = Math.min(ctx, m.slidingWindow ?? ctx);
   const blocks = o.blockSize ? Math.ceil(cached / o.blockSize) * o.blockSize : cached;
@@ -34,7 +35,7 @@ export function estimateInfer(m: ModelConfig, o: InferOptions): Estimate {
   const weightsLine: Line = {
     name: `weights (${o.weights})`,
     bytes: parametersBytes,
-    note: `${formatCount(P)} parameters here x ${wb.toFixed(3)} bytes`,
+    note: `${formatCount(P)} parameters here x ${wb.toFixed(3)} bytes${wb < 2 ? ' (the embeddings and the output layer in 16 bits)' : ''}`,
     field: 'parametersBytes',
   };
   const kvLine = (tokens: number, bytes: number, name: string): Line => ({

@@ -2,6 +2,7 @@
 import { InvalidArgumentError } from '../errors.js';
 import type { ModelConfig } from './model-config.js';
 import type { ParamCounts } from './params.js';
+import type { Engine, ServeOptions } from './serve.js';
 
 export type Precision = 'fp32' | 'amp-bf16' | 'bf16' | 'bf16-pure' | 'fp8';
 /** Which tensors hold which dtype under each precision (the CLI's help prints these). */
@@ -66,6 +67,9 @@ export interface InferOptions {
   blockSize: number | undefined;
   weights: WeightFormat;
   attention: Attention;
+  /** hf: Hugging Face generate (the estimate below); vllm, sglang: the engine sizes its KV cache itself (serve.ts). */
+  engine: Engine;
+  serve: ServeOptions;
   parallel: Parallelism;
   fragmentation: number;
 }

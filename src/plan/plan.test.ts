@@ -15,6 +15,7 @@ import { countParams, kvBytesPerTokenPerLayer } from './params.js';
 import type { PlanResult } from './plan.js';
 
 const one: Parallelism = { gpus: 1, nodes: 1, zero: 0, tp: 1, sp: false, pp: 1, ep: 1, inFlight: 1 };
+const NO_SERVE = { memoryFraction: undefined, maxModelLen: undefined, blockSize: undefined, maxNumBatchedTokens: 8192, maxNumSeqs: 256 };
 
 /** True when `paper` is `ours` rounded or truncated to the digits the paper printed. */
 function matchesPrinted(ours: number, paper: string): boolean {
@@ -171,6 +172,8 @@ test('against peaks measured with PyTorch on an H200: total - overhead within 10
             blockSize: undefined,
             weights: 'bf16',
             attention: 'sdpa',
+            engine: 'hf',
+            serve: NO_SERVE,
             parallel: one,
             fragmentation: 0.05,
           };
@@ -448,4 +451,95 @@ test('plan refuses impossible sizes with the limit, suggests a mistyped option, 
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('serving engines: vLLM and SGLang size the KV cache from what the weights and their working memory leave', async () => {
+  // vllm-project/vllm#12330: Llama-3-8B on an A100 40GB at gpu_memory_utilization 0.9 printed "model weights take
+  // 14.96GiB" and a budget of 39.50 GiB x 0.9: the weights and the budget are exact here; the rest is estimated.
+  const r = JSON.parse(
+    (
+      await cli([
+        'plan',
+        '--model',
+        'llama-3-8b',
+        '--mode',
+        'infer',
+        '--engine',
+        'vllm',
+        '--gpu',
+        'a100-40',
+        '--gpu-memory-utilization',
+        '0.9',
+        '--max-model-len',
+        '8192',
+        '--json',
+      ])
+    ).out,
+  ) as PlanResult;
+  const s = r.serving!;
+  assert.equal(s.engine, 'vllm');
+  assert.equal((r.lines[0]!.bytes / 2 ** 30).toFixed(2), '14.96');
+  assert.equal((s.budgetBytes / 2 ** 30).toFixed(2), '35.55');
+  assert.equal(s.kvBytesPerToken, 131072);
+  assert.equal(s.kvTokens, s.kvBlocks * 16);
+  assert.equal(s.maxConcurrency, s.kvTokens / 8192);
+  assert.ok(s.starts && r.fits);
+  assert.equal(
+    r.perGpu.totalBytes,
+    r.lines.reduce((a, l) => a + l.bytes, 0),
+  );
+  assert.ok(s.estimated.length > 0, 'says which parts are estimated');
+  const text = (await cli(['plan', '--model', 'llama-3-8b', '--mode', 'infer', '--engine', 'vllm', '--gpu', 'a100-40'])).out;
+  assert.match(text, /vllm: GPU KV cache size: \d+ tokens .* maximum concurrency for 8192 tokens per request: [\d.]+x/);
+  // SGLang: total x mem_fraction_static - weights - what was held before loading; its default by TP size
+  const g = JSON.parse(
+    (await cli(['plan', '--model', 'llama-3-8b', '--mode', 'infer', '--engine', 'sglang', '--tp', '2', '--gpus', '2', '--json'])).out,
+  ) as PlanResult;
+  assert.equal(g.serving!.memoryFraction, 0.87);
+  assert.equal(g.serving!.blockSize, 1);
+  assert.equal(g.serving!.kvBytesPerToken, 131072 / 2, 'key/value heads split over tensor parallel 2');
+  // a 70B model in bf16 leaves no KV cache on one H100: the engine would not start, and fp8 or TP are offered
+  const big = JSON.parse((await cli(['plan', '--model', 'llama-3.1-70b', '--mode', 'infer', '--engine', 'vllm', '--gpu', 'h100', '--json'])).out) as PlanResult;
+  assert.equal(big.serving!.starts, false);
+  assert.ok(big.suggestions.some((x) => /tensor parallel/.test(x.change) && x.fits));
+  for (const [args, message] of [
+    [['--engine', 'vllm', '--mode', 'train'], /--engine is for --mode infer/],
+    [['--mode', 'infer', '--gpu-memory-utilization', '0.8'], /give --engine vllm/],
+    [['--mode', 'infer', '--engine', 'vllm', '--gpu-memory-utilization', '1.5'], /fraction above 0 and at most 1/],
+  ] as const) {
+    const bad = await cli(['plan', '--model', 'llama-3-8b', ...args]);
+    assert.equal(bad.code, 2, args.join(' '));
+    assert.match(bad.err, message);
+  }
+});
+
+test('quantised weights keep the embeddings and the output layer in 16 bits', () => {
+  const m = catalogueModel('llama-3-8b');
+  const c = countParams(m);
+  const o: InferOptions = {
+    mode: 'infer',
+    batch: 1,
+    prompt: 512,
+    newTokens: 512,
+    kvDtype: 'bf16',
+    blockSize: undefined,
+    weights: 'int4',
+    attention: 'sdpa',
+    engine: 'hf',
+    serve: NO_SERVE,
+    parallel: one,
+    fragmentation: 0.05,
+  };
+  const ends = c.embedding + c.lmHead;
+  assert.equal(estimate(m, o).modelStates.parametersBytes, (c.total - ends) * (0.5 + 2 / 64) + ends * 2);
+});
+
+test('mixture-of-experts and MLA against the published figures', () => {
+  // Mixtral 8x7B: 46.7B parameters, 12.9B active per token (Mistral AI's model card)
+  const mix = countParams(catalogueModel('mixtral-8x7b'));
+  assert.ok(Math.abs(mix.activePerToken / 12.9e9 - 1) < 0.01, `${mix.activePerToken}`);
+  // DeepSeek-V3: MLA caches the 512-wide latent and a 64-wide RoPE key per layer (DeepSeek-V2/V3 papers)
+  const ds = catalogueModel('deepseek-v3');
+  assert.equal(kvBytesPerTokenPerLayer(ds, 2), (512 + 64) * 2);
+  assert.equal(kvBytesPerTokenPerLayer(ds, 2) * ds.layers, 70_272);
 });

@@ -20,6 +20,8 @@ import {
   type TrainOptions,
 } from './estimate.js';
 import type { ModelConfig } from './model-config.js';
+import { countParams } from './params.js';
+import { estimateServe, type ServeEstimate } from './serve.js';
 
 export interface Machine {
   name: string;
@@ -71,6 +73,8 @@ export interface PlanResult {
   placement: Placement[];
   suggestions: Suggestion[];
   largest: { batch?: number; seq?: number; context?: number };
+  /** vLLM or SGLang: the KV cache the engine would size, as it prints it at start-up. */
+  serving?: ServeEstimate;
   notes: string[];
 }
 
@@ -293,8 +297,92 @@ function roundedFields(e: Estimate): PerGpuBytes {
 }
 const gibText = (b: number): string => `${(b / 2 ** 30).toFixed(2)} GiB`;
 
+/** The KV cache vLLM or SGLang would give the model on this machine, and what would let it start or hold more. */
+function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' | 'sglang'): PlanResult {
+  estimate(m, o); // checks the parallel layout
+  const s = estimateServe(m, o, engine, o.serve, mc.capacityBytes);
+  const lines = s.lines.map(rounded);
+  const total = lines.reduce((a, l) => a + l.bytes, 0);
+  const c = countParams(m);
+  const suggestions: Suggestion[] = [];
+  if (!s.starts) {
+    const tries: Array<[string, string, InferOptions]> = [];
+    if (o.kvDtype === 'bf16' || o.kvDtype === 'fp16' || o.kvDtype === 'fp32')
+      tries.push(['an fp8 KV cache (--kv-cache-dtype fp8)', 'small accuracy loss; halves the cache', { ...o, kvDtype: 'fp8' }]);
+    if (o.weights === 'bf16' || o.weights === 'fp16')
+      tries.push(
+        ['fp8 weights', 'small accuracy loss', { ...o, weights: 'fp8' }],
+        ['int4 weights (AWQ/GPTQ)', 'some accuracy loss', { ...o, weights: 'int4' }],
+      );
+    for (const k of [2, 4, 8]) {
+      const tp = o.parallel.tp * k;
+      if (m.heads % tp === 0)
+        tries.push([
+          `tensor parallel ${tp} on ${o.parallel.gpus * k} GPUs`,
+          `${k}x the GPUs`,
+          { ...o, parallel: { ...o.parallel, tp, gpus: o.parallel.gpus * k } },
+        ]);
+    }
+    for (const [change, cost, next] of tries) {
+      try {
+        const r = estimateServe(m, next, engine, next.serve, mc.capacityBytes);
+        suggestions.push({ change, totalBytes: Math.round(r.budgetBytes), fits: r.starts, cost: `${cost}; ${r.kvTokens} tokens of KV cache` });
+      } catch {
+        // a layout the model does not divide
+      }
+    }
+    if (s.kvTokens > 0)
+      suggestions.push({ change: `--max-model-len ${s.kvTokens} (or lower)`, totalBytes: Math.round(s.budgetBytes), fits: true, cost: 'shorter requests' });
+    suggestions.sort((a, b) => Number(b.fits) - Number(a.fits));
+  }
+  const notes = [
+    `${engine === 'vllm' ? 'vLLM' : 'SGLang'} takes ${(s.memoryFraction * 100).toFixed(0)}% of the GPU (${s.memoryFractionSource}) and gives the KV cache what the weights and its working memory leave`,
+    `estimated, not exact: ${s.estimated.join(', ')}; the engine measures them at start-up and prints them`,
+  ];
+  if (!s.starts)
+    notes.push(`one request of ${s.maxModelLen} tokens needs ${s.maxModelLen * s.kvBytesPerToken} bytes of KV cache: the engine would refuse to start`);
+  return {
+    schema: 'gpumem.plan/1',
+    model: {
+      name: m.name,
+      parameters: c.total,
+      activeParameters: c.activePerToken,
+      layers: m.layers,
+      hidden: m.hidden,
+      heads: m.heads,
+      kvHeads: m.kvHeads,
+      vocab: m.vocab,
+    },
+    options: o,
+    machine: mc,
+    perGpu: fieldsOf(lines),
+    atPeak: fieldsOf(lines),
+    peakPhase: 'inference',
+    sumBytes: total,
+    lines,
+    otherMoment: undefined,
+    capacityBytes: mc.capacityBytes,
+    fits: s.starts,
+    marginBytes: mc.capacityBytes - total,
+    placement: [
+      { part: 'weights', bytes: lines[0]!.bytes, location: 'device', why: 'read once per decode step' },
+      {
+        part: 'KV cache',
+        bytes: Math.round(s.kvCacheBytes),
+        location: 'device',
+        why: `${s.kvBlocks} blocks of ${s.blockSize} tokens, shared by the running requests`,
+      },
+    ],
+    suggestions,
+    largest: { batch: Math.floor(s.maxConcurrency), context: s.kvTokens },
+    serving: s,
+    notes,
+  };
+}
+
 /** Plans `m` under `o` on `mc`. @throws InvalidArgumentError for layouts that do not divide the model. */
 export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
+  if (o.mode === 'infer' && o.engine !== 'hf') return planServe(m, o, mc, o.engine);
   const e = estimate(m, o);
   // rounded once: the fields are sums of the rounded lines, so the JSON, the text and the page add up alike
   const lines = e.lines.map(rounded);

@@ -22,6 +22,7 @@ function describe(r: PlanResult): string {
   if (o.mode === 'train') {
     return `training, ${o.precision}, ${o.optimizer}${o.fusedOptimizer ? ' (fused)' : ''}, micro-batch ${o.batch} x ${o.seq} tokens${o.gradAccum > 1 ? `, ${o.gradAccum} accumulation steps` : ''}, recompute ${o.recompute}, ${o.attention} attention, ${o.framework}${o.offload !== 'none' ? `, offload ${o.offload}` : ''}; ${par}`;
   }
+  if (o.engine !== 'hf') return `serving with ${o.engine}, ${o.weights} weights, ${o.kvDtype} KV cache; ${par}`;
   return `inference, ${o.weights} weights, ${o.kvDtype} KV cache${o.blockSize ? ` in ${o.blockSize}-token blocks` : ''}, batch ${o.batch}, ${o.prompt} prompt + ${o.newTokens} new tokens; ${par}`;
 }
 
@@ -50,11 +51,18 @@ export function renderPlanText(r: PlanResult): string {
     ),
   );
   out.push('');
-  out.push(
-    r.fits
-      ? `fits: yes, ${gib(r.marginBytes)} GiB (${gb(r.marginBytes)} GB) to spare`
-      : `fits: NO, ${gib(-r.marginBytes)} GiB (${gb(-r.marginBytes)} GB) short`,
-  );
+  const s = r.serving;
+  if (s) {
+    out.push(
+      `${s.engine}: GPU KV cache size: ${s.kvTokens} tokens (${s.kvBlocks} blocks of ${s.blockSize}); maximum concurrency for ${s.maxModelLen} tokens per request: ${s.maxConcurrency.toFixed(2)}x`,
+    );
+    out.push(s.starts ? 'starts: yes' : `starts: NO: one request of ${s.maxModelLen} tokens does not fit in the KV cache`);
+  } else
+    out.push(
+      r.fits
+        ? `fits: yes, ${gib(r.marginBytes)} GiB (${gb(r.marginBytes)} GB) to spare`
+        : `fits: NO, ${gib(-r.marginBytes)} GiB (${gb(-r.marginBytes)} GB) short`,
+    );
   out.push('');
   out.push('placement:');
   for (const p of r.placement)
