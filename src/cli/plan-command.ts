@@ -62,7 +62,10 @@ export function definePlan(program: Command, io: Io): void {
     )
     .option('--flash-attention', 'the same as --attention flash')
     .addOption(
-      new Option('--framework <f>', 'pytorch (eager, Hugging Face blocks; measured) or megatron (Korthikanti et al. 2022)')
+      new Option(
+        '--framework <f>',
+        'pytorch (eager, Hugging Face blocks; measured) or megatron (Megatron-LM: bf16 parameters, fp32 main gradients, the distributed optimizer with --zero 1, fused Adam, activations by Korthikanti et al. 2022)',
+      )
         .choices(['pytorch', 'megatron'])
         .default('pytorch'),
     )

@@ -42,6 +42,7 @@ export function pytorchCorrection(precision: Precision): number {
  */
 export function korthikantiLayerBytes(s: number, b: number, h: number, a: number, t: number, sp: boolean, recompute: Recompute): number {
   const sbh = s * b * h;
+  // full recomputation keeps each layer's input: 2sbh, as Table 2 gives it for every parallel form
   if (recompute === 'full') return 2 * sbh;
   const attn = recompute === 'selective' ? 0 : (5 * a * s) / (h * t);
   if (sp) return sbh * (34 / t + attn);

@@ -15,8 +15,9 @@
  *   a parameter-sized temporary (fused: none).
  * - the peak is the larger of two moments of a step: the start of the backward pass (activations held,
  *   gradients not yet) and the optimizer step (gradients held, activations freed).
- * Framework "megatron": Korthikanti et al. 2022, activations per layer sbh(34 + 5as/h) with its tensor-parallel,
- * sequence-parallel and recomputation forms, 16-bit activations.
+ * Framework "megatron", as Megatron-LM runs: bf16 parameters, fp32 main gradients, fp32 master weights and Adam
+ * states (sharded by the distributed optimizer, --zero 1), no autocast cache, fused Adam; activations by Korthikanti
+ * et al. 2022, sbh(34 + 5as/h) per layer with its tensor-parallel, sequence-parallel and recomputation forms.
  *
  * Inference: weights by their format, the KV cache (keys and values per layer and token, or MLA's latent; a
  * sliding window caps it; paged blocks round it up), and the prefill workspace.

@@ -543,3 +543,25 @@ test('mixture-of-experts and MLA against the published figures', () => {
   assert.equal(kvBytesPerTokenPerLayer(ds, 2), (512 + 64) * 2);
   assert.equal(kvBytesPerTokenPerLayer(ds, 2) * ds.layers, 70_272);
 });
+
+test('--framework megatron: bf16 parameters, fp32 main gradients, the distributed optimizer, no autocast cache, fused Adam', () => {
+  const m = catalogueModel('gpt-3-175b');
+  const o = trainOpts({
+    framework: 'megatron',
+    precision: 'amp-bf16',
+    recompute: 'selective',
+    parallel: { gpus: 64, nodes: 8, zero: 1, tp: 8, sp: true, pp: 8, ep: 1, inFlight: 8 },
+  });
+  const e = estimate(m, o);
+  const P = e.localParams;
+  const dp = 64 / 64;
+  assert.equal(e.modelStates.parametersBytes, 2 * P);
+  assert.equal(e.modelStates.gradientsBytes, 4 * P);
+  assert.equal(e.modelStates.optimizerBytes, (12 * P) / dp);
+  assert.equal(e.autocastCacheBytes, 0);
+  assert.equal(e.optimizerTemporariesBytes, 0);
+  assert.equal(e.activationsBytes, korthikantiLayerBytes(2048, 1, 12288, 96, 8, true, 'selective') * 12 * 8);
+  // the distributed optimizer shards the 12 bytes over the data-parallel ranks
+  const sharded = estimate(m, { ...o, parallel: { ...o.parallel, gpus: 512, nodes: 64 } });
+  assert.equal(sharded.modelStates.optimizerBytes, (12 * sharded.localParams) / 8);
+});

@@ -20,11 +20,17 @@ export function estimateTrain(m: ModelConfig, o: TrainOptions): Estimate {
   const c = countParams(m);
   const P = localParams(c, m, p);
   const dp = p.gpus / (p.tp * p.pp);
-  const b = bytesPerParam(o.precision, o.optimizer);
+  const megatron = o.framework === 'megatron';
+  // Megatron-LM keeps bf16 parameters with fp32 main gradients and fp32 master weights and Adam states, which its
+  // distributed optimizer (--zero 1 here) shards over the data-parallel ranks; it casts no weights through autocast
+  // and its fused Adam needs no parameter-sized temporaries.
+  const b = megatron ? { weights: 2, grads: 4, optimizer: o.optimizer === 'sgd' ? 8 : 12, master: 4 } : bytesPerParam(o.precision, o.optimizer);
   const shard = (stage: number): number => (p.zero >= stage ? dp : 1);
   const onGpuOptimizer = o.offload === 'none';
   const onGpuParams = o.offload !== 'params';
-  const states = modelStateBytes(P, o.precision, o.optimizer, dp, p.zero);
+  const states = megatron
+    ? { parameters: (P * b.weights) / shard(3), gradients: (P * b.grads) / shard(2), optimizer: (P * b.optimizer) / shard(1) }
+    : modelStateBytes(P, o.precision, o.optimizer, dp, p.zero);
   const parametersBytes = onGpuParams ? states.parameters : 0;
   const gradientsBytes = states.gradients;
   const optimizerBytes = onGpuOptimizer ? states.optimizer : 0;
@@ -43,13 +49,13 @@ export function estimateTrain(m: ModelConfig, o: TrainOptions): Estimate {
   const optimizerLine: Line = {
     name: `optimizer states (${o.optimizer}${b.master ? ', fp32 master weights' : o.precision === 'bf16-pure' ? ', bf16' : ''})`,
     bytes: optimizerBytes,
-    note: `x ${b.optimizer} bytes${p.zero >= 1 ? ` / ${dp} (ZeRO-1)` : ''}${onGpuOptimizer ? '' : ' (offloaded to pinned host memory)'}`,
+    note: `x ${b.optimizer} bytes${p.zero >= 1 ? ` / ${dp} (${megatron ? "Megatron's distributed optimizer" : 'ZeRO-1'})` : ''}${onGpuOptimizer ? '' : ' (offloaded to pinned host memory)'}`,
     field: 'optimizerBytes',
   };
   const gradientsLine = (why: string): Line => ({
     name: 'gradients',
     bytes: gradientsBytes,
-    note: `x ${b.grads} bytes${p.zero >= 2 ? ` / ${dp} (ZeRO-2)` : ''}, ${why}`,
+    note: `x ${b.grads} bytes${megatron ? ' (fp32 main gradients)' : ''}${p.zero >= 2 ? ` / ${dp} (ZeRO-2)` : ''}, ${why}`,
     field: 'gradientsBytes',
   });
 
@@ -107,7 +113,7 @@ export function estimateTrain(m: ModelConfig, o: TrainOptions): Estimate {
   const largestLayer = Math.max(c.denseLayer, c.moeLayer) / p.tp;
   // Under FSDP / ZeRO-3 a unit's full weights exist only while it runs: the cache holds the bf16 copies of the units
   // gathered at once (the running one and the one prefetched), not of the whole model.
-  const autocastCache = o.precision !== 'amp-bf16' ? 0 : p.zero >= 3 ? 2 * 2 * largestLayer : 2 * matmulParams;
+  const autocastCache = megatron || o.precision !== 'amp-bf16' ? 0 : p.zero >= 3 ? 2 * 2 * largestLayer : 2 * matmulParams;
   const backward: Line[] = [parametersLine];
   if (o.gradAccum > 1) backward.push(gradientsLine(`held through ${o.gradAccum} accumulated micro-batches`));
   backward.push(optimizerLine, ...activations);
@@ -140,7 +146,8 @@ export function estimateTrain(m: ModelConfig, o: TrainOptions): Estimate {
   // The optimizer step: gradients held, activations freed; a foreach step needs parameter-sized temporaries in the
   // dtype the step computes in (fp32 master weights, or the parameters' own dtype).
   const stepBytes = b.master || o.precision === 'fp32' || o.precision === 'amp-bf16' ? 4 : 2;
-  const optimizerTemp = onGpuOptimizer && !o.fusedOptimizer && o.optimizer !== 'sgd' ? (P * stepBytes) / shard(1) + (c.largestTensor * stepBytes) / p.tp : 0;
+  const optimizerTemp =
+    onGpuOptimizer && !o.fusedOptimizer && !megatron && o.optimizer !== 'sgd' ? (P * stepBytes) / shard(1) + (c.largestTensor * stepBytes) / p.tp : 0;
   const step: Line[] = [parametersLine, gradientsLine('held from the backward pass to the optimizer step'), optimizerLine];
   if (optimizerTemp)
     step.push({
