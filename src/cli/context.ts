@@ -76,3 +76,20 @@ export function checkWritable(file: string | undefined, option: string): void {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new UsageError(`${option} ${file}: cannot write it (permission denied)`);
   }
 }
+
+/** Aborts on SIGINT or SIGTERM; `release()` removes the listeners. */
+export function interruption(): { signal: AbortSignal; done: Promise<void>; release: () => void } {
+  const ac = new AbortController();
+  const finish = (): void => ac.abort();
+  process.once('SIGINT', finish);
+  process.once('SIGTERM', finish);
+  const done = new Promise<void>((resolve) => ac.signal.addEventListener('abort', () => resolve(), { once: true }));
+  return {
+    signal: ac.signal,
+    done,
+    release: () => {
+      process.removeListener('SIGINT', finish);
+      process.removeListener('SIGTERM', finish);
+    },
+  };
+}

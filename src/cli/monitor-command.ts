@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
-import { withRuntime, type Io } from './context.js';
+import { interruption, withRuntime, type Io } from './context.js';
 import { UsageError } from './errors.js';
 import { backendOption, collectInts, parsePort, parsePositive, parseSeconds } from './options.js';
 
@@ -21,23 +21,6 @@ export interface MonitorCliOptions {
   serve?: boolean;
   port: number;
   host: string;
-}
-
-/** Aborts on SIGINT or SIGTERM; `release()` removes the listeners. */
-function interruption(): { signal: AbortSignal; done: Promise<void>; release: () => void } {
-  const ac = new AbortController();
-  const finish = (): void => ac.abort();
-  process.once('SIGINT', finish);
-  process.once('SIGTERM', finish);
-  const done = new Promise<void>((resolve) => ac.signal.addEventListener('abort', () => resolve(), { once: true }));
-  return {
-    signal: ac.signal,
-    done,
-    release: () => {
-      process.removeListener('SIGINT', finish);
-      process.removeListener('SIGTERM', finish);
-    },
-  };
 }
 
 export function defineMonitor(program: Command, io: Io): void {

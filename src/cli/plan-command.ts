@@ -1,10 +1,11 @@
 /** `gpumem plan`: options to a plan, printed. Loads no GPU library. */
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { PRECISIONS, type Attention, type InferOptions, type Parallelism, type TrainOptions } from '../plan/options.js';
-import { checkWritable, type Io } from './context.js';
+import type { PlanInputs } from '../plan/inputs.js';
+import { PRECISIONS, type Attention } from '../plan/options.js';
+import { checkWritable, interruption, type Io } from './context.js';
 import { UsageError } from './errors.js';
-import { parsePercent, parsePositive, parseSizeOption } from './options.js';
+import { parsePercent, parsePort, parsePositive, parseSizeOption } from './options.js';
 
 /**
  * The largest values a plan takes: past them no GPU cluster could hold the result, and a typo (a batch of 10^12)
@@ -112,7 +113,10 @@ export function definePlan(program: Command, io: Io): void {
         .default(0.05, '5'),
     )
     .option('--json', 'print JSON: { perGpu: {...}, capacityBytes, fits, placement: [...], suggestions: [...] }')
-    .option('--html <file>', 'also write a self-contained HTML page with a stacked bar chart')
+    .option('--html <file>', 'also write the interactive page: the planner runs in it, every control re-plans (works offline)')
+    .option('--serve', 'serve the interactive page over HTTP until Ctrl-C')
+    .option('--port <n>', 'port for --serve (0 picks a free one)', (v) => parsePort(v), 0)
+    .option('--host <address>', 'address for --serve to listen on', '127.0.0.1')
     .addHelpText(
       'after',
       '\nExamples:\n  $ gpumem plan --model llama-2-7b --mode train --precision bf16 --batch 4 --seq 4096 --gpus 8 --zero 3 --gpu h100\n  $ gpumem plan --model llama-3.1-70b --mode infer --batch 32 --context 8192 --kv-dtype fp8 --tp 4 --gpus 4 --gpu h200\n  $ gpumem plan --model ./config.json --mode train --recompute selective --attention eager --json\n  $ gpumem plan --model mixtral-8x7b --mode infer --from-bench bench.json --html plan.html',
@@ -123,82 +127,54 @@ export function definePlan(program: Command, io: Io): void {
 async function runPlan(opts: Record<string, unknown>, io: Io): Promise<void> {
   if (opts.model === undefined) throw new UsageError("required option '--model <name|config.json>' not specified");
   checkWritable(opts.html as string | undefined, '--html');
+  if (opts.serve && opts.json) throw new UsageError('choose --json or --serve');
   const { catalogueModel } = await import('../plan/catalogue.js');
-  const { readConfigFile } = await import('../plan/model-config.js');
-  const { machineFromBench, machineFromCatalogue, plan } = await import('../plan/plan.js');
-  const { renderPlanHtml, renderPlanText } = await import('../render/plan-render.js');
+  const { readConfigFile } = await import('../plan/config-file.js');
+  const { machineFromBench } = await import('../plan/bench-machine.js');
+  const { machineFromCatalogue, plan } = await import('../plan/plan.js');
+  const { DEFAULT_INPUTS, planOptionsFrom } = await import('../plan/inputs.js');
+  const { renderPlanText } = await import('../render/plan-render.js');
+  const { renderPlanPage } = await import('../render/plan-page.js');
   const modelArg = String(opts.model);
-  const model = modelArg.endsWith('.json') || existsSync(modelArg) ? readConfigFile(modelArg) : catalogueModel(modelArg);
+  const fromFile = modelArg.endsWith('.json') || existsSync(modelArg);
+  const model = fromFile ? readConfigFile(modelArg) : catalogueModel(modelArg);
   if (opts.gpu && opts.fromBench) throw new UsageError('give --gpu or --from-bench, not both');
   const machine = opts.fromBench ? machineFromBench(String(opts.fromBench)) : machineFromCatalogue(String(opts.gpu ?? 'h200'));
   if (opts.hostMemory !== undefined) machine.hostMemoryBytes = opts.hostMemory as number;
-  const zero = opts.fsdp ? 3 : (Number(opts.zero) as 0 | 1 | 2 | 3);
-  const pp = opts.pp as number;
-  const parallel: Parallelism = {
-    gpus: opts.gpus as number,
-    nodes: opts.nodes as number,
-    zero,
-    tp: opts.tp as number,
+  // commander's option names are the inputs' names; the rest come from the defaults
+  const inputs: PlanInputs = {
+    ...DEFAULT_INPUTS,
+    ...(Object.fromEntries(Object.entries(opts).filter(([k, v]) => k in DEFAULT_INPUTS || (v !== undefined && OPTIONAL_INPUTS.has(k)))) as Partial<PlanInputs>),
+    zero: Number(opts.zero) as PlanInputs['zero'],
+    fsdp: !!opts.fsdp,
     sp: !!opts.sp,
-    pp,
-    ep: opts.ep as number,
-    inFlight: (opts.inFlight as number | undefined) ?? pp,
+    fusedOptimizer: !!opts.fusedOptimizer,
+    attention: (opts.flashAttention ? 'flash' : opts.attention) as Attention,
   };
-  const fragmentation = opts.fragmentation as number;
-  const attention = (opts.flashAttention ? 'flash' : opts.attention) as Attention;
-  let options: TrainOptions | InferOptions;
-  if (opts.mode === 'train') {
-    options = {
-      mode: 'train',
-      precision: opts.precision as TrainOptions['precision'],
-      optimizer: opts.optimizer as TrainOptions['optimizer'],
-      fusedOptimizer: !!opts.fusedOptimizer,
-      batch: opts.batch as number,
-      seq: opts.seq as number,
-      gradAccum: opts.gradAccum as number,
-      recompute: opts.recompute as TrainOptions['recompute'],
-      attention,
-      framework: opts.framework as TrainOptions['framework'],
-      parallel,
-      offload: opts.offload as TrainOptions['offload'],
-      fragmentation,
-    };
-  } else {
-    let prompt = opts.prompt as number;
-    const newTokens = opts.newTokens as number;
-    if (opts.context !== undefined) {
-      const ctx = opts.context as number;
-      if (ctx <= newTokens) throw new UsageError(`--context ${ctx} must exceed --new-tokens ${newTokens}`);
-      prompt = ctx - newTokens;
-    }
-    options = {
-      mode: 'infer',
-      batch: opts.batch as number,
-      prompt,
-      newTokens,
-      kvDtype: opts.kvDtype as InferOptions['kvDtype'],
-      blockSize: opts.blockSize as number | undefined,
-      weights: opts.weights as InferOptions['weights'],
-      attention,
-      engine: opts.engine as InferOptions['engine'],
-      serve: {
-        memoryFraction: (opts.engine === 'sglang' ? opts.memFractionStatic : opts.gpuMemoryUtilization) as number | undefined,
-        maxModelLen: opts.maxModelLen as number | undefined,
-        blockSize: opts.blockSize as number | undefined,
-        maxNumBatchedTokens: opts.maxNumBatchedTokens as number,
-        maxNumSeqs: opts.maxNumSeqs as number,
-      },
-      parallel,
-      fragmentation,
-    };
-  }
-  if (options.mode === 'train' && opts.engine !== 'hf') throw new UsageError('--engine is for --mode infer');
-  if (opts.gpuMemoryUtilization !== undefined && opts.engine !== 'vllm') throw new UsageError("--gpu-memory-utilization is vLLM's: give --engine vllm");
-  if (opts.memFractionStatic !== undefined && opts.engine !== 'sglang') throw new UsageError("--mem-fraction-static is SGLang's: give --engine sglang");
-  const result = plan(model, options, machine);
+  const result = plan(model, planOptionsFrom(inputs), machine);
+  const page = (): string =>
+    renderPlanPage({
+      inputs,
+      model: fromFile ? { configText: readFileSync(modelArg, 'utf8'), name: model.name } : { catalogue: modelArg },
+      gpu: opts.fromBench ? { machine } : { catalogue: String(opts.gpu ?? 'h200') },
+    });
   if (opts.html) {
-    writeFileSync(String(opts.html), renderPlanHtml(result));
+    writeFileSync(String(opts.html), page());
     io.err(`wrote ${String(opts.html)}\n`);
   }
   io.out(opts.json ? `${JSON.stringify(result, null, 2)}\n` : `${renderPlanText(result)}\n`);
+  if (opts.serve) {
+    const { servePage } = await import('../net/page-server.js');
+    const stop = interruption();
+    try {
+      await using server = await servePage(page(), { host: opts.host as string, port: opts.port as number });
+      io.err(`the interactive plan page is at ${server.url} (Ctrl-C stops)\n`);
+      await stop.done;
+    } finally {
+      stop.release();
+    }
+  }
 }
+
+/** Inputs without a default: taken from the options only when given. */
+const OPTIONAL_INPUTS = new Set(['context', 'blockSize', 'gpuMemoryUtilization', 'memFractionStatic', 'maxModelLen', 'inFlight']);

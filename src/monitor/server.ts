@@ -4,8 +4,8 @@
  * interval for the history. Only GET and HEAD are answered.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { ErrorCode, GpuError, InvalidArgumentError } from '../errors.js';
+import { ErrorCode, InvalidArgumentError } from '../errors.js';
+import { checkPort, closeServer, listenOn } from '../net/listen.js';
 import { dashboardPage } from '../render/monitor-dashboard.js';
 import type { MemoryMonitor } from './monitor.js';
 import { PROMETHEUS_CONTENT_TYPE, toPrometheus } from './prometheus.js';
@@ -34,9 +34,7 @@ export class MonitorServer implements AsyncDisposable {
     if (typeof interval !== 'number' || !Number.isFinite(interval) || interval < 100 || interval > 3_600_000) {
       throw new InvalidArgumentError(`the sampling interval must be from 100 ms to 1 hour, got ${String(interval)} ms`, ErrorCode.INVALID_ARGUMENT);
     }
-    const port = options.port ?? 9464;
-    if (!Number.isInteger(port) || port < 0 || port > 65535)
-      throw new InvalidArgumentError(`port must be a whole number from 0 to 65535, got ${String(port)}`, ErrorCode.INVALID_ARGUMENT);
+    checkPort(options.port ?? 9464);
     this.intervalMs = interval;
     this.server = createServer((req, res) => this.handle(req, res));
   }
@@ -46,22 +44,7 @@ export class MonitorServer implements AsyncDisposable {
    * @throws GpuError (LISTEN_FAILED) when the address is taken or cannot be used, naming it.
    */
   async listen(): Promise<{ url: string; port: number }> {
-    const host = this.options.host ?? '127.0.0.1';
-    const port = this.options.port ?? 9464;
-    await new Promise<void>((resolve, reject) => {
-      const onError = (e: NodeJS.ErrnoException): void => {
-        reject(
-          new GpuError(ErrorCode.LISTEN_FAILED, `cannot listen on ${host}:${port}: ${e.code === 'EADDRINUSE' ? 'the port is in use' : e.message}`, {
-            cause: e,
-          }),
-        );
-      };
-      this.server.once('error', onError);
-      this.server.listen(port, host, () => {
-        this.server.off('error', onError);
-        resolve();
-      });
-    });
+    const address = await listenOn(this.server, this.options.host ?? '127.0.0.1', this.options.port ?? 9464);
     this.monitor.sample();
     this.timer = setInterval(() => {
       try {
@@ -70,9 +53,7 @@ export class MonitorServer implements AsyncDisposable {
         // a failed sample leaves a gap in the history; /api/sample and /metrics report the error when asked
       }
     }, this.intervalMs);
-    const a = this.server.address() as AddressInfo;
-    const shown = a.family === 'IPv6' ? `[${a.address}]` : a.address;
-    return { url: `http://${shown}:${a.port}/`, port: a.port };
+    return address;
   }
 
   private send(res: ServerResponse, status: number, type: string, body: string, head: boolean): void {
@@ -116,11 +97,7 @@ export class MonitorServer implements AsyncDisposable {
     if (this.closed) return;
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
-    if (!this.server.listening) return;
-    await new Promise<void>((resolve) => {
-      this.server.close(() => resolve());
-      this.server.closeAllConnections();
-    });
+    await closeServer(this.server);
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

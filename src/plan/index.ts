@@ -6,7 +6,10 @@
  * const r = plan(catalogueModel('llama-3.1-8b'), options, machineFromCatalogue('h100'));
  * ```
  */
-export { plan, machineFromBench, machineFromCatalogue, type Machine, type Placement, type PlanResult, type Suggestion } from './plan.js';
+export { plan, machineFromCatalogue, type Machine, type Placement, type PlanResult, type Suggestion } from './plan.js';
 export { catalogueModel, catalogueGpu, MODEL_CONFIGS, GPUS, type GpuSpec } from './catalogue.js';
-export { readConfigFile, normaliseConfig, type ModelConfig, type MoeShape, type MlaShape } from './model-config.js';
+export { machineFromBench } from './bench-machine.js';
+export { readConfigFile } from './config-file.js';
+export { planOptionsFrom, DEFAULT_INPUTS, type PlanInputs } from './inputs.js';
+export { parseConfigText, normaliseConfig, type ModelConfig, type MoeShape, type MlaShape } from './model-config.js';
 export * from './estimate.js';

@@ -2,7 +2,6 @@
  * A transformer's shape, normalised from a Hugging Face config.json (GPT-2, Llama, Mistral, Mixtral, Qwen2,
  * DeepSeek-V3 naming) or from the catalogue. Bad or contradictory configs are refused with the field named.
  */
-import { readFileSync } from 'node:fs';
 import { BadInputError } from '../errors.js';
 
 /** Multi-head latent attention (DeepSeek-V2/V3). */
@@ -146,21 +145,14 @@ export function normaliseConfig(cfg: unknown, file: string, name = 'custom'): Mo
   };
 }
 
-/** Reads and normalises a config.json file. @throws BadInputError */
-export function readConfigFile(file: string): ModelConfig {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch {
-    throw new BadInputError('cannot read the file', file);
-  }
-  if (text.length > 10 * 1024 * 1024) throw new BadInputError('a config.json larger than 10 MiB is not a model config', file);
+/** Parses and normalises the text of a config.json (`where` names it in errors). @throws BadInputError */
+export function parseConfigText(text: string, where: string, name: string): ModelConfig {
+  if (text.length > 10 * 1024 * 1024) throw new BadInputError('a config.json larger than 10 MiB is not a model config', where);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch (e) {
-    throw new BadInputError(`not valid JSON: ${(e as Error).message}`, file);
+    throw new BadInputError(`not valid JSON: ${(e as Error).message}`, where);
   }
-  const base = file.replace(/\\/g, '/').split('/');
-  return normaliseConfig(parsed, file, base.length > 1 ? base[base.length - 2]! : 'custom');
+  return normaliseConfig(parsed, where, name);
 }

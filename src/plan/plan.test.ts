@@ -7,7 +7,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { CHROMIUM, inChromium, runCli } from '../testing/harness.js';
+import { main } from '../cli/program.js';
+import { CHROMIUM, runCli, withChromiumPage } from '../testing/harness.js';
 import { catalogueModel } from './catalogue.js';
 import { estimate, korthikantiLayerBytes, modelStateBytes, type InferOptions, type Parallelism, type TrainOptions } from './estimate.js';
 import { normaliseConfig } from './model-config.js';
@@ -299,28 +300,102 @@ test('bad input: unknown names list the closest, bad configs name the field, imp
   }
 });
 
-test('the plan page has a stacked bar chart and the figures', async (t) => {
+test('the plan page runs the planner in the browser: controls moved, figures equal to the CLI JSON for the same inputs', async (t) => {
   if (!CHROMIUM) return t.skip('chromium is not installed (.ci/run installs it)');
   const dir = mkdtempSync(join(tmpdir(), 'gpumem-plan-html-'));
   try {
     const html = join(dir, 'plan.html');
-    const r = await cli(['plan', '--model', 'llama-3-8b', '--mode', 'train', '--batch', '2', '--seq', '2048', '--flash-attention', '--html', html, '--json']);
-    assert.equal(r.code, 0, r.err);
-    const p = JSON.parse(r.out) as PlanResult;
-    const { value: info, errors } = await inChromium<{ type: string; stacked: boolean; datasets: number; text: string }>(
-      html,
-      `(() => {
-        const c = (window.gpumemCharts || [])[0];
-        return { type: c && c.config.type, stacked: c && c.options.scales.x.stacked, datasets: c ? c.data.datasets.length : 0, text: document.body.innerText };
-      })()`,
+    const json = async (args: string[]): Promise<PlanResult> => {
+      const r = await cli(['plan', ...args, '--json']);
+      assert.equal(r.code, 0, r.err);
+      return JSON.parse(r.out) as PlanResult;
+    };
+    const base = ['--model', 'llama-3-8b', '--mode', 'train', '--batch', '2', '--seq', '2048'];
+    const first = await json([...base, '--html', html]);
+    const config = join(dir, 'config.json');
+    writeFileSync(
+      config,
+      JSON.stringify({
+        model_type: 'llama',
+        hidden_size: 2048,
+        intermediate_size: 5632,
+        num_hidden_layers: 22,
+        num_attention_heads: 32,
+        num_key_value_heads: 4,
+        vocab_size: 32000,
+        max_position_embeddings: 2048,
+      }),
     );
+    const want = {
+      first,
+      batch8: await json(['--model', 'llama-3-8b', '--mode', 'train', '--batch', '8', '--seq', '2048']),
+      fsdp: await json(['--model', 'llama-3-8b', '--mode', 'train', '--batch', '8', '--seq', '2048', '--gpus', '8', '--zero', '3']),
+      vllm: await json(['--model', 'llama-3-8b', '--mode', 'infer', '--engine', 'vllm', '--batch', '8', '--context', '4096', '--new-tokens', '512']),
+      pasted: await json(['--model', config, '--mode', 'train', '--batch', '2', '--seq', '2048']),
+    };
+    const total = (r: PlanResult | undefined) => r?.perGpu.totalBytes;
+    const { value, errors } = await withChromiumPage(html, async (page) => {
+      const read = () => page.evaluate('window.gpumemPlanResult') as Promise<PlanResult | undefined>;
+      const shown = () => page.evaluate('document.getElementById("total").textContent') as Promise<string>;
+      const out: Record<string, { result: PlanResult | undefined; shown: string }> = {};
+      out.first = { result: await read(), shown: await shown() };
+      await page.fill('#batch', '8');
+      out.batch8 = { result: await read(), shown: await shown() };
+      await page.fill('#gpus', '8');
+      await page.selectOption('#zero', '3');
+      out.fsdp = { result: await read(), shown: await shown() };
+      await page.fill('#gpus', '1');
+      await page.selectOption('#zero', '0');
+      await page.selectOption('#mode', 'infer');
+      await page.selectOption('#engine', 'vllm');
+      await page.fill('#context', '4096');
+      out.vllm = { result: await read(), shown: (await page.evaluate('document.getElementById("fits").textContent')) as string };
+      await page.selectOption('#engine', 'hf');
+      await page.selectOption('#mode', 'train');
+      await page.fill('#batch', '2');
+      await page.fill('#config', readFileSync(config, 'utf8'));
+      await page.selectOption('#model', '__pasted');
+      out.pasted = { result: await read(), shown: await shown() };
+      await page.fill('#config', '{"model_type": "llama", "hidden_size": "lots"}');
+      out.bad = { result: await read(), shown: (await page.evaluate('document.getElementById("error").textContent')) as string };
+      const chart = await page.evaluate('(() => { const c = window.gpumemCharts[0]; return { type: c.config.type, stacked: c.options.scales.x.stacked }; })()');
+      return { out, chart };
+    });
     assert.deepEqual(errors, []);
-    assert.equal(info.type, 'bar');
-    assert.equal(info.stacked, true);
-    assert.ok(info.datasets >= 4);
-    assert.ok(info.text.includes((p.perGpu.totalBytes / 2 ** 30).toFixed(2)));
+    for (const k of ['first', 'batch8', 'fsdp', 'pasted'] as const) {
+      assert.equal(total(value.out[k]!.result), total(want[k]), k);
+      assert.equal(value.out[k]!.shown, (want[k].perGpu.totalBytes / 2 ** 30).toFixed(2), `${k}: the page shows the total`);
+    }
+    assert.equal(value.out.vllm!.result?.serving?.kvTokens, want.vllm.serving!.kvTokens);
+    assert.match(value.out.vllm!.shown, new RegExp(`KV cache ${want.vllm.serving!.kvTokens} tokens`));
+    assert.equal(value.out.bad!.result, undefined);
+    assert.match(value.out.bad!.shown, /hidden_size/);
+    assert.deepEqual(value.chart, { type: 'bar', stacked: true });
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('gpumem plan --serve serves the same page until Ctrl-C', async (t) => {
+  if (!CHROMIUM) return t.skip('chromium is not installed (.ci/run installs it)');
+  let err = '';
+  let out = '';
+  const done = main(['plan', '--model', 'gpt-2', '--serve', '--port', '0'], { out: (s) => (out += s), err: (s) => (err += s) });
+  const deadline = Date.now() + 10_000;
+  while (!/http:\/\/\S+/.test(err) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  const url = /http:\/\/\S+/.exec(err)?.[0];
+  assert.ok(url, err);
+  try {
+    const head = await fetch(url, { method: 'HEAD' });
+    assert.equal(head.status, 200);
+    assert.equal((await fetch(new URL('/nothing', url))).status, 404);
+    const { value, errors } = await withChromiumPage(url, async (page) => (await page.evaluate('window.gpumemPlanResult')) as PlanResult);
+    assert.deepEqual(errors, []);
+    assert.equal(value.model.name, 'gpt-2');
+    assert.match(out, /gpt-2/);
+  } finally {
+    process.emit('SIGINT');
+    assert.equal(await done, 0);
   }
 });
 

@@ -3,8 +3,6 @@
  * GPU, compares it with the GPU's capacity, places each part (device, pinned host, NVMe, managed), prices
  * offloading from the link's bandwidth, and when it does not fit, tries the cheapest changes that make it fit.
  */
-import { BadInputError } from '../errors.js';
-import { largestCopyRows, readBenchReport } from '../bench/read-bench.js';
 import { catalogueGpu, type GpuSpec } from './catalogue.js';
 import {
   estimate,
@@ -76,31 +74,6 @@ export interface PlanResult {
   /** vLLM or SGLang: the KV cache the engine would size, as it prints it at start-up. */
   serving?: ServeEstimate;
   notes: string[];
-}
-
-/** Reads a gpumem bench JSON for capacity and measured bandwidths. @throws BadInputError */
-export function machineFromBench(file: string): Machine {
-  const report = readBenchReport(file);
-  if (report.environment.backend === 'host')
-    throw new BadInputError(
-      "the bench was measured on the host backend (no GPU): its capacity is this machine's RAM and its copies are memcpy. Give --gpu NAME, or a bench run on the GPU",
-      file,
-    );
-  const dev = report.environment.devices[0];
-  if (!dev?.totalBytes) throw new BadInputError('the bench JSON has no device capacity', file);
-  const rows = [...largestCopyRows(report, dev.index, 'HtoD', 'pinned'), ...largestCopyRows(report, dev.index, 'DtoH', 'pinned')];
-  const top = Math.max(0, ...rows.map((r) => r.bytes));
-  const atTop = rows.filter((r) => r.bytes === top).map((r) => r.medianGBps!);
-  const link = atTop.length ? Math.min(...atTop) : (dev.peaks.linkGBps ?? 16);
-  return {
-    name: `${dev.name ?? 'device'} (measured by gpumem bench, ${report.environment.date})`,
-    capacityBytes: dev.totalBytes,
-    capacitySource: `${file}: device ${dev.index} total memory`,
-    hostLinkGBps: link,
-    hostLinkSource: atTop.length ? `${file}: pinned copies at ${top} bytes, the slower direction` : `${file}: theoretical link`,
-    hostMemoryBytes: undefined,
-    nvmeGBps: 5,
-  };
 }
 
 export function machineFromCatalogue(name: string): Machine {

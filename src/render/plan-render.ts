@@ -1,7 +1,6 @@
-/** Text and HTML renderings of `gpumem plan`. GiB (2^30) and GB (1e9) are always labelled. */
+/** The text rendering of `gpumem plan` (the page is plan-page.ts). GiB (2^30) and GB (1e9) are always labelled. */
 import type { PlanResult } from '../plan/plan.js';
 import { formatCount } from '../units.js';
-import { chartPlaceholder, esc, htmlTable, renderPage } from './html.js';
 import { table } from './text.js';
 
 const gib = (b: number): string => (b / 2 ** 30).toFixed(2);
@@ -83,71 +82,4 @@ export function renderPlanText(r: PlanResult): string {
   out.push(parts.length ? `largest that fits (one at a time, the rest as given): ${parts.join('; ')}` : 'nothing fits on this GPU even at batch 1');
   for (const n of r.notes) out.push(`note: ${n}`);
   return out.join('\n');
-}
-
-export function renderPlanHtml(r: PlanResult): string {
-  // one segment per kind held at the peak moment: the bar adds up to the total, as the table does
-  const k = r.atPeak;
-  const parts: Array<[string, number, string]> = [
-    ['parameters', k.parametersBytes, '#0969da'],
-    ['gradients', k.gradientsBytes, '#8250df'],
-    ['optimizer states', k.optimizerBytes, '#bc4c00'],
-    ['optimizer temporaries', k.optimizerTemporariesBytes, '#fb8f44'],
-    ['activations', k.activationsBytes, '#1a7f37'],
-    ['autocast weight cache', k.autocastCacheBytes, '#4ac26b'],
-    ['logits', k.logitsBytes, '#bf3989'],
-    ['KV cache', k.kvCacheBytes, '#9a6700'],
-    ['workspace', k.workspaceBytes, '#d4a72c'],
-    ['overhead', k.overheadBytes, '#57606a'],
-  ];
-  const chart = {
-    id: 'plan-bar',
-    title: 'Memory of the most-loaded GPU',
-    height: 220,
-    config: {
-      type: 'bar',
-      data: {
-        labels: ['this plan', 'capacity'],
-        datasets: [
-          ...parts.filter(([, b]) => b > 0).map(([label, b, color]) => ({ label, data: [Number(gib(b)), null], backgroundColor: color, stack: 'm' })),
-          { label: 'capacity', data: [null, Number(gib(r.capacityBytes))], backgroundColor: '#d0d7de', stack: 'm' },
-        ],
-      },
-      options: {
-        indexAxis: 'y',
-        plugins: { title: { display: true, text: 'GiB (2^30 bytes)' } },
-        scales: { x: { stacked: true, title: { display: true, text: 'GiB' } }, y: { stacked: true } },
-      },
-    },
-  };
-  return renderPage({
-    title: `gpumem plan — ${r.model.name}`,
-    subtitle: `${describe(r)}. Machine: ${r.machine.name}.`,
-    sections: [
-      {
-        heading: r.fits ? `Fits, ${gib(r.marginBytes)} GiB to spare` : `Does not fit: ${gib(-r.marginBytes)} GiB short`,
-        html: `${chartPlaceholder('plan-bar')}${htmlTable(['line', 'GiB', 'GB', 'how'], [...r.lines.map((l) => [l.name, gib(l.bytes), gb(l.bytes), l.note]), ['total', gib(r.perGpu.totalBytes), gb(r.perGpu.totalBytes), ''], ['capacity', gib(r.capacityBytes), gb(r.capacityBytes), r.machine.capacitySource]])}`,
-      },
-      {
-        heading: 'Placement',
-        html: htmlTable(
-          ['part', 'where', 'GiB', 'why'],
-          r.placement.map((p) => [p.part, p.location, gib(p.bytes), p.why]),
-        ),
-      },
-      ...(r.suggestions.length
-        ? [
-            {
-              heading: 'Changes that would make it fit',
-              html: htmlTable(
-                ['change', 'fits', 'new total GiB', 'cost'],
-                r.suggestions.map((s) => [s.change, s.fits ? 'yes' : 'no', gib(s.totalBytes), s.cost]),
-              ),
-            },
-          ]
-        : []),
-      { heading: 'Notes', html: r.notes.map((n) => `<p class="note">${esc(n)}</p>`).join('') || '<p class="note">none</p>' },
-    ],
-    charts: [chart],
-  });
 }

@@ -19,6 +19,11 @@ export const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find(
  * no DOM types; a promise is awaited) in the page and returns its value with the page's errors.
  */
 export async function inChromium<T>(file: string, script: string): Promise<{ value: T; errors: string[] }> {
+  return withChromiumPage(file, async (page) => (await page.evaluate(script)) as T);
+}
+
+/** Opens an HTML file (or an http:// URL) in headless Chromium and hands the page to `fn`, with the page's errors. */
+export async function withChromiumPage<T>(file: string, fn: (page: import('playwright-core').Page) => Promise<T>): Promise<{ value: T; errors: string[] }> {
   if (!CHROMIUM) throw new Error('chromium is not installed');
   const { chromium } = await import('playwright-core');
   const browser = await chromium.launch({
@@ -38,7 +43,7 @@ export async function inChromium<T>(file: string, script: string): Promise<{ val
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(String(e)));
     await page.goto(/^https?:\/\//.test(file) ? file : `file://${file}`);
-    return { value: (await page.evaluate(script)) as T, errors };
+    return { value: await fn(page), errors };
   } finally {
     await browser.close();
   }

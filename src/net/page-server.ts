@@ -1,0 +1,34 @@
+/** One HTML page over HTTP (the interactive plan page): GET and HEAD of / answer it, anything else 404 or 405. */
+import { createServer } from 'node:http';
+import { checkPort, closeServer, listenOn } from './listen.js';
+
+export interface PageServer extends AsyncDisposable {
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `html` at / on host:port (default 127.0.0.1, port 0: a free one).
+ * @throws GpuError (LISTEN_FAILED) when the address cannot be used; InvalidArgumentError for a bad port.
+ */
+export async function servePage(html: string, options: { host?: string | undefined; port?: number | undefined } = {}): Promise<PageServer> {
+  const port = options.port ?? 0;
+  checkPort(port);
+  const body = Buffer.from(html);
+  const server = createServer((req, res) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD' }).end();
+      return;
+    }
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    if (path !== '/' && path !== '/index.html') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': body.length, 'cache-control': 'no-store' });
+    res.end(req.method === 'HEAD' ? undefined : body);
+  });
+  const { url } = await listenOn(server, options.host ?? '127.0.0.1', port);
+  const close = (): Promise<void> => closeServer(server);
+  return { url, close, [Symbol.asyncDispose]: close };
+}

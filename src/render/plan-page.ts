@@ -1,0 +1,177 @@
+/**
+ * The interactive plan page (`gpumem plan --html FILE`, `gpumem plan --serve`): the planner runs in the browser
+ * (the bundle of src/plan/browser.ts), so the controls work offline. Moving a control re-plans from the same inputs
+ * the CLI takes; the page shows the peak's lines, a stacked bar against capacity, whether it fits (or, serving, the
+ * KV cache the engine sizes), the changes that would make it fit and the largest batch and context that fit.
+ */
+import { readFileSync } from 'node:fs';
+import type { PlanInputs } from '../plan/inputs.js';
+import type { Machine } from '../plan/plan.js';
+import { chartLibrary } from './html.js';
+
+let bundle: string | undefined;
+/** The browser bundle of the planner, built by `npm run build` (tools/bundle-plan.mjs). */
+function planBundle(): string {
+  bundle ??= readFileSync(new URL('../plan/browser.bundle.js', import.meta.url), 'utf8');
+  return bundle;
+}
+
+/** JSON that is safe inside a <script> element. */
+const scriptJson = (v: unknown): string => JSON.stringify(v).replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026');
+
+export interface PlanPageState {
+  inputs: PlanInputs;
+  /** A catalogue model name, or the text of a config.json and the name to give it. */
+  model: { catalogue: string } | { configText: string; name: string };
+  /** A catalogue GPU name, or a machine measured by gpumem bench. */
+  gpu: { catalogue: string } | { machine: Machine };
+}
+
+const CSS = `
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5rem auto; max-width: 1200px; padding: 0 1rem; color: #1b1f24; }
+h1 { font-size: 1.5rem; margin: 0 0 .3rem; } h2 { font-size: 1.1rem; margin: 1.2rem 0 .4rem; }
+form { display: grid; grid-template-columns: repeat(auto-fill, minmax(180px, 1fr)); gap: .4rem .8rem; padding: .8rem; border: 1px solid #d0d7de; border-radius: 6px; background: #f6f8fa; }
+label { display: flex; flex-direction: column; font-size: .85rem; color: #57606a; } input, select, textarea { font: inherit; padding: .15rem .3rem; }
+textarea { grid-column: 1 / -1; min-height: 4rem; font-family: ui-monospace, monospace; font-size: .8rem; }
+table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: .4rem 0; } th, td { border: 1px solid #d0d7de; padding: .2rem .5rem; text-align: left; }
+th { background: #f6f8fa; } td.n { text-align: right; } td.how { color: #57606a; font-size: .85rem; }
+.fits { font-size: 1.2rem; font-weight: 600; } .yes { color: #1a7f37; } .no { color: #cf222e; } .error { color: #cf222e; white-space: pre-wrap; }
+.note { color: #57606a; font-size: .9rem; } figure { height: 180px; margin: .6rem 0; position: relative; }
+`;
+
+const CONTROLS = `
+<label>model<select id="model"></select></label>
+<label>mode<select id="mode"><option>train</option><option>infer</option></select></label>
+<label>GPU<select id="gpu"></select></label>
+<label>GPUs<input id="gpus" type="number" min="1"></label>
+<label>batch<input id="batch" type="number" min="1"></label>
+<label class="train">sequence<input id="seq" type="number" min="1"></label>
+<label class="train">precision<select id="precision"></select></label>
+<label class="train">attention<select id="attention"><option>sdpa</option><option>eager</option><option>flash</option></select></label>
+<label class="train">recompute<select id="recompute"><option>none</option><option>selective</option><option>full</option></select></label>
+<label class="train">ZeRO<select id="zero"><option value="0">0</option><option value="1">1</option><option value="2">2</option><option value="3">3 (FSDP)</option></select></label>
+<label class="train">offload<select id="offload"><option>none</option><option>optimizer</option><option>params</option></select></label>
+<label class="train">framework<select id="framework"><option>pytorch</option><option>megatron</option></select></label>
+<label>tensor parallel<input id="tp" type="number" min="1"></label>
+<label>pipeline parallel<input id="pp" type="number" min="1"></label>
+<label class="infer">engine<select id="engine"><option>hf</option><option>vllm</option><option>sglang</option></select></label>
+<label class="infer">context<input id="context" type="number" min="2"></label>
+<label class="infer">new tokens<input id="newTokens" type="number" min="1"></label>
+<label class="infer">weights<select id="weights"><option>bf16</option><option>fp16</option><option>fp8</option><option>int8</option><option>int4</option><option>fp32</option></select></label>
+<label class="infer">KV cache<select id="kvDtype"><option>bf16</option><option>fp16</option><option>fp8</option><option>int8</option><option>int4</option><option>fp32</option></select></label>
+<textarea id="config" placeholder="paste a Hugging Face config.json here and choose 'pasted config.json' as the model"></textarea>`;
+
+/** The page's script: reads the controls into PlanInputs, plans with the bundled planner, renders the result. */
+const APP = `
+const P = gpumemPlan;
+const S = GPUMEM_STATE;
+const $ = (id) => document.getElementById(id);
+const gib = (b) => (b / 2 ** 30).toFixed(2);
+const gb = (b) => (b / 1e9).toFixed(2);
+const escText = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
+const NUMBERS = ['gpus', 'batch', 'seq', 'tp', 'pp', 'newTokens', 'context'];
+const CHOICES = ['mode', 'precision', 'attention', 'recompute', 'offload', 'framework', 'engine', 'weights', 'kvDtype'];
+for (const name of Object.keys(P.MODEL_CONFIGS)) $('model').add(new Option(name, name));
+$('model').add(new Option('pasted config.json', '__pasted'));
+for (const [name, g] of Object.entries(P.GPUS)) $('gpu').add(new Option(g.name, name));
+if (S.gpu.machine) $('gpu').add(new Option(S.gpu.machine.name, '__bench'));
+for (const p of Object.keys(P.PRECISIONS)) $('precision').add(new Option(p, p));
+for (const [id, text] of Object.entries(P.PRECISIONS)) $('precision').querySelector('option[value="' + id + '"]').title = text;
+const i0 = S.inputs;
+$('model').value = S.model.catalogue ?? '__pasted';
+if (S.model.configText) $('config').value = S.model.configText;
+$('gpu').value = S.gpu.machine ? '__bench' : S.gpu.catalogue;
+for (const id of NUMBERS) if (i0[id] !== undefined) $(id).value = i0[id];
+if (i0.context === undefined) $('context').value = i0.prompt + i0.newTokens;
+for (const id of CHOICES) $(id).value = i0[id];
+$('zero').value = String(i0.fsdp ? 3 : i0.zero);
+let chart;
+function inputs() {
+  const i = { ...S.inputs };
+  for (const id of NUMBERS) i[id] = Number($(id).value);
+  for (const id of CHOICES) i[id] = $(id).value;
+  i.zero = Number($('zero').value);
+  i.fsdp = false;
+  if (i.mode === 'train') i.context = undefined;
+  return i;
+}
+function model() {
+  const v = $('model').value;
+  if (v !== '__pasted') return P.catalogueModel(v);
+  return P.parseConfigText($('config').value, 'pasted config.json', S.model.name ?? 'pasted');
+}
+function machine() {
+  const v = $('gpu').value;
+  return v === '__bench' ? S.gpu.machine : P.machineFromCatalogue(v);
+}
+function table(head, rows) {
+  return '<table><tr>' + head.map((h) => '<th>' + escText(h) + '</th>').join('') + '</tr>' +
+    rows.map((r) => '<tr>' + r.map((c, k) => '<td' + (/^-?[\\d.]+$/.test(String(c)) ? ' class="n"' : k === r.length - 1 && String(c).length > 20 ? ' class="how"' : '') + '>' + escText(c) + '</td>').join('') + '</tr>').join('') + '</table>';
+}
+const PARTS = [['parametersBytes', 'parameters', '#0969da'], ['gradientsBytes', 'gradients', '#8250df'], ['optimizerBytes', 'optimizer states', '#bc4c00'],
+  ['optimizerTemporariesBytes', 'optimizer temporaries', '#fb8f44'], ['activationsBytes', 'activations', '#1a7f37'], ['autocastCacheBytes', 'autocast weight cache', '#4ac26b'],
+  ['logitsBytes', 'logits', '#bf3989'], ['kvCacheBytes', 'KV cache', '#9a6700'], ['workspaceBytes', 'workspace', '#d4a72c'], ['overheadBytes', 'overhead', '#57606a']];
+function update() {
+  const mode = $('mode').value;
+  for (const el of document.querySelectorAll('.train')) el.style.display = mode === 'train' ? '' : 'none';
+  for (const el of document.querySelectorAll('.infer')) el.style.display = mode === 'infer' ? '' : 'none';
+  let r;
+  try {
+    r = P.plan(model(), P.planOptionsFrom(inputs()), machine());
+  } catch (e) {
+    $('error').textContent = String(e.message || e);
+    $('result').style.display = 'none';
+    window.gpumemPlanResult = undefined;
+    return;
+  }
+  $('error').textContent = '';
+  $('result').style.display = '';
+  window.gpumemPlanResult = r;
+  const s = r.serving;
+  $('fits').className = 'fits ' + (r.fits ? 'yes' : 'no');
+  $('fits').textContent = s
+    ? (s.starts ? 'starts' : 'does not start') + ': KV cache ' + s.kvTokens + ' tokens (' + s.kvBlocks + ' blocks of ' + s.blockSize + '); maximum concurrency for ' + s.maxModelLen + ' tokens per request: ' + s.maxConcurrency.toFixed(2) + 'x'
+    : r.fits ? 'fits: ' + gib(r.marginBytes) + ' GiB to spare' : 'does not fit: ' + gib(-r.marginBytes) + ' GiB short';
+  $('total').textContent = gib(r.perGpu.totalBytes);
+  $('capacity').textContent = gib(r.capacityBytes);
+  $('summary').textContent = r.model.name + ', ' + (r.model.parameters / 1e9).toFixed(2) + 'B parameters; ' + r.machine.name;
+  $('lines').innerHTML = table(['line', 'GiB', 'GB', 'how'], [...r.lines.map((l) => [l.name, gib(l.bytes), gb(l.bytes), l.note]),
+    ['total', gib(r.perGpu.totalBytes), gb(r.perGpu.totalBytes), ''], ['capacity', gib(r.capacityBytes), gb(r.capacityBytes), r.machine.capacitySource]]);
+  $('suggestions').innerHTML = r.suggestions.length ? table(['change', 'fits', 'new total GiB', 'cost'], r.suggestions.map((x) => [x.change, x.fits ? 'yes' : 'no', gib(x.totalBytes), x.cost])) : '<p class="note">none needed</p>';
+  const l = r.largest;
+  $('largest').textContent = [l.batch !== undefined ? 'batch ' + l.batch : '', l.seq !== undefined ? 'sequence ' + l.seq : '', l.context !== undefined ? 'context ' + l.context + ' tokens' : ''].filter(Boolean).join('; ') || 'nothing fits even at batch 1';
+  $('notes').innerHTML = r.notes.map((n) => '<p class="note">' + escText(n) + '</p>').join('');
+  const datasets = PARTS.filter(([k]) => r.atPeak[k] > 0).map(([k, label, color]) => ({ label, data: [Number(gib(r.atPeak[k])), null], backgroundColor: color, stack: 'm' }));
+  datasets.push({ label: 'capacity', data: [null, Number(gib(r.capacityBytes))], backgroundColor: '#d0d7de', stack: 'm' });
+  if (!chart)
+    chart = new Chart($('bar'), { type: 'bar', data: { labels: ['this plan', 'capacity'], datasets },
+      options: { indexAxis: 'y', responsive: true, maintainAspectRatio: false, animation: false, scales: { x: { stacked: true, title: { display: true, text: 'GiB (2^30 bytes)' } }, y: { stacked: true } } } });
+  else { chart.data.datasets = datasets; chart.update(); }
+  window.gpumemCharts = [chart];
+}
+for (const el of document.querySelectorAll('select, input, textarea')) el.addEventListener('input', update);
+update();
+`;
+
+/** The interactive plan page, self-contained (Chart.js and the planner inlined). */
+export function renderPlanPage(state: PlanPageState): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>gpumem plan</title><style>${CSS}</style></head>
+<body><h1>gpumem plan</h1><p class="note">What an LLM needs per GPU. Every control re-plans here in the page with the planner the command line runs (no network, no GPU). GiB = 2^30 bytes, GB = 10^9.</p>
+<form onsubmit="return false">${CONTROLS}</form>
+<p id="error" class="error"></p>
+<div id="result"><p id="summary" class="note"></p><p id="fits" class="fits"></p>
+<p>peak <b id="total"></b> GiB of <span id="capacity"></span> GiB per GPU</p>
+<figure><canvas id="bar" role="img" aria-label="memory of the most-loaded GPU against capacity"></canvas></figure>
+<h2>Most-loaded GPU at the peak</h2><div id="lines"></div>
+<h2>Changes that would make it fit</h2><div id="suggestions"></div>
+<h2>Largest that fits</h2><p id="largest"></p>
+<h2>Notes</h2><div id="notes"></div></div>
+<script>${chartLibrary()}</script>
+<script>${planBundle()}</script>
+<script>const GPUMEM_STATE = ${scriptJson(state)};
+${APP}</script>
+</body></html>
+`;
+}
