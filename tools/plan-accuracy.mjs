@@ -10,8 +10,8 @@ const file = process.argv[2] ?? new URL('../fixtures/plan/measured-peaks.json', 
 const d = JSON.parse(readFileSync(file, 'utf8'));
 const par = { gpus: 1, nodes: 1, zero: 0, tp: 1, sp: false, pp: 1, ep: 1, inFlight: 1 };
 console.log(`Measured on ${d.device} with torch ${d.torch}, transformers ${d.transformers}; GiB = 2^30 bytes.\n`);
-console.log('| run | model | precision | batch x tokens | measured peak (GiB) | planner − overhead (GiB) | error | parameters error |');
-console.log('|---|---|---|---|---:|---:|---:|---:|');
+console.log('| run | model | precision | batch x tokens | measured peak (GiB) | planner − overhead (GiB) | error | parameters error | role |');
+console.log('|---|---|---|---|---:|---:|---:|---:|---|');
 for (const r of d.rows) {
   const m = normaliseConfig(r.config, 'fixture', r.model);
   const o =
@@ -50,6 +50,6 @@ for (const r of d.rows) {
   const perr = ((e.localParams * (r.mode === 'train' ? 4 : 2)) / r.parameterBytes - 1) * 100;
   const shape = r.mode === 'train' ? `${r.batch} x ${r.seq}` : `${r.batch} x (${r.prompt}+${r.newTokens})`;
   console.log(
-    `| ${r.mode === 'train' ? 'train, AdamW' : 'generate, KV cache'} | ${r.model} | ${r.precision ?? 'bf16 weights'} | ${shape} | ${(r.peakAllocatedBytes / 2 ** 30).toFixed(3)} | ${(pred / 2 ** 30).toFixed(3)} | ${err >= 0 ? '+' : ''}${err.toFixed(1)}% | ${perr.toFixed(2)}% |`,
+    `| ${r.mode === 'train' ? 'train, AdamW' : 'generate, KV cache'} | ${r.model} | ${r.precision ?? 'bf16 weights'} | ${shape} | ${(r.peakAllocatedBytes / 2 ** 30).toFixed(3)} | ${(pred / 2 ** 30).toFixed(3)} | ${err >= 0 ? '+' : ''}${err.toFixed(1)}% | ${perr.toFixed(2)}% | ${r.mode === 'train' && r.model === 'gpt2' ? 'fit' : 'test'} |`,
   );
 }

@@ -7,8 +7,8 @@
  *   ZeRO stage 1/2/3 shards optimizer, then gradients, then parameters over the data-parallel GPUs.
  * - activations per layer and token counted tensor by tensor for the block (LayerNorm + GELU-tanh + dropout for
  *   GPT, RMSNorm + SwiGLU + RoPE + repeated KV heads for Llama) at the element sizes autocast uses, times a factor
- *   measured on real runs for what the count misses (PyTorch's contiguous copies and temporaries): 1.04 for fp32,
- *   1.10 for 16-bit. Framework choices enter explicitly: a fused attention kernel (flash / memory-efficient SDPA)
+ *   fit on measured GPT-2 runs for what the count misses (PyTorch's contiguous copies and temporaries): 1.045 for
+ *   fp32, 1.145 for 16-bit; runs of other models test it. Framework choices enter explicitly: a fused attention kernel (flash / memory-efficient SDPA)
  *   stores no s x s matrix, the math kernel stores the softmax; the loss keeps fp32 log-probabilities (4 bytes x
  *   vocabulary per token, as Hugging Face upcasts logits before cross-entropy) and the backward pass briefly holds
  *   two more such tensors; autocast caches a bf16 copy of every matmul weight; AdamW's default foreach step needs

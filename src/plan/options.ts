@@ -55,6 +55,8 @@ export interface TrainOptions {
   offload: 'none' | 'optimizer' | 'params';
   /** Share of the estimate set aside for allocator fragmentation. */
   fragmentation: number;
+  /** The activation count's correction factor (default: pytorchCorrection, fit on measured runs); for fitting it. */
+  activationCorrection?: number | undefined;
 }
 
 export interface InferOptions {

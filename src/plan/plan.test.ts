@@ -139,12 +139,15 @@ test('parameter counts of catalogue models are the published exact counts', () =
   assert.ok(Math.abs(ds.activePerToken / 37e9 - 1) < 0.03, `DeepSeek-V3 activates about 37B per token, got ${ds.activePerToken}`);
 });
 
-test('against peaks measured with PyTorch on an H200: total - overhead within 10%, parameters within 3%', () => {
+test('against peaks measured with PyTorch on an H200, the runs the correction was not fit on: training within 5%, generation within 10%, parameters within 3%', () => {
   const fixture = JSON.parse(readFileSync(new URL('../../fixtures/plan/measured-peaks.json', import.meta.url), 'utf8')) as {
     rows: Array<Record<string, unknown> & { mode: string; model: string; config: Record<string, unknown>; peakAllocatedBytes: number; parameterBytes: number }>;
   };
   assert.ok(fixture.rows.length >= 30);
-  for (const r of fixture.rows) {
+  // the activation correction was fit on the GPT-2 training runs: they are not a test of it
+  const held = fixture.rows.filter((r) => !(r.mode === 'train' && r.model === 'gpt2'));
+  assert.ok(held.length >= 25);
+  for (const r of held) {
     const m = normaliseConfig(r.config, 'fixture', r.model);
     // Every run used attn_implementation="sdpa", Hugging Face's default: the planner's default picks the kernel.
     const o: TrainOptions | InferOptions =
@@ -182,7 +185,7 @@ test('against peaks measured with PyTorch on an H200: total - overhead within 10
     const predicted = e.totalBytes - e.overheadBytes;
     const err = predicted / r.peakAllocatedBytes - 1;
     assert.ok(
-      Math.abs(err) <= 0.1,
+      Math.abs(err) <= (r.mode === 'train' ? 0.05 : 0.1),
       `${r.mode} ${r.model} ${String(r.precision ?? '')} b=${String(r.batch)}: planner ${predicted}, measured ${r.peakAllocatedBytes} (${(err * 100).toFixed(1)}%)`,
     );
     const paramBytes = e.localParams * (r.mode === 'train' ? 4 : 2);

@@ -71,7 +71,8 @@ export function estimateTrain(m: ModelConfig, o: TrainOptions): Estimate {
     });
   } else {
     const count = pytorchLayerBytesPerToken(m, o.precision);
-    const perLayer = (count.perToken * pytorchCorrection(o.precision) * tokens) / p.tp;
+    const correction = o.activationCorrection ?? pytorchCorrection(o.precision);
+    const perLayer = (count.perToken * correction * tokens) / p.tp;
     const scoreBytes = o.precision === 'fp32' ? 4 : 2;
     const perScore = m.dropout ? 2 * scoreBytes + 1 : scoreBytes;
     const attnScores = fused || o.recompute !== 'none' ? 0 : perScore * o.batch * (m.heads / p.tp) * o.seq * o.seq;
@@ -93,7 +94,7 @@ export function estimateTrain(m: ModelConfig, o: TrainOptions): Estimate {
       activations.push({
         name: 'activations per layer',
         bytes: perLayer * layersHere * inFlight,
-        note: `${count.hCoef}h + ${count.fCoef}f bytes per token x ${pytorchCorrection(o.precision)} (measured correction); ${layersHere} layers x ${inFlight} micro-batches in flight; attention: ${kernel}`,
+        note: `${count.hCoef}h + ${count.fCoef}f bytes per token x ${correction} (measured correction); ${layersHere} layers x ${inFlight} micro-batches in flight; attention: ${kernel}`,
         field: 'activationsBytes',
       });
       if (attnScores)
