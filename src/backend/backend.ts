@@ -122,6 +122,16 @@ export interface DeviceMemoryUse {
   source: 'nvml' | 'rocm-smi' | 'runtime' | 'host';
   /** Why the figures come from a fallback (the management library's error), when they do. */
   note?: string | undefined;
+  /**
+   * The device's identity across machines and reboots: NVML's UUID (GPU-xxxxxxxx-...), ROCm SMI's unique id (0x...),
+   * or on the host backend one made from the machine id and the device index. Undefined where it cannot be read.
+   */
+  uuid?: string | undefined;
+  /** Percent of the last sample period a kernel ran (NVML utilization.gpu, ROCm SMI busy percent). */
+  utilizationPercent?: number | undefined;
+  /** PCIe throughput in bytes per second, device to host (tx) and host to device (rx), where the library gives it without blocking. */
+  pcieTxBytesPerSecond?: number | undefined;
+  pcieRxBytesPerSecond?: number | undefined;
 }
 
 export interface PcieLink {

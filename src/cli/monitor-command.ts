@@ -5,9 +5,10 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
-import { interruption, withRuntime, type Io } from './context.js';
+import { closeSync, openSync, writeSync } from 'node:fs';
+import { checkWritable, interruption, withRuntime, type Io } from './context.js';
 import { UsageError } from './errors.js';
-import { backendOption, collectInts, parsePort, parsePositive, parseSeconds } from './options.js';
+import { backendOption, collectInts, parsePercent, parsePort, parsePositive, parseSeconds } from './options.js';
 
 export interface MonitorCliOptions {
   backend?: string;
@@ -19,8 +20,15 @@ export interface MonitorCliOptions {
   json?: boolean;
   prometheus?: boolean;
   serve?: boolean;
+  csv?: boolean;
+  log?: string;
   port: number;
   host: string;
+  warn: number;
+  critical: number;
+  warnTime: number;
+  criticalTime: number;
+  forecastWindow: number;
 }
 
 export function defineMonitor(program: Command, io: Io): void {
@@ -34,6 +42,18 @@ export function defineMonitor(program: Command, io: Io): void {
     .option('--count <n>', 'stop after n samples', (v) => parsePositive(v, '--count'))
     .option('--json', 'one JSON sample per line (schema gpumem.monitor/1)')
     .option('--prometheus', "print samples in Prometheus' text format (e.g. for node_exporter's textfile collector)")
+    .option('--csv', 'one CSV row per device per sample, with a header (e.g. --once --csv)')
+    .option('--log <file>', 'append every sample to FILE as one JSON line (NDJSON history, schema gpumem.monitor/1)')
+    .option('--warn <percent>', 'mark a device warning from this share of its memory in use', (v) => parsePercent(v, '--warn'), 0.9)
+    .option('--critical <percent>', 'mark a device critical from this share in use', (v) => parsePercent(v, '--critical'), 0.97)
+    .option('--warn-time <seconds>', 'mark warning when memory at its current growth runs out within this time', (v) => parseSeconds(v, '--warn-time'), 900)
+    .option('--critical-time <seconds>', 'mark critical when it runs out within this time', (v) => parseSeconds(v, '--critical-time'), 120)
+    .option(
+      '--forecast-window <seconds>',
+      'fit the growth of used memory over the samples of this last window',
+      (v) => parseSeconds(v, '--forecast-window'),
+      300,
+    )
     .option('--serve', 'serve the web dashboard at / and Prometheus metrics at /metrics until Ctrl-C')
     .option('--port <n>', 'port for --serve (0 picks a free one)', (v) => parsePort(v), 9464)
     .option('--host <address>', 'address for --serve to listen on (0.0.0.0 to let other machines scrape it)', '127.0.0.1')
@@ -44,13 +64,22 @@ Examples:
   $ gpumem monitor                      redraws every second until Ctrl-C
   $ gpumem monitor --once --json
   $ gpumem monitor --serve --host 0.0.0.0 --port 9464     dashboard at http://HOST:9464/, scrape /metrics
+  $ gpumem monitor --once --csv
+  $ gpumem monitor --interval 10 --log memory.ndjson      the history on disk, one sample per line
+
+Every sample forecasts the time to out-of-memory from the growth of used memory over the forecast window and marks
+each device and pool ok, warning or critical (--warn, --critical, --warn-time, --critical-time). For a fleet, run
+--serve on each node and let one Prometheus scrape them: every series carries hostname, uuid and vendor; the
+Grafana dashboard is deploy/grafana/gpumem-dashboard.json.
 
 The figures and the per-process list come from NVML on NVIDIA and ROCm SMI on AMD (no context is created on the
 GPUs); without those libraries from the runtime's memGetInfo, without a process list. Bytes are bytes; the terminal
 view prints GiB = 2^30.`,
     )
     .action((opts: MonitorCliOptions) => {
-      if ([opts.json, opts.prometheus, opts.serve].filter(Boolean).length > 1) throw new UsageError('choose one of --json, --prometheus and --serve');
+      if ([opts.json, opts.prometheus, opts.serve, opts.csv].filter(Boolean).length > 1)
+        throw new UsageError('choose one of --json, --prometheus, --csv and --serve');
+      checkWritable(opts.log, '--log');
       return runMonitor(opts, io);
     });
 }
@@ -65,8 +94,28 @@ export async function runMonitor(opts: MonitorCliOptions, io: Io, interactive = 
   const { toPrometheus } = await import('../monitor/prometheus.js');
   const { MonitorServer } = await import('../monitor/server.js');
   const { renderFrame } = await import('../render/monitor-terminal.js');
+  const { toCsv } = await import('../monitor/csv.js');
   await withRuntime(opts, io, async (rt) => {
-    const monitor = new MemoryMonitor(rt, { devices: opts.device });
+    const log = opts.log ? openSync(opts.log, 'a') : undefined;
+    const monitor = new MemoryMonitor(rt, {
+      devices: opts.device,
+      thresholds: {
+        warningFraction: opts.warn,
+        criticalFraction: opts.critical,
+        warningSeconds: opts.warnTime,
+        criticalSeconds: opts.criticalTime,
+        windowSeconds: opts.forecastWindow,
+      },
+      onSample: log === undefined ? undefined : (s) => writeSync(log, `${JSON.stringify(s)}\n`),
+    });
+    try {
+      await watch(monitor);
+    } finally {
+      if (log !== undefined) closeSync(log);
+    }
+  });
+
+  async function watch(monitor: InstanceType<typeof MemoryMonitor>): Promise<void> {
     const intervalMs = opts.interval * 1000;
     const limit = opts.once ? 1 : opts.count;
     if (opts.serve) {
@@ -84,13 +133,14 @@ export async function runMonitor(opts: MonitorCliOptions, io: Io, interactive = 
       }
       return;
     }
-    const redraw = interactive && !opts.json && !opts.prometheus && limit !== 1;
+    const redraw = interactive && !opts.json && !opts.prometheus && !opts.csv && limit !== 1;
     const stop = interruption();
     try {
       for (let n = 0; (limit === undefined || n < limit) && !stop.signal.aborted; n++) {
         const s = monitor.sample();
         if (opts.json) io.out(`${JSON.stringify(s)}\n`);
         else if (opts.prometheus) io.out(toPrometheus(s));
+        else if (opts.csv) io.out(toCsv(s, n === 0));
         else io.out(`${redraw ? '\x1b[H\x1b[2J' : n > 0 ? '\n' : ''}${renderFrame(s, { interactive: redraw })}`);
         if (limit !== undefined && n + 1 >= limit) break;
         await sleep(intervalMs, undefined, { signal: stop.signal }).catch(() => undefined);
@@ -98,5 +148,5 @@ export async function runMonitor(opts: MonitorCliOptions, io: Io, interactive = 
     } finally {
       stop.release();
     }
-  });
+  }
 }

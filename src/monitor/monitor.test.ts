@@ -5,7 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -14,8 +17,9 @@ import { ErrorCode, GpuError, InvalidArgumentError } from '../errors.js';
 import { openRuntime, type Runtime } from '../memory/runtime.js';
 import { CachingPool } from '../pool/caching-pool.js';
 import { DeviceResource } from '../pool/sources.js';
+import { main } from '../cli/program.js';
 import { CHROMIUM, inChromium, runCli } from '../testing/harness.js';
-import { MemoryMonitor, type MonitorSample } from './monitor.js';
+import { DEFAULT_THRESHOLDS, growth, MemoryMonitor, stateOf, type MonitorSample } from './monitor.js';
 import { toPrometheus } from './prometheus.js';
 import { MONITOR_SAMPLE_SCHEMA } from './schema.js';
 import { MonitorServer } from './server.js';
@@ -148,13 +152,28 @@ test('the terminal frame shows devices, processes and pools', () => {
         freeBytes: 139_000_000_000,
         usedBytes: 11_109_880_320,
         source: 'nvml',
+        uuid: 'GPU-00000000-1111-2222-3333-444444444444',
+        vendor: 'nvidia',
+        utilizationPercent: 87,
         processes: [{ pid: 4242, name: 'python3', usedBytes: 10_737_418_240 }, { pid: 77 }],
+        forecast: { growthBytesPerSecond: 100_000_000, timeToFullSeconds: 1390, state: 'ok' },
       },
-      { index: 1, totalBytes: 100, freeBytes: 100, usedBytes: 0, source: 'runtime', note: 'NVML (libnvidia-ml) not found' },
+      {
+        index: 1,
+        vendor: 'nvidia',
+        totalBytes: 100,
+        freeBytes: 100,
+        usedBytes: 0,
+        source: 'runtime',
+        note: 'NVML (libnvidia-ml) not found',
+        forecast: { state: 'ok' },
+      },
     ],
     pools: [
       {
         name: 'kv',
+        device: 0,
+        forecast: { growthBytesPerSecond: 1e6, timeToFullSeconds: 139_000, state: 'ok' },
         reservedBytes: 2 ** 30,
         allocatedBytes: 2 ** 29,
         requestedBytes: 2 ** 29,
@@ -171,12 +190,12 @@ test('the terminal frame shows devices, processes and pools', () => {
   validSample(sample);
   const f = renderFrame(sample);
   assert.match(f, /gpumem monitor {2}gpu-node-7 {2}backend cuda/);
-  assert.match(f, /^0 +NVIDIA H200 +10\.3 GiB +139\.8 GiB +129\.5 GiB +\[#+\.+\] 7\.4% +2 +nvml$/m);
-  assert.match(f, /^1 +0 B +100 B +100 B .* 0\.0% +n\/a +runtime$/m);
+  assert.match(f, /^0 +NVIDIA H200 +10\.3 GiB +139\.8 GiB +129\.5 GiB +\[#+\.+\] 7\.4% +87% +2 +23 min +ok +nvml$/m);
+  assert.match(f, /^1 +0 B +100 B +100 B .* 0\.0% +n\/a +n\/a +- +ok +runtime$/m);
   assert.match(f, /device 1: NVML \(libnvidia-ml\) not found/);
   assert.match(f, /^0 +4242 +python3 +10\.0 GiB$/m);
   assert.match(f, /^0 +77 +\? +n\/a$/m);
-  assert.match(f, /^kv +1\.0 GiB +512\.0 MiB +512\.0 MiB +1\.0 GiB +0\.500 +3 +10 +2$/m);
+  assert.match(f, /^kv +1\.0 GiB +512\.0 MiB +512\.0 MiB +1\.0 GiB +0\.500 +3 +10 +2 +38\.6 h +ok$/m);
   assert.doesNotMatch(f, /Ctrl-C/);
   assert.match(renderFrame(sample, { interactive: true }), /\(Ctrl-C to stop\)/);
 });
@@ -270,6 +289,9 @@ test('the dashboard draws devices, the chart, processes and pools in Chromium', 
   assert.match(value.text, /host CPU/);
   assert.match(value.text, /activations/);
   assert.match(value.text, new RegExp(`\\b${process.pid}\\b`), 'this process is in the process table');
+  assert.match(value.text, /the CPU memory of this machine standing in for a GPU/, 'the host backend says what it shows');
+  assert.match(value.text, /to OOM\s+state/, 'the device table has the forecast');
+  assert.match(value.text, /\bok\b/);
   pool.deallocate(address, 5 * MiB);
   pool[Symbol.dispose]();
 });
@@ -330,7 +352,7 @@ test('gpumem monitor redraws in a terminal (tmux) and stops on Ctrl-C', { skip: 
     await until('the first frame', () => /\(Ctrl-C to stop\)/.test(capture()));
     const first = capture();
     assert.match(first, /^gpumem monitor .* backend host /m);
-    assert.match(first, /^device +name +used +total +free +use +processes +source$/m);
+    assert.match(first, /^device +name +used +total +free +use +busy +processes +to OOM +state +source$/m);
     assert.equal(first.match(/^gpumem monitor /gm)?.length, 1, 'each frame replaces the last (the screen is cleared)');
     const stamp = /backend host {2}(\S+)/.exec(first)![1];
     await until('a redraw with a new time', () => /backend host {2}(\S+)/.exec(capture())?.[1] !== stamp);
@@ -339,5 +361,181 @@ test('gpumem monitor redraws in a terminal (tmux) and stops on Ctrl-C', { skip: 
     await until('the monitor to stop', () => !/node/.test(tmux('display-message', '-p', '-t', session, '#{pane_current_command}')));
   } finally {
     if (alive()) tmux('kill-session', '-t', session);
+  }
+});
+
+test('the Grafana dashboard imports as is: valid against the dashboard schema, every query names a metric the exporter emits', async () => {
+  const { Ajv } = await import('ajv');
+  const { GRAFANA_DASHBOARD_SCHEMA } = await import('./grafana-schema.js');
+  const dashboard = JSON.parse(readFileSync(new URL('../../deploy/grafana/gpumem-dashboard.json', import.meta.url), 'utf8')) as {
+    panels: Array<{ id: number; title: string; gridPos: { x: number; y: number; w: number; h: number }; targets: Array<{ expr: string; refId: string }> }>;
+  };
+  const ajv = new Ajv({ strict: false, allErrors: true });
+  assert.ok(ajv.validate(GRAFANA_DASHBOARD_SCHEMA, dashboard), ajv.errorsText(ajv.errors));
+  // panels fit the 24-column grid and do not overlap; ids and refIds are unique
+  const cells = new Set<string>();
+  for (const p of dashboard.panels) {
+    assert.ok(p.gridPos.x + p.gridPos.w <= 24, `${p.title} fits the grid`);
+    for (let x = p.gridPos.x; x < p.gridPos.x + p.gridPos.w; x++)
+      for (let y = p.gridPos.y; y < p.gridPos.y + p.gridPos.h; y++) {
+        assert.ok(!cells.has(`${x},${y}`), `${p.title} overlaps another panel at ${x},${y}`);
+        cells.add(`${x},${y}`);
+      }
+    assert.equal(new Set(p.targets.map((t) => t.refId)).size, p.targets.length);
+  }
+  assert.equal(new Set(dashboard.panels.map((p) => p.id)).size, dashboard.panels.length);
+  // what the exporter emits when every figure is there (a sample with utilisation, PCIe, processes and a growing pool)
+  const full: MonitorSample = {
+    schema: 'gpumem.monitor/1',
+    time: '2026-12-01T08:00:00.000Z',
+    host: 'node-1',
+    backend: 'cuda',
+    devices: [
+      {
+        index: 0,
+        name: 'NVIDIA H200',
+        uuid: 'GPU-1',
+        vendor: 'nvidia',
+        totalBytes: 100,
+        freeBytes: 40,
+        usedBytes: 60,
+        reservedBytes: 1,
+        source: 'nvml',
+        utilizationPercent: 50,
+        pcieTxBytesPerSecond: 1,
+        pcieRxBytesPerSecond: 2,
+        processes: [{ pid: 1, name: 'python3', usedBytes: 60 }],
+        forecast: { growthBytesPerSecond: 1, timeToFullSeconds: 40, state: 'critical' },
+      },
+    ],
+    pools: [
+      {
+        name: 'kv',
+        device: 0,
+        forecast: { growthBytesPerSecond: 1, timeToFullSeconds: 40, state: 'critical' },
+        reservedBytes: 10,
+        allocatedBytes: 5,
+        requestedBytes: 5,
+        peakReservedBytes: 10,
+        freeBytes: 5,
+        largestFreeBlockBytes: 5,
+        fragmentation: 0,
+        segments: 1,
+        cacheHits: 1,
+        cacheMisses: 1,
+      },
+    ],
+  };
+  validSample(full);
+  const exported = new Set([...toPrometheus(full).matchAll(/^(gpumem_\w+)[{ ]/gm)].map((m) => m[1]!));
+  for (const p of dashboard.panels)
+    for (const t of p.targets) {
+      const names = [...t.expr.matchAll(/\bgpumem_\w+/g)].map((m) => m[0]);
+      assert.ok(names.length > 0, `${p.title}: the query names a gpumem metric`);
+      for (const n of names) assert.ok(exported.has(n), `${p.title}: ${n} is a metric the exporter emits`);
+      assert.match(t.expr, /hostname=~"\$hostname"/, `${p.title}: filtered by the node variable`);
+    }
+  // every series carries hostname; device and process series carry uuid and vendor
+  for (const line of toPrometheus(full)
+    .split('\n')
+    .filter((l) => l && !l.startsWith('#'))) {
+    assert.match(line, /hostname="node-1"/, line);
+    if (/^gpumem_(device_|process_)/.test(line) && !line.startsWith('gpumem_devices')) assert.match(line, /uuid="GPU-1",vendor="nvidia"/, line);
+  }
+});
+
+test('time to out-of-memory: a growing pool on the host backend is forecast and marked by the thresholds', () => {
+  using rt = host();
+  const pool = new CachingPool(new DeviceResource(rt.device(0)), {});
+  const monitor = new MemoryMonitor(rt, { thresholds: { windowSeconds: 3600 } });
+  monitor.watchPool('grow', pool);
+  const held: number[] = [];
+  let last: MonitorSample | undefined;
+  for (let i = 0; i < 5; i++) {
+    held.push(pool.allocate(64 * 2 ** 20));
+    last = monitor.sample();
+    const t = Date.now();
+    while (Date.now() - t < 15); // samples a few ms apart: the clock of the fit
+  }
+  const p = last!.pools.find((x) => x.name === 'grow')!;
+  assert.ok(p.forecast.growthBytesPerSecond! > 0, 'the pool grows');
+  assert.ok(p.forecast.timeToFullSeconds! > 0);
+  const d = last!.devices[0]!;
+  assert.ok(d.forecast.growthBytesPerSecond! > 0 && d.forecast.timeToFullSeconds! > 0, 'the device grows with it');
+  assert.equal(d.forecast.state, stateOf(d.usedBytes / d.totalBytes, d.forecast.timeToFullSeconds, { ...DEFAULT_THRESHOLDS, windowSeconds: 3600 }));
+  for (const a of held) pool.deallocate(a, 64 * 2 ** 20);
+  pool[Symbol.dispose]();
+  // the state from its two causes, and growth from a least-squares fit
+  assert.equal(stateOf(0.5, undefined, DEFAULT_THRESHOLDS), 'ok');
+  assert.equal(stateOf(0.92, undefined, DEFAULT_THRESHOLDS), 'warning');
+  assert.equal(stateOf(0.5, 600, DEFAULT_THRESHOLDS), 'warning');
+  assert.equal(stateOf(0.98, undefined, DEFAULT_THRESHOLDS), 'critical');
+  assert.equal(stateOf(0.1, 60, DEFAULT_THRESHOLDS), 'critical');
+  assert.deepEqual(
+    growth(
+      [
+        { t: 0, value: 0 },
+        { t: 10, value: 100 },
+        { t: 20, value: 200 },
+      ],
+      1000,
+      60,
+    ),
+    { growthBytesPerSecond: 10, timeToFullSeconds: 100 },
+  );
+  assert.deepEqual(
+    growth(
+      [
+        { t: 0, value: 5 },
+        { t: 10, value: 5 },
+        { t: 20, value: 5 },
+      ],
+      1000,
+      60,
+    ),
+    { growthBytesPerSecond: 0 },
+  );
+  assert.deepEqual(
+    growth(
+      [
+        { t: 0, value: 0 },
+        { t: 10, value: 100 },
+      ],
+      1000,
+      60,
+    ),
+    {},
+    'two points are not a trend',
+  );
+  assert.throws(() => new MemoryMonitor(rt, { thresholds: { warningFraction: 0.99, criticalFraction: 0.9 } }), /thresholds must satisfy/);
+});
+
+test('gpumem monitor --once --csv and --log write what they say', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gpumem-monitor-log-'));
+  try {
+    const log = join(dir, 'memory.ndjson');
+    let out = '';
+    const code = await main(['monitor', '--backend', 'host', '--count', '2', '--interval', '0.1', '--csv', '--log', log], {
+      out: (s) => (out += s),
+      err: () => {},
+    });
+    assert.equal(code, 0);
+    const lines = out.trim().split('\n');
+    assert.equal(
+      lines[0],
+      'time,hostname,backend,device,uuid,vendor,name,total_bytes,used_bytes,free_bytes,utilization_percent,processes,time_to_oom_seconds,state,source',
+    );
+    assert.equal(lines.length, 3, 'a header, then one row per device per sample');
+    assert.match(lines[1]!, /,host,0,host-[^,]+-0,host,/);
+    const samples = readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as MonitorSample);
+    assert.equal(samples.length, 2);
+    for (const s of samples) validSample(s);
+    const bad = await main(['monitor', '--backend', 'host', '--once', '--csv', '--json'], { out: () => {}, err: () => {} });
+    assert.equal(bad, 2);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });

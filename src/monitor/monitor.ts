@@ -18,10 +18,31 @@ export interface ProcessSample {
   usedBytes?: number;
 }
 
+/** How close memory is to running out: the used fraction and the time left at the current growth, against thresholds. */
+export type MemoryState = 'ok' | 'warning' | 'critical';
+
+/** A forecast of running out of memory, from the growth of used (or reserved) bytes over the recent samples. */
+export interface Forecast {
+  /** Bytes per second over the window (least squares); absent with fewer than three samples in it. */
+  growthBytesPerSecond?: number;
+  /** Seconds until the device is full at that growth; absent when memory is not growing. */
+  timeToFullSeconds?: number;
+  state: MemoryState;
+}
+
 /** One device's memory at the time of the sample. */
 export interface DeviceSample {
   index: number;
   name?: string;
+  /** Stable across machines: NVML's UUID, ROCm SMI's unique id, or the host device's made-up one. */
+  uuid?: string;
+  /** nvidia, amd or host. */
+  vendor: 'nvidia' | 'amd' | 'host';
+  /** Percent of the last sample period a kernel ran, where the management library gives it. */
+  utilizationPercent?: number;
+  pcieTxBytesPerSecond?: number;
+  pcieRxBytesPerSecond?: number;
+  forecast: Forecast;
   totalBytes: number;
   freeBytes: number;
   usedBytes: number;
@@ -37,6 +58,10 @@ export interface DeviceSample {
 /** A caching pool handed to the monitor, by the name it was given. */
 export interface PoolSample {
   name: string;
+  /** The device whose free memory the pool grows into (for its forecast). */
+  device: number;
+  /** When the device runs out at the growth of this pool's reserved bytes. */
+  forecast: Forecast;
   reservedBytes: number;
   allocatedBytes: number;
   requestedBytes: number;
@@ -68,6 +93,20 @@ export interface PoolLike {
   stats(): PoolStats;
 }
 
+/** When a device or pool is marked warning or critical. */
+export interface Thresholds {
+  /** Used fraction of the device (default 0.90 warning, 0.97 critical). */
+  warningFraction: number;
+  criticalFraction: number;
+  /** Seconds to full at the current growth (default 900 warning, 120 critical). */
+  warningSeconds: number;
+  criticalSeconds: number;
+  /** The growth is fitted over the samples of the last this many seconds (default 300). */
+  windowSeconds: number;
+}
+
+export const DEFAULT_THRESHOLDS: Thresholds = { warningFraction: 0.9, criticalFraction: 0.97, warningSeconds: 900, criticalSeconds: 120, windowSeconds: 300 };
+
 export interface MonitorOptions {
   /** Devices to sample (default: all). */
   devices?: readonly number[];
@@ -75,7 +114,44 @@ export interface MonitorOptions {
   pools?: Record<string, PoolLike>;
   /** Samples kept for the dashboard's chart (default 600). */
   historySize?: number;
+  /** When to warn (defaults: DEFAULT_THRESHOLDS). */
+  thresholds?: Partial<Thresholds>;
+  /** Called with every sample as it is taken (the CLI's --log writes it to disk). */
+  onSample?: ((sample: MonitorSample) => void) | undefined;
 }
+
+/**
+ * Least-squares growth of `value` over the points of the last `windowSeconds`, and the seconds until it has grown by
+ * `room` bytes; nothing when fewer than three points span the window or the value does not grow.
+ */
+export function growth(points: ReadonlyArray<{ t: number; value: number }>, room: number, windowSeconds: number): Omit<Forecast, 'state'> {
+  const last = points[points.length - 1];
+  if (!last) return {};
+  const recent = points.filter((p) => last.t - p.t <= windowSeconds);
+  if (recent.length < 3) return {};
+  const n = recent.length;
+  const mt = recent.reduce((s, p) => s + p.t, 0) / n;
+  const mv = recent.reduce((s, p) => s + p.value, 0) / n;
+  let num = 0;
+  let den = 0;
+  for (const p of recent) {
+    num += (p.t - mt) * (p.value - mv);
+    den += (p.t - mt) ** 2;
+  }
+  if (den === 0) return {};
+  const slope = num / den;
+  return slope > 0 ? { growthBytesPerSecond: slope, timeToFullSeconds: Math.max(0, room) / slope } : { growthBytesPerSecond: slope };
+}
+
+/** The state of a device (or pool) from its used fraction and its time to full. */
+export function stateOf(usedFraction: number, timeToFullSeconds: number | undefined, t: Thresholds): MemoryState {
+  const ttf = timeToFullSeconds ?? Infinity;
+  if (usedFraction >= t.criticalFraction || ttf <= t.criticalSeconds) return 'critical';
+  if (usedFraction >= t.warningFraction || ttf <= t.warningSeconds) return 'warning';
+  return 'ok';
+}
+
+const VENDORS: Record<string, DeviceSample['vendor']> = { cuda: 'nvidia', hip: 'amd', host: 'host' };
 
 function processName(pid: number): string | undefined {
   try {
@@ -85,9 +161,11 @@ function processName(pid: number): string | undefined {
   }
 }
 
-function poolSample(name: string, s: PoolStats): PoolSample {
+function poolSample(name: string, device: number, s: PoolStats): PoolSample {
   return {
     name,
+    device,
+    forecast: { state: 'ok' },
     reservedBytes: s.reservedBytes.current,
     allocatedBytes: s.allocatedBytes.current,
     requestedBytes: s.requestedBytes.current,
@@ -103,7 +181,9 @@ function poolSample(name: string, s: PoolStats): PoolSample {
 
 export class MemoryMonitor {
   private readonly devices: readonly number[];
-  private readonly pools = new Map<string, PoolLike>();
+  private readonly pools = new Map<string, { pool: PoolLike; device: number }>();
+  private readonly thresholds: Thresholds;
+  private readonly onSample: ((sample: MonitorSample) => void) | undefined;
   private readonly historySize: number;
   private taken = 0;
   private readonly samples: MonitorSample[] = [];
@@ -124,6 +204,21 @@ export class MemoryMonitor {
     if (!Number.isInteger(h) || h < 1 || h > 100_000)
       throw new InvalidArgumentError(`historySize must be a whole number from 1 to 100000, got ${String(h)}`, ErrorCode.INVALID_ARGUMENT);
     this.historySize = h;
+    this.thresholds = { ...DEFAULT_THRESHOLDS, ...options.thresholds };
+    this.onSample = options.onSample;
+    const t = this.thresholds;
+    const ok =
+      0 < t.warningFraction &&
+      t.warningFraction <= t.criticalFraction &&
+      t.criticalFraction <= 1 &&
+      0 <= t.criticalSeconds &&
+      t.criticalSeconds <= t.warningSeconds &&
+      t.windowSeconds > 0;
+    if (!ok)
+      throw new InvalidArgumentError(
+        `thresholds must satisfy 0 < warning fraction <= critical fraction <= 1, 0 <= critical seconds <= warning seconds and a window above 0, got ${JSON.stringify(t)}`,
+        ErrorCode.INVALID_ARGUMENT,
+      );
     for (const [name, pool] of Object.entries(options.pools ?? {})) this.watchPool(name, pool);
   }
 
@@ -131,11 +226,13 @@ export class MemoryMonitor {
    * Reports a pool's statistics under `name` in every later sample.
    * @throws InvalidArgumentError for an empty name or an object without stats().
    */
-  watchPool(name: string, pool: PoolLike): void {
+  watchPool(name: string, pool: PoolLike, options: { device?: number } = {}): void {
     if (typeof name !== 'string' || name.length === 0) throw new InvalidArgumentError('watchPool: a pool needs a name', ErrorCode.INVALID_ARGUMENT);
     if (typeof (pool as { stats?: unknown })?.stats !== 'function')
       throw new InvalidArgumentError(`watchPool(${name}): expected a pool with stats()`, ErrorCode.INVALID_ARGUMENT);
-    this.pools.set(name, pool);
+    const device = options.device ?? this.devices[0] ?? 0;
+    if (this.rt.devices.length > 0) this.rt.device(device); // validates the index
+    this.pools.set(name, { pool, device });
   }
 
   unwatchPool(name: string): boolean {
@@ -150,12 +247,33 @@ export class MemoryMonitor {
       host: hostname(),
       backend: this.rt.backend.name,
       devices: this.devices.map((index) => this.deviceSample(index)),
-      pools: [...this.pools].map(([name, pool]) => poolSample(name, pool.stats())),
+      pools: [],
     };
+    const now = Date.parse(out.time) / 1000;
+    for (const d of out.devices) {
+      const points = [
+        ...this.samples.map((s) => ({ t: Date.parse(s.time) / 1000, value: s.devices.find((x) => x.index === d.index)?.usedBytes })),
+        { t: now, value: d.usedBytes },
+      ].filter((p): p is { t: number; value: number } => p.value !== undefined);
+      const g = growth(points, d.freeBytes, this.thresholds.windowSeconds);
+      d.forecast = { ...g, state: stateOf(d.totalBytes > 0 ? d.usedBytes / d.totalBytes : 0, g.timeToFullSeconds, this.thresholds) };
+    }
+    for (const [name, { pool, device }] of this.pools) {
+      const p = poolSample(name, device, pool.stats());
+      const points = [
+        ...this.samples.map((s) => ({ t: Date.parse(s.time) / 1000, value: s.pools.find((x) => x.name === name)?.reservedBytes })),
+        { t: now, value: p.reservedBytes },
+      ].filter((x): x is { t: number; value: number } => x.value !== undefined);
+      const dev = out.devices.find((x) => x.index === device);
+      const g = growth(points, dev?.freeBytes ?? 0, this.thresholds.windowSeconds);
+      p.forecast = dev ? { ...g, state: stateOf(dev.usedBytes / Math.max(1, dev.totalBytes), g.timeToFullSeconds, this.thresholds) } : { state: 'ok' };
+      out.pools.push(p);
+    }
     if (this.rt.devices.length === 0)
       out.notice = `the ${this.rt.backend.name} backend has no device${this.rt.backend.noDeviceReason() ? ` (${this.rt.backend.noDeviceReason()})` : ''}`;
     this.samples.push(out);
     this.taken++;
+    this.onSample?.(out);
     if (this.samples.length > this.historySize) this.samples.splice(0, this.samples.length - this.historySize);
     return out;
   }
@@ -177,8 +295,20 @@ export class MemoryMonitor {
 
   private deviceSample(index: number): DeviceSample {
     const u = this.rt.device(index).memoryUse();
-    const d: DeviceSample = { index, totalBytes: u.totalBytes, freeBytes: u.freeBytes, usedBytes: u.usedBytes, source: u.source };
+    const d: DeviceSample = {
+      index,
+      vendor: VENDORS[this.rt.backend.name] ?? 'host',
+      totalBytes: u.totalBytes,
+      freeBytes: u.freeBytes,
+      usedBytes: u.usedBytes,
+      source: u.source,
+      forecast: { state: 'ok' },
+    };
     if (u.name !== undefined) d.name = u.name;
+    if (u.uuid !== undefined) d.uuid = u.uuid;
+    if (u.utilizationPercent !== undefined) d.utilizationPercent = u.utilizationPercent;
+    if (u.pcieTxBytesPerSecond !== undefined) d.pcieTxBytesPerSecond = u.pcieTxBytesPerSecond;
+    if (u.pcieRxBytesPerSecond !== undefined) d.pcieRxBytesPerSecond = u.pcieRxBytesPerSecond;
     if (u.reservedBytes !== undefined) d.reservedBytes = u.reservedBytes;
     if (u.note !== undefined) d.note = u.note;
     if (u.processes) {

@@ -53,27 +53,65 @@ class Families {
   }
 }
 
-/** Renders one sample as Prometheus text. */
+const STATES = { ok: 0, warning: 1, critical: 2 } as const;
+
+/**
+ * Renders one sample as Prometheus text. Every series carries `hostname`, device series the GPU's `uuid` and
+ * `vendor` too, so that one Prometheus can gather a cluster's nodes and tell their GPUs apart.
+ */
 export function toPrometheus(sample: MonitorSample): string {
   const m = new Families();
-  m.add('gpumem_monitor_info', 'gauge', 'The monitor: backend and host (always 1).', { backend: sample.backend, host: sample.host }, 1);
-  m.add('gpumem_monitor_sample_timestamp_seconds', 'gauge', 'When the sample was taken (Unix time).', {}, Date.parse(sample.time) / 1000);
-  m.add('gpumem_devices', 'gauge', 'Devices sampled.', {}, sample.devices.length);
+  const hostname = sample.host;
+  m.add('gpumem_monitor_info', 'gauge', 'The monitor: backend and host (always 1).', { hostname, backend: sample.backend }, 1);
+  m.add('gpumem_monitor_sample_timestamp_seconds', 'gauge', 'When the sample was taken (Unix time).', { hostname }, Date.parse(sample.time) / 1000);
+  m.add('gpumem_devices', 'gauge', 'Devices sampled.', { hostname }, sample.devices.length);
   for (const d of sample.devices) {
-    const l = { device: d.index, name: d.name, source: d.source };
+    const l = { hostname, device: d.index, uuid: d.uuid, vendor: d.vendor, name: d.name, source: d.source };
     m.add('gpumem_device_memory_total_bytes', 'gauge', 'Total device memory.', l, d.totalBytes);
     m.add('gpumem_device_memory_used_bytes', 'gauge', 'Device memory in use (all processes).', l, d.usedBytes);
     m.add('gpumem_device_memory_free_bytes', 'gauge', 'Free device memory.', l, d.freeBytes);
     m.add('gpumem_device_memory_reserved_bytes', 'gauge', 'Device memory the driver and firmware set aside (neither used nor free).', l, d.reservedBytes);
+    m.add(
+      'gpumem_device_memory_growth_bytes_per_second',
+      'gauge',
+      'Growth of used device memory over the forecast window (least squares).',
+      l,
+      d.forecast.growthBytesPerSecond,
+    );
+    m.add(
+      'gpumem_device_time_to_oom_seconds',
+      'gauge',
+      'Seconds until the device is full at the current growth (absent when not growing).',
+      l,
+      d.forecast.timeToFullSeconds,
+    );
+    m.add(
+      'gpumem_device_memory_state',
+      'gauge',
+      'Memory state: 0 ok, 1 warning, 2 critical (used fraction or time to out-of-memory past its threshold).',
+      l,
+      STATES[d.forecast.state],
+    );
+    m.add(
+      'gpumem_device_utilization_ratio',
+      'gauge',
+      'Share of the last sample period a kernel ran (NVML, ROCm SMI).',
+      l,
+      d.utilizationPercent === undefined ? undefined : d.utilizationPercent / 100,
+    );
+    m.add('gpumem_device_pcie_tx_bytes_per_second', 'gauge', 'PCIe throughput from the device (NVML).', l, d.pcieTxBytesPerSecond);
+    m.add('gpumem_device_pcie_rx_bytes_per_second', 'gauge', 'PCIe throughput to the device (NVML).', l, d.pcieRxBytesPerSecond);
     if (d.processes) {
-      m.add('gpumem_device_processes', 'gauge', 'Processes holding memory on the device.', { device: d.index }, d.processes.length);
+      const pl = { hostname, device: d.index, uuid: d.uuid, vendor: d.vendor };
+      m.add('gpumem_device_processes', 'gauge', 'Processes holding memory on the device.', pl, d.processes.length);
       for (const p of d.processes) {
-        m.add('gpumem_process_memory_used_bytes', 'gauge', 'Device memory held by a process.', { device: d.index, pid: p.pid, process: p.name }, p.usedBytes);
+        m.add('gpumem_process_memory_used_bytes', 'gauge', 'Device memory held by a process.', { ...pl, pid: p.pid, process: p.name }, p.usedBytes);
       }
     }
   }
   for (const p of sample.pools) {
-    const l = { pool: p.name };
+    const device = sample.devices.find((d) => d.index === p.device);
+    const l = { hostname, pool: p.name, device: p.device, uuid: device?.uuid, vendor: device?.vendor };
     m.add('gpumem_pool_reserved_bytes', 'gauge', 'Memory a caching pool holds from its upstream.', l, p.reservedBytes);
     m.add('gpumem_pool_allocated_bytes', 'gauge', 'Rounded sizes of live pool allocations.', l, p.allocatedBytes);
     m.add('gpumem_pool_requested_bytes', 'gauge', 'Sizes callers asked for, of live pool allocations.', l, p.requestedBytes);
@@ -84,6 +122,15 @@ export function toPrometheus(sample: MonitorSample): string {
     m.add('gpumem_pool_segments', 'gauge', 'Segments the pool holds.', l, p.segments);
     m.add('gpumem_pool_cache_hits_total', 'counter', "Allocations served from the pool's cache.", l, p.cacheHits);
     m.add('gpumem_pool_cache_misses_total', 'counter', 'Allocations that needed the upstream resource.', l, p.cacheMisses);
+    m.add('gpumem_pool_growth_bytes_per_second', 'gauge', "Growth of the pool's reserved bytes over the forecast window.", l, p.forecast.growthBytesPerSecond);
+    m.add(
+      'gpumem_pool_time_to_oom_seconds',
+      'gauge',
+      "Seconds until the pool's device is full at the pool's growth (absent when not growing).",
+      l,
+      p.forecast.timeToFullSeconds,
+    );
+    m.add('gpumem_pool_memory_state', 'gauge', 'Memory state of the pool: 0 ok, 1 warning, 2 critical.', l, STATES[p.forecast.state]);
   }
   return m.text();
 }

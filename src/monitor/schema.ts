@@ -1,5 +1,15 @@
 /** JSON Schema of a monitor sample (gpumem.monitor/1), for consumers of `gpumem monitor --json` and /api/sample. */
 const bytes = { type: 'integer', minimum: 0 } as const;
+const forecast = {
+  type: 'object',
+  required: ['state'],
+  additionalProperties: false,
+  properties: {
+    growthBytesPerSecond: { type: 'number' },
+    timeToFullSeconds: { type: 'number', minimum: 0 },
+    state: { enum: ['ok', 'warning', 'critical'] },
+  },
+} as const;
 
 export const MONITOR_SAMPLE_SCHEMA = {
   $schema: 'http://json-schema.org/draft-07/schema#',
@@ -17,11 +27,17 @@ export const MONITOR_SAMPLE_SCHEMA = {
       type: 'array',
       items: {
         type: 'object',
-        required: ['index', 'totalBytes', 'freeBytes', 'usedBytes', 'source'],
+        required: ['index', 'vendor', 'totalBytes', 'freeBytes', 'usedBytes', 'source', 'forecast'],
         additionalProperties: false,
         properties: {
           index: { type: 'integer', minimum: 0 },
           name: { type: 'string' },
+          uuid: { type: 'string' },
+          vendor: { enum: ['nvidia', 'amd', 'host'] },
+          utilizationPercent: { type: 'number', minimum: 0, maximum: 100 },
+          pcieTxBytesPerSecond: { type: 'number', minimum: 0 },
+          pcieRxBytesPerSecond: { type: 'number', minimum: 0 },
+          forecast,
           totalBytes: bytes,
           freeBytes: bytes,
           usedBytes: bytes,
@@ -46,6 +62,8 @@ export const MONITOR_SAMPLE_SCHEMA = {
         type: 'object',
         required: [
           'name',
+          'device',
+          'forecast',
           'reservedBytes',
           'allocatedBytes',
           'requestedBytes',
@@ -60,6 +78,8 @@ export const MONITOR_SAMPLE_SCHEMA = {
         additionalProperties: false,
         properties: {
           name: { type: 'string', minLength: 1 },
+          device: { type: 'integer', minimum: 0 },
+          forecast,
           reservedBytes: bytes,
           allocatedBytes: bytes,
           requestedBytes: bytes,

@@ -22,6 +22,15 @@ function bar(fraction: number, width = 20): string {
   return `[${'#'.repeat(full)}${'.'.repeat(width - full)}]`;
 }
 
+/** Seconds as a short duration ("45 s", "12 min", "3.2 h"); "-" when absent (not growing). */
+export function formatDuration(seconds: number | undefined): string {
+  if (seconds === undefined || !Number.isFinite(seconds)) return '-';
+  if (seconds < 90) return `${Math.round(seconds)} s`;
+  if (seconds < 5400) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 172_800) return `${(seconds / 3600).toFixed(1)} h`;
+  return `${(seconds / 86_400).toFixed(1)} d`;
+}
+
 /** Renders one frame: devices with their use, the processes on each, and the pools handed to the monitor. */
 export function renderFrame(sample: MonitorSample, options: { interactive?: boolean } = {}): string {
   const out: string[] = [];
@@ -37,10 +46,13 @@ export function renderFrame(sample: MonitorSample, options: { interactive?: bool
       formatBytes(d.totalBytes),
       formatBytes(d.freeBytes),
       `${bar(d.totalBytes > 0 ? d.usedBytes / d.totalBytes : 0)} ${d.totalBytes > 0 ? ((100 * d.usedBytes) / d.totalBytes).toFixed(1) : '0.0'}%`,
+      d.utilizationPercent === undefined ? 'n/a' : `${d.utilizationPercent}%`,
       d.processes ? String(d.processes.length) : 'n/a',
+      formatDuration(d.forecast.timeToFullSeconds),
+      d.forecast.state,
       d.source,
     ]);
-    out.push(...table(['device', 'name', 'used', 'total', 'free', 'use', 'processes', 'source'], rows, new Set([2, 3, 4, 6])));
+    out.push(...table(['device', 'name', 'used', 'total', 'free', 'use', 'busy', 'processes', 'to OOM', 'state', 'source'], rows, new Set([2, 3, 4, 6, 7, 8])));
     const notes = sample.devices.filter((d) => d.note).map((d) => `  device ${d.index}: ${d.note}`);
     if (notes.length) out.push('', 'notes:', ...notes);
     const procRows = sample.devices.flatMap((d) =>
@@ -59,13 +71,15 @@ export function renderFrame(sample: MonitorSample, options: { interactive?: bool
       String(p.segments),
       String(p.cacheHits),
       String(p.cacheMisses),
+      formatDuration(p.forecast.timeToFullSeconds),
+      p.forecast.state,
     ]);
     out.push(
       '',
       ...table(
-        ['pool', 'reserved', 'allocated', 'requested', 'peak reserved', 'fragmentation', 'segments', 'hits', 'misses'],
+        ['pool', 'reserved', 'allocated', 'requested', 'peak reserved', 'fragmentation', 'segments', 'hits', 'misses', 'to OOM', 'state'],
         rows,
-        new Set([1, 2, 3, 4, 5, 6, 7, 8]),
+        new Set([1, 2, 3, 4, 5, 6, 7, 8, 9]),
       ),
     );
   }

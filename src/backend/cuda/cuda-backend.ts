@@ -14,8 +14,11 @@ import {
   NVML_MEMORY_BYTES,
   NVML_MEMORY_V2_BYTES,
   NVML_MEMORY_V2_VERSION,
+  NVML_PCIE_UTIL_RX_BYTES,
+  NVML_PCIE_UTIL_TX_BYTES,
   NVML_PROCESS_INFO_BYTES,
   NVML_SUCCESS,
+  NVML_UUID_BYTES,
   type CudaBindings,
 } from './ffi.js';
 
@@ -153,7 +156,27 @@ class CudaBackend extends NativeBackend {
     for (const fn of ['nvmlDeviceGetComputeRunningProcesses_v3', 'nvmlDeviceGetGraphicsRunningProcesses_v3']) {
       for (const p of this.nvmlProcesses(fn, handle) ?? []) if (!processes.has(p.pid)) processes.set(p.pid, p);
     }
-    return { name: this.deviceName(device), ...memory, processes: [...processes.values()], source: 'nvml' };
+    return { name: this.deviceName(device), ...memory, processes: [...processes.values()], source: 'nvml', ...this.nvmlActivity(handle) };
+  }
+
+  /** UUID, utilisation and PCIe throughput, each left out where NVML refuses it (not every board reports all). */
+  private nvmlActivity(handle: number): Pick<DeviceMemoryUse, 'uuid' | 'utilizationPercent' | 'pcieTxBytesPerSecond' | 'pcieRxBytesPerSecond'> {
+    const nvml = this.b.nvml!;
+    const out: Pick<DeviceMemoryUse, 'uuid' | 'utilizationPercent' | 'pcieTxBytesPerSecond' | 'pcieRxBytesPerSecond'> = {};
+    if (nvml.nvmlDeviceGetUUID) {
+      const buf = Buffer.alloc(NVML_UUID_BYTES);
+      if ((nvml.nvmlDeviceGetUUID(handle, buf, buf.length) as number) === NVML_SUCCESS) out.uuid = buf.toString('latin1', 0, Math.max(0, buf.indexOf(0)));
+    }
+    if (nvml.nvmlDeviceGetUtilizationRates) {
+      const u = Buffer.alloc(8);
+      if ((nvml.nvmlDeviceGetUtilizationRates(handle, u) as number) === NVML_SUCCESS) out.utilizationPercent = u.readUInt32LE(0);
+    }
+    if (nvml.nvmlDeviceGetPcieThroughput) {
+      const v = [0];
+      if ((nvml.nvmlDeviceGetPcieThroughput(handle, NVML_PCIE_UTIL_TX_BYTES, v) as number) === NVML_SUCCESS) out.pcieTxBytesPerSecond = v[0]! * 1024;
+      if ((nvml.nvmlDeviceGetPcieThroughput(handle, NVML_PCIE_UTIL_RX_BYTES, v) as number) === NVML_SUCCESS) out.pcieRxBytesPerSecond = v[0]! * 1024;
+    }
+    return out;
   }
 
   /**

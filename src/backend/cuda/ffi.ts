@@ -52,6 +52,11 @@ const NVML_PROTOTYPES = [
   'int nvmlDeviceGetMemoryInfo_v2(uintptr_t device, void *memory)',
   'int nvmlDeviceGetComputeRunningProcesses_v3(uintptr_t device, _Inout_ unsigned int *count, void *infos)',
   'int nvmlDeviceGetGraphicsRunningProcesses_v3(uintptr_t device, _Inout_ unsigned int *count, void *infos)',
+  // nvml.h: the UUID as a NUL-terminated string (NVML_DEVICE_UUID_V2_BUFFER_SIZE = 96); nvmlUtilization_t is
+  // { unsigned int gpu, memory } in percent; PCIe throughput counter 0 = TX, 1 = RX, in KB/s over a 20 ms sample.
+  'int nvmlDeviceGetUUID(uintptr_t device, void *uuid, unsigned int length)',
+  'int nvmlDeviceGetUtilizationRates(uintptr_t device, void *utilization)',
+  'int nvmlDeviceGetPcieThroughput(uintptr_t device, int counter, _Out_ unsigned int *value)',
 ];
 export const NVML_PROCESS_INFO_BYTES = 24;
 export const NVML_MEMORY_BYTES = 24;
@@ -61,6 +66,10 @@ export const NVML_MEMORY_V2_VERSION = NVML_MEMORY_V2_BYTES | (2 << 24);
 /** nvmlReturn_t values read here. */
 export const NVML_SUCCESS = 0;
 export const NVML_ERROR_INSUFFICIENT_SIZE = 7;
+/** NVML_DEVICE_UUID_V2_BUFFER_SIZE; nvmlPcieUtilCounter_t. */
+export const NVML_UUID_BYTES = 96;
+export const NVML_PCIE_UTIL_TX_BYTES = 0;
+export const NVML_PCIE_UTIL_RX_BYTES = 1;
 
 /** Everything the CUDA backend binds. */
 export interface CudaBindings {

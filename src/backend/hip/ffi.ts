@@ -54,6 +54,10 @@ const RSMI_PROTOTYPES = [
   'int rsmi_compute_process_info_by_device_get(uint32_t pid, uint32_t device, void *proc)',
   // ROCm >= 6.1: the partition of a device (MI300 CPX/DPX modes); 0 on an unpartitioned GPU.
   'int rsmi_dev_partition_id_get(uint32_t device, _Out_ uint32_t *partition)',
+  // rocm_smi.h: the device's unique id (what rocm-smi prints as "Unique ID"), and the percent of time it was busy.
+  // rsmi_dev_pci_throughput_get is not bound: the kernel counts packets for a whole second inside the call.
+  'int rsmi_dev_unique_id_get(uint32_t device, _Out_ uint64_t *id)',
+  'int rsmi_dev_busy_percent_get(uint32_t device, _Out_ uint32_t *percent)',
 ];
 export const RSMI_PROCESS_INFO_BYTES = 32;
 /** rsmi_status_t and rsmi_memory_type_t values read here (rocm_smi.h). */

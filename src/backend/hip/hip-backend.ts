@@ -168,7 +168,19 @@ class HipBackend extends NativeBackend {
       freeBytes: Math.max(0, totalBytes - usedBytes),
       processes: this.rsmiProcesses(dv),
       source: 'rocm-smi',
+      ...this.rsmiActivity(dv),
     };
+  }
+
+  /** Unique id and busy percent, each left out where ROCm SMI refuses it. */
+  private rsmiActivity(dv: number): Pick<DeviceMemoryUse, 'uuid' | 'utilizationPercent'> {
+    const r = this.b.rsmi!;
+    const out: Pick<DeviceMemoryUse, 'uuid' | 'utilizationPercent'> = {};
+    const id = [0];
+    if (r.rsmi_dev_unique_id_get && (r.rsmi_dev_unique_id_get(dv, id) as number) === RSMI_STATUS_SUCCESS) out.uuid = `0x${BigInt(id[0]!).toString(16)}`;
+    const busy = [0];
+    if (r.rsmi_dev_busy_percent_get && (r.rsmi_dev_busy_percent_get(dv, busy) as number) === RSMI_STATUS_SUCCESS) out.utilizationPercent = busy[0]!;
+    return out;
   }
 
   /** The ROCm SMI index of a HIP device (partitions matched as rocm-smi-devices.ts says), or why there is none. */

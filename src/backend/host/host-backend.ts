@@ -7,7 +7,8 @@
  * Environment: GPUMEM_HOST_DEVICES (logical devices, default 1), GPUMEM_HOST_DEVICE_BYTES (capacity of each,
  * default a quarter of RAM, at most 8 GiB).
  */
-import { cpus, totalmem } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { cpus, hostname, totalmem } from 'node:os';
 import { ErrorCode, GpuError, OutOfMemoryError } from '../../errors.js';
 import { parseBytes } from '../../units.js';
 import type {
@@ -158,7 +159,15 @@ class HostBackend implements Backend {
   memoryUse(device: number): DeviceMemoryUse {
     const { freeBytes, totalBytes } = this.memGetInfo(device);
     const used = totalBytes - freeBytes;
-    return { name: this.deviceInfo(device).name, totalBytes, freeBytes, usedBytes: used, processes: [{ pid: process.pid, usedBytes: used }], source: 'host' };
+    return {
+      name: this.deviceInfo(device).name,
+      totalBytes,
+      freeBytes,
+      usedBytes: used,
+      processes: [{ pid: process.pid, usedBytes: used }],
+      source: 'host',
+      uuid: `host-${machineId()}-${device}`,
+    };
   }
 
   synchronizeDevice(_device: number): void {
@@ -586,4 +595,19 @@ export function hostOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): Requir
 export function createHostBackend(options: HostBackendOptions = {}): Backend {
   const env = hostOptionsFromEnv();
   return new HostBackend(options.devices ?? env.devices, options.deviceBytes ?? env.deviceBytes);
+}
+
+let machine: string | undefined;
+/** This machine's id (/etc/machine-id, else the host name), shortened: host devices' UUIDs are made from it. */
+function machineId(): string {
+  if (machine === undefined) {
+    let id = '';
+    try {
+      id = readFileSync('/etc/machine-id', 'utf8').trim().slice(0, 12);
+    } catch {
+      // no machine id (containers, other systems): the host name stands in
+    }
+    machine = id || hostname();
+  }
+  return machine;
 }
