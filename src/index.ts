@@ -57,3 +57,16 @@ export { transferDefaults, type TransferSettings } from './transfer/defaults.js'
 export type { BatchCopy, BatchResult, PreparedBatch } from './transfer/batch.js';
 export { CapturedGraph, type CaptureScope } from './transfer/graph.js';
 export type { PipelineOptions, PipelineResult, PipelineChunk } from './transfer/pipeline.js';
+export { StagedCommunicator, type Communicator } from './collectives/staged.js';
+export { NcclCommunicator, loadNccl, openCommunicator, type NcclLibrary } from './collectives/nccl.js';
+export {
+  COLLECTIVES,
+  DTYPES,
+  REDUCTIONS,
+  bufferBytes,
+  ncclTestsSize,
+  type Collective,
+  type CollectiveCall,
+  type DType,
+  type Reduction,
+} from './collectives/types.js';

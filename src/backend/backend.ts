@@ -53,7 +53,7 @@ export interface BackendCapabilities {
 /** One loaded (or tried) native library. */
 export interface LibraryRecord {
   /** What it is for: runtime, driver, compiler, management. */
-  role: 'runtime' | 'driver' | 'compiler' | 'management';
+  role: 'runtime' | 'driver' | 'compiler' | 'management' | 'collectives';
   /** Library name searched for, e.g. libcudart.so.13. */
   name: string;
   /** Resolved file path, when known. */

@@ -133,11 +133,14 @@ export function realPath(path: string): string {
 }
 
 /** Directories searched for CUDA libraries. */
-export function cudaLibraryDirs(kind: 'cudart' | 'nvrtc' | 'driver' | 'nvml'): string[] {
+export function cudaLibraryDirs(kind: 'cudart' | 'nvrtc' | 'driver' | 'nvml' | 'nccl'): string[] {
   const homes = [process.env.CUDA_HOME, process.env.CUDA_PATH].filter((x): x is string => !!x);
   const dirs: string[] = [];
   for (const h of homes) dirs.push(join(h, 'lib64'), join(h, 'lib'), join(h, 'targets/*/lib'));
-  if (kind === 'driver' || kind === 'nvml') dirs.push('/usr/local/nvidia/lib64', '/usr/lib/x86_64-linux-gnu', '/usr/lib64', '/usr/lib/wsl/lib');
+  if (kind === 'driver' || kind === 'nvml' || kind === 'nccl')
+    dirs.push('/usr/local/nvidia/lib64', '/usr/lib/x86_64-linux-gnu', '/usr/lib64', '/usr/lib/wsl/lib');
+  // NCCL also comes with pip's nvidia-nccl wheels (nvidia/nccl/lib), which PyTorch installs
+  if (kind === 'nccl') for (const sp of pythonSitePackages()) dirs.push(join(sp, 'nvidia/nccl/lib'), join(sp, 'nvidia/cu13/lib'));
   dirs.push('/usr/local/cuda/lib64', '/usr/local/cuda/targets/*/lib', '/usr/local/cuda-*/lib64', '/usr/local/cuda-*/targets/*/lib');
   if (kind === 'cudart' || kind === 'nvrtc') {
     const wheel = kind === 'cudart' ? 'cuda_runtime' : 'cuda_nvrtc';

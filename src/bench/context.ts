@@ -49,6 +49,7 @@ export interface RowFields {
   threads?: number;
   chunkBytes?: number;
   copies?: number;
+  ranks?: number;
 }
 
 export class BenchContext implements Disposable {

@@ -15,9 +15,23 @@ import { accessTests, cacheSweep, latencyTests, streamTests } from './suites/dev
 import { managedTests, zeroCopyTests } from './suites/host-visible.js';
 import { allocTests, peerTests } from './suites/peer-alloc.js';
 import { transferTests } from './suites/transfer.js';
+import { collectiveTests } from './suites/collectives.js';
 
 /** Test groups, in the order they run. */
-export const BENCH_TESTS = ['copy', 'sm-copy', 'peer', 'managed', 'zero-copy', 'stream', 'cache', 'access', 'latency', 'alloc', 'transfer'] as const;
+export const BENCH_TESTS = [
+  'copy',
+  'sm-copy',
+  'peer',
+  'collectives',
+  'managed',
+  'zero-copy',
+  'stream',
+  'cache',
+  'access',
+  'latency',
+  'alloc',
+  'transfer',
+] as const;
 export type BenchTest = (typeof BENCH_TESTS)[number];
 
 const MiB = 1024 * 1024;
@@ -110,9 +124,12 @@ export async function runBench(rt: Runtime, options: BenchOptions): Promise<Benc
   const only = new Set<string>(options.only ?? BENCH_TESTS);
   for (const t of only)
     if (!(BENCH_TESTS as readonly string[]).includes(t)) throw new InvalidArgumentError(`unknown test "${t}" (tests: ${BENCH_TESTS.join(', ')})`);
-  if (options.only?.includes('peer') && devices.length < 2) {
-    throw new InvalidArgumentError(`peer copies need two devices; ${devices.length === 1 ? 'only one is' : 'none is'} selected`, ErrorCode.UNSUPPORTED);
-  }
+  for (const [test, what] of [
+    ['peer', 'peer copies'],
+    ['collectives', 'collectives'],
+  ] as const)
+    if (options.only?.includes(test) && devices.length < 2)
+      throw new InvalidArgumentError(`${what} need two devices; ${devices.length === 1 ? 'only one is' : 'none is'} selected`, ErrorCode.UNSUPPORTED);
   const host = rt.backend.name === 'host';
   const defaultMax = host ? (options.quick ? 16 * MiB : 64 * MiB) : options.quick ? 256 * MiB : GiB;
   const max = options.maxBytes ?? defaultMax;
@@ -161,6 +178,7 @@ export async function runBench(rt: Runtime, options: BenchOptions): Promise<Benc
       for (const [name, wanted, fn] of groups) if (wanted) await guarded(ctx, name, fn);
     }
     if (only.has('peer')) await guarded(ctxs[0]!, 'peer', () => peerTests(rt, ctxs, max));
+    if (only.has('collectives')) await guarded(ctxs[0]!, 'collective', () => collectiveTests(rt, ctxs, max));
     for (const ctx of ctxs) {
       let rows = ctx.results;
       if (!only.has('copy')) rows = rows.filter((r) => r.test !== 'copy');

@@ -1,7 +1,7 @@
 /** The JSON shape of `gpumem bench --json` (schema gpumem.bench/1), as a type and as a JSON Schema. */
 
 /** How the bytes behind a bandwidth were counted. GB = 1e9 bytes. */
-export type Counted = 'one-way' | 'read+write' | 'both-directions' | 'useful-bytes' | 'read+write+index';
+export type Counted = 'one-way' | 'read+write' | 'both-directions' | 'useful-bytes' | 'read+write+index' | 'algorithm';
 
 /** One measured row. Bandwidth rows carry *GBps; latency rows carry *Us. */
 export interface BenchResult {
@@ -38,6 +38,9 @@ export interface BenchResult {
   threads?: number;
   chunkBytes?: number;
   copies?: number;
+  /** Collective rows: ranks, and bus bandwidth as nccl-tests defines it (algorithm bandwidth times its factor). */
+  ranks?: number;
+  medianBusGBps?: number;
 }
 
 export interface BenchEnvironment {
@@ -125,7 +128,9 @@ export const BENCH_JSON_SCHEMA = {
           engine: { type: 'string' },
           device: { type: 'integer', minimum: 0 },
           bytes: { type: 'number', exclusiveMinimum: 0 },
-          counted: { enum: ['one-way', 'read+write', 'both-directions', 'useful-bytes', 'read+write+index', 'latency'] },
+          counted: { enum: ['one-way', 'read+write', 'both-directions', 'useful-bytes', 'read+write+index', 'algorithm', 'latency'] },
+          ranks: { type: 'integer', minimum: 1 },
+          medianBusGBps: { type: 'number', minimum: 0 },
           medianGBps: { type: 'number', minimum: 0 },
           minGBps: { type: 'number', minimum: 0 },
           maxGBps: { type: 'number', minimum: 0 },

@@ -8,12 +8,12 @@ export function defineBench(program: Command, io: Io): void {
   program
     .command('bench')
     .description(
-      "measure this machine's memory: copies of every kind and direction, peer copies, managed and zero-copy memory, STREAM, cache sweep, access patterns, latency, allocation",
+      "measure this machine's memory: copies of every kind and direction, peer copies, collectives across the GPUs (NCCL / RCCL), managed and zero-copy memory, STREAM, cache sweep, access patterns, latency, allocation",
     )
     .addOption(backendOption())
     .option('--quick', 'fewer sizes and repeats (under 30 s on one GPU); default is the full run')
     .option('--device <n...>', 'devices to measure (default: all)', collectInts('--device'), undefined)
-    .option('--only <test...>', 'run only these tests: copy, sm-copy, peer, managed, zero-copy, stream, cache, access, latency, alloc, transfer')
+    .option('--only <test...>', 'run only these tests: copy, sm-copy, peer, collectives, managed, zero-copy, stream, cache, access, latency, alloc, transfer')
     .option('--max-size <size>', 'largest copy / working set, e.g. 64MiB (default 256 MiB quick, 1 GiB full)', (v) => parseSizeOption(v, '--max-size'))
     .option(
       '--gated',
@@ -23,7 +23,7 @@ export function defineBench(program: Command, io: Io): void {
     .option('--html <file>', 'also write a self-contained HTML page with charts')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ gpumem bench --quick\n  $ gpumem bench --only copy stream --json > bench.json\n  $ gpumem bench --device 0 1 --only peer --html peer.html\n\nBandwidth is GB/s with GB = 1e9 bytes; each row says how bytes were counted. Ctrl-C stops and frees everything.',
+      '\nExamples:\n  $ gpumem bench --quick\n  $ gpumem bench --only copy stream --json > bench.json\n  $ gpumem bench --device 0 1 --only peer --html peer.html\n  $ gpumem bench --only collectives --quick\n\nBandwidth is GB/s with GB = 1e9 bytes; each row says how bytes were counted. Ctrl-C stops and frees everything.',
     )
     .action((opts: BenchCliOptions) => runBenchCommand(opts, io));
 }

@@ -80,7 +80,9 @@ export function renderBench(report: BenchReport): string {
     if (copies.length) out.push('', matrix(copies));
     const cache = rows.filter((r) => r.test === 'cache');
     if (cache.length) out.push('', 'cache sweep (read bandwidth against working set):', matrix(cache));
-    const other = rows.filter((r) => r.medianGBps !== undefined && !['copy', 'sm-copy', 'peer', 'cache'].includes(r.test));
+    const coll = rows.filter((r) => r.test === 'collective');
+    if (coll.length) out.push('', collectivesTable(coll));
+    const other = rows.filter((r) => r.medianGBps !== undefined && !['copy', 'sm-copy', 'peer', 'cache', 'collective'].includes(r.test));
     if (other.length) out.push('', rowsTable(other, false));
     const lat = rows.filter((r) => r.medianUs !== undefined);
     if (lat.length) out.push('', 'latency (µs per operation: allocate+free pairs; one dependent load for pointer chase):', rowsTable(lat, true));
@@ -95,6 +97,24 @@ export function renderBench(report: BenchReport): string {
     for (const f of e.failures) out.push(`  ${f.test} ${f.direction} ${sizeLabel(f.bytes)}: ${f.reason}`);
   }
   return out.join('\n');
+}
+
+/** Collective rows as nccl-tests prints them: size, then algorithm and bus bandwidth per operation and buffers. */
+function collectivesTable(rows: BenchResult[]): string {
+  const ranks = rows[0]?.ranks ?? 0;
+  const body = rows.map((r) => [
+    r.direction,
+    `${r.engine} ${r.srcKind}`,
+    sizeLabel(r.bytes),
+    gb(r),
+    r.medianBusGBps === undefined ? '-' : r.medianBusGBps >= 100 ? r.medianBusGBps.toFixed(0) : r.medianBusGBps.toFixed(1),
+    spread(r),
+    `${(r.cv * 100).toFixed(1)}%`,
+  ]);
+  return `collectives over ${ranks} ranks (size, algorithm bandwidth = size / time and bus bandwidth as nccl-tests count them):\n${table(
+    ['collective', 'library, buffers', '>size', '>algbw GB/s', '>busbw GB/s', '>min-max algbw', '>cv'],
+    body,
+  )}`;
 }
 
 /** The engine column: with a stager's threads and chunk size, or a batch's copy count, where a row has them. */

@@ -1,0 +1,199 @@
+/**
+ * NCCL (NVIDIA) and RCCL (AMD, the same API) bound with koffi: one communicator over the node's GPUs from one
+ * process (ncclCommInitAll), each collective enqueued on every rank's stream inside one ncclGroupStart/End, as
+ * nccl-tests does. Buffers are checked in TypeScript first (collectives/types.ts). Prototypes follow nccl.h:
+ * ncclComm_t and cudaStream_t are pointers, ncclDataType_t and ncclRedOp_t the enums below.
+ */
+import { BackendUnavailableError, ErrorCode, GpuError } from '../errors.js';
+import type { Runtime } from '../memory/runtime.js';
+import { cudaLibraryDirs, rocmLibraryDirs } from '../backend/library-search.js';
+import { declare, loadLibrary, type NativeFn } from '../backend/native/ffi.js';
+import type { Stream } from '../stream/stream.js';
+import type { Communicator } from './staged.js';
+import { checkCall, type CollectiveCall, type DType, type Reduction } from './types.js';
+
+/** The functions bound, as nccl.h declares them (types spelled as koffi takes them). */
+export const NCCL_PROTOTYPES = [
+  'int ncclGetVersion(_Out_ int *version)',
+  'const char *ncclGetErrorString(int result)',
+  'int ncclCommInitAll(void *comms, int ndev, const int *devlist)',
+  'int ncclCommDestroy(uintptr_t comm)',
+  'int ncclGroupStart()',
+  'int ncclGroupEnd()',
+  'int ncclAllReduce(uintptr_t sendbuff, uintptr_t recvbuff, size_t count, int datatype, int op, uintptr_t comm, uintptr_t stream)',
+  'int ncclAllGather(uintptr_t sendbuff, uintptr_t recvbuff, size_t sendcount, int datatype, uintptr_t comm, uintptr_t stream)',
+  'int ncclReduceScatter(uintptr_t sendbuff, uintptr_t recvbuff, size_t recvcount, int datatype, int op, uintptr_t comm, uintptr_t stream)',
+  'int ncclBroadcast(uintptr_t sendbuff, uintptr_t recvbuff, size_t count, int datatype, int root, uintptr_t comm, uintptr_t stream)',
+  'int ncclSend(uintptr_t sendbuff, size_t count, int datatype, int peer, uintptr_t comm, uintptr_t stream)',
+  'int ncclRecv(uintptr_t recvbuff, size_t count, int datatype, int peer, uintptr_t comm, uintptr_t stream)',
+  // NCCL 2.19 and later: memory NCCL allocates for itself, and buffers registered with a communicator
+  'int ncclMemAlloc(_Out_ uintptr_t *ptr, size_t size)',
+  'int ncclMemFree(uintptr_t ptr)',
+  'int ncclCommRegister(uintptr_t comm, uintptr_t buff, size_t size, _Out_ uintptr_t *handle)',
+  'int ncclCommDeregister(uintptr_t comm, uintptr_t handle)',
+];
+
+/** ncclDataType_t and ncclRedOp_t (nccl.h). */
+const NCCL_DTYPE: Record<DType, number> = { int8: 0, uint8: 1, int32: 2, uint32: 3, float32: 7, float64: 8 };
+const NCCL_OP: Record<Reduction, number> = { sum: 0, prod: 1, max: 2, min: 3 };
+
+export interface NcclLibrary {
+  library: 'nccl' | 'rccl';
+  fn: Record<string, NativeFn>;
+  path: string | undefined;
+  /** "2.28.3", from ncclGetVersion. */
+  version: string;
+}
+
+/**
+ * Loads NCCL for the cuda backend (GPUMEM_LIBNCCL, the system's, the CUDA toolkit's, pip's nvidia-nccl wheel) or
+ * RCCL for hip (GPUMEM_LIBRCCL, the ROCm install).
+ * @throws BackendUnavailableError naming the files tried and the variable that sets the path.
+ */
+export function loadNccl(backend: string): NcclLibrary {
+  const amd = backend === 'hip';
+  const loaded = loadLibrary(
+    amd
+      ? { envVar: 'GPUMEM_LIBRCCL', names: ['librccl.so.1', 'librccl.so'], dirs: rocmLibraryDirs(), order: 'dirs-first' }
+      : { envVar: 'GPUMEM_LIBNCCL', names: ['libnccl.so.2', 'libnccl.so'], dirs: cudaLibraryDirs('nccl') },
+    'collectives',
+    backend,
+  );
+  const fn = declare(loaded.lib, NCCL_PROTOTYPES);
+  if (!fn.ncclCommInitAll || !fn.ncclGroupStart || !fn.ncclAllReduce)
+    throw new BackendUnavailableError(
+      `${loaded.record.path ?? loaded.record.name} does not export ncclCommInitAll, ncclGroupStart and ncclAllReduce: not NCCL or RCCL`,
+    );
+  const v = [0];
+  fn.ncclGetVersion?.(v);
+  // NCCL_VERSION_CODE: major * 1000 + minor * 100 + patch up to 2.8, major * 10000 + minor * 100 + patch after
+  const n = v[0]!;
+  const version =
+    n >= 10000 ? `${Math.floor(n / 10000)}.${Math.floor(n / 100) % 100}.${n % 100}` : `${Math.floor(n / 1000)}.${Math.floor(n / 100) % 10}.${n % 100}`;
+  return { library: amd ? 'rccl' : 'nccl', fn, path: loaded.record.path, version };
+}
+
+/** A communicator over the GPUs of this node through NCCL or RCCL. */
+export class NcclCommunicator implements Communicator {
+  readonly library: 'nccl' | 'rccl';
+  readonly version: string;
+  private readonly comms: number[];
+  private readonly streams: Stream[];
+  private disposed = false;
+
+  /**
+   * @throws BackendUnavailableError without NCCL / RCCL; GpuError (NATIVE) when ncclCommInitAll fails.
+   */
+  constructor(
+    rt: Runtime,
+    readonly devices: readonly number[],
+    private readonly lib: NcclLibrary = loadNccl(rt.backend.name),
+  ) {
+    if (rt.backend.name !== 'cuda' && rt.backend.name !== 'hip')
+      throw new GpuError(ErrorCode.UNSUPPORTED, `NCCL and RCCL need the cuda or hip backend, not ${rt.backend.name}`);
+    if (devices.length < 1) throw new GpuError(ErrorCode.INVALID_ARGUMENT, 'a communicator needs at least one device');
+    if (new Set(devices).size !== devices.length) throw new GpuError(ErrorCode.INVALID_ARGUMENT, 'a device may be one rank only');
+    for (const d of devices) rt.device(d);
+    this.library = lib.library;
+    this.version = lib.version;
+    const out = Buffer.alloc(8 * devices.length);
+    this.check(lib.fn.ncclCommInitAll!(out, devices.length, Int32Array.from(devices)) as number, 'ncclCommInitAll');
+    this.comms = devices.map((_, i) => Number(out.readBigUInt64LE(8 * i)));
+    this.streams = devices.map((d) => rt.device(d).createStream({ nonBlocking: true }));
+  }
+
+  /** Enqueues the collective on every rank's stream, grouped. */
+  run(call: CollectiveCall): void {
+    if (this.disposed) throw new GpuError(ErrorCode.DISPOSED, 'this communicator was disposed');
+    checkCall(call, this.devices, true);
+    const f = this.lib.fn;
+    const n = this.devices.length;
+    const dt = NCCL_DTYPE[call.dtype];
+    const op = NCCL_OP[call.reduction ?? 'sum'];
+    const c = call.count;
+    const esize = call.dtype === 'float64' ? 8 : call.dtype === 'int8' || call.dtype === 'uint8' ? 1 : 4;
+    const ptr = (r: number, which: 'send' | 'recv'): number => {
+      const a = (which === 'send' ? call.send : call.recv)[r]!;
+      return a.device !== undefined ? a.address : a.deviceAddress!;
+    };
+    this.check(f.ncclGroupStart!() as number, 'ncclGroupStart');
+    let status = 0;
+    let what = '';
+    try {
+      for (let r = 0; r < n && status === 0; r++) {
+        const comm = this.comms[r]!;
+        const s = this.streams[r]!.handle;
+        switch (call.op) {
+          case 'all-reduce':
+            what = 'ncclAllReduce';
+            status = f.ncclAllReduce!(ptr(r, 'send'), ptr(r, 'recv'), c, dt, op, comm, s) as number;
+            break;
+          case 'all-gather':
+            what = 'ncclAllGather';
+            status = f.ncclAllGather!(ptr(r, 'send'), ptr(r, 'recv'), c, dt, comm, s) as number;
+            break;
+          case 'reduce-scatter':
+            what = 'ncclReduceScatter';
+            status = f.ncclReduceScatter!(ptr(r, 'send'), ptr(r, 'recv'), c, dt, op, comm, s) as number;
+            break;
+          case 'broadcast':
+            what = 'ncclBroadcast';
+            status = f.ncclBroadcast!(ptr(r, 'send'), ptr(r, 'recv'), c, dt, call.root ?? 0, comm, s) as number;
+            break;
+          case 'all-to-all':
+            // grouped sends and receives, chunk j of rank r to rank j (as nccl-tests' alltoall)
+            what = 'ncclSend/ncclRecv';
+            for (let j = 0; j < n && status === 0; j++) {
+              status = f.ncclSend!(ptr(r, 'send') + j * c * esize, c, dt, j, comm, s) as number;
+              if (status === 0) status = f.ncclRecv!(ptr(r, 'recv') + j * c * esize, c, dt, j, comm, s) as number;
+            }
+            break;
+          case 'send-recv':
+            what = 'ncclSend/ncclRecv';
+            status = f.ncclSend!(ptr(r, 'send'), c, dt, (r + 1) % n, comm, s) as number;
+            if (status === 0) status = f.ncclRecv!(ptr(r, 'recv'), c, dt, (r + n - 1) % n, comm, s) as number;
+            break;
+        }
+      }
+    } finally {
+      const end = f.ncclGroupEnd!() as number;
+      if (status === 0) {
+        status = end;
+        what = 'ncclGroupEnd';
+      }
+    }
+    this.check(status, what);
+  }
+
+  synchronize(): void {
+    for (const s of this.streams) s.synchronize();
+  }
+
+  /** Each rank's stream: the collectives run there, in order. */
+  get rankStreams(): readonly Stream[] {
+    return this.streams;
+  }
+
+  private check(status: number, what: string): void {
+    if (status === 0) return;
+    const text = (this.lib.fn.ncclGetErrorString?.(status) as string | undefined) ?? 'unknown';
+    throw new GpuError(ErrorCode.NATIVE, `${what}: ${this.library} error ${status} (${text})`, { status, statusName: text });
+  }
+
+  [Symbol.dispose](): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const s of this.streams) {
+      s.synchronize();
+      s[Symbol.dispose]();
+    }
+    for (const c of this.comms) this.lib.fn.ncclCommDestroy!(c);
+  }
+}
+
+/** A communicator for the runtime's devices: NCCL or RCCL on GPU backends, staged through the host otherwise. */
+export async function openCommunicator(rt: Runtime, devices: readonly number[], library: 'auto' | 'nccl' | 'staged' = 'auto'): Promise<Communicator> {
+  const { StagedCommunicator } = await import('./staged.js');
+  if (library === 'staged' || (library === 'auto' && rt.backend.name === 'host')) return new StagedCommunicator(rt, devices);
+  return new NcclCommunicator(rt, devices);
+}
