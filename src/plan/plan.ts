@@ -18,7 +18,7 @@ import {
   type TrainOptions,
 } from './estimate.js';
 import type { ModelConfig } from './model-config.js';
-import { countParams } from './params.js';
+import { countParams, type ParamCounts } from './params.js';
 import { estimateServe, type ServeEstimate } from './serve.js';
 
 export interface Machine {
@@ -261,6 +261,20 @@ function largestFitting(m: ModelConfig, o: PlanOptions, cap: number, set: (o: Pl
 }
 
 const rounded = (l: Line): Line => ({ ...l, bytes: Math.round(l.bytes) });
+
+/** The model as a plan names it: its size and shape. */
+function modelSummary(m: ModelConfig, c: ParamCounts): PlanResult['model'] {
+  return {
+    name: m.name,
+    parameters: c.total,
+    activeParameters: c.activePerToken,
+    layers: m.layers,
+    hidden: m.hidden,
+    heads: m.heads,
+    kvHeads: m.kvHeads,
+    vocab: m.vocab,
+  };
+}
 function roundedFields(e: Estimate): PerGpuBytes {
   const out = {} as PerGpuBytes;
   for (const k of [...LINE_FIELDS, 'totalBytes'] as const) out[k] = Math.round(e[k]);
@@ -316,16 +330,7 @@ function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' 
     notes.push(`one request of ${s.maxModelLen} tokens needs ${s.maxModelLen * s.kvBytesPerToken} bytes of KV cache: the engine would refuse to start`);
   return {
     schema: 'gpumem.plan/1',
-    model: {
-      name: m.name,
-      parameters: c.total,
-      activeParameters: c.activePerToken,
-      layers: m.layers,
-      hidden: m.hidden,
-      heads: m.heads,
-      kvHeads: m.kvHeads,
-      vocab: m.vocab,
-    },
+    model: modelSummary(m, c),
     options: o,
     machine: mc,
     perGpu: fieldsOf(lines),
@@ -430,16 +435,7 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
     notes.push(`the context ${o.prompt + o.newTokens} exceeds the model's ${m.maxPositions} positions`);
   return {
     schema: 'gpumem.plan/1',
-    model: {
-      name: m.name,
-      parameters: e.params.total,
-      activeParameters: e.params.activePerToken,
-      layers: m.layers,
-      hidden: m.hidden,
-      heads: m.heads,
-      kvHeads: m.kvHeads,
-      vocab: m.vocab,
-    },
+    model: modelSummary(m, e.params),
     options: o,
     machine: mc,
     perGpu: roundedFields(e),

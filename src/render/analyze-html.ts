@@ -2,6 +2,7 @@
 import type { AnalyzeResult } from '../analyze/result.js';
 import type { Timeline } from '../analyze/timeline.js';
 import { formatBytes, formatNs } from '../units.js';
+import { PER_DEVICE_HEADERS, perDeviceRows } from './analyze-text.js';
 import { chartPlaceholder, esc, htmlTable, renderPage, type ChartSpec } from './html.js';
 
 const COLOURS: Record<string, string> = {
@@ -56,17 +57,8 @@ export function renderAnalyzeHtml(r: AnalyzeResult, timeline: Timeline): string 
   const gpus =
     s.perDevice.length > 0
       ? htmlTable(
-          ['GPU', 'span', 'kernels', 'kernel time', 'busy', 'copies', 'copy bytes', 'copy time'],
-          s.perDevice.map((d) => [
-            d.name ? `${d.device}: ${d.name}` : d.device,
-            formatNs(d.spanNs),
-            d.kernels.count,
-            formatNs(d.kernels.timeNs),
-            d.busyFraction === null ? 'n/a' : `${(100 * d.busyFraction).toFixed(1)}%`,
-            d.copies.count,
-            d.copies.bytes === null ? 'n/a' : formatBytes(d.copies.bytes),
-            formatNs(d.copies.timeNs),
-          ]),
+          PER_DEVICE_HEADERS.map((h) => h.replace(/^>/, '')),
+          perDeviceRows(s),
         )
       : '';
   const copies = htmlTable(

@@ -5,6 +5,22 @@ import { table } from './text.js';
 
 const orNa = (v: number | null, f: (x: number) => string): string => (v === null ? 'n/a' : f(v));
 
+export const PER_DEVICE_HEADERS = ['GPU', '>span', '>kernels', '>kernel time', '>busy', '>copies', '>copy bytes', '>copy time'] as const;
+
+/** One row per GPU of a trace of several (the text table and the page's). */
+export function perDeviceRows(s: AnalyzeResult['summary']): Array<Array<string | number>> {
+  return s.perDevice.map((d) => [
+    d.name ? `${d.device}: ${d.name}` : d.device,
+    formatNs(d.spanNs),
+    d.kernels.count,
+    formatNs(d.kernels.timeNs),
+    d.busyFraction === null ? 'n/a' : `${(100 * d.busyFraction).toFixed(1)}%`,
+    d.copies.count,
+    orNa(d.copies.bytes, (b) => formatBytes(b)),
+    formatNs(d.copies.timeNs),
+  ]);
+}
+
 export function renderAnalyze(r: AnalyzeResult): string {
   const s = r.summary;
   const out: string[] = [];
@@ -15,21 +31,7 @@ export function renderAnalyze(r: AnalyzeResult): string {
   );
   if (s.perDevice.length > 0) {
     out.push(`per GPU (${s.perDevice.length} GPUs; the figures above are their sums):`);
-    out.push(
-      table(
-        ['GPU', '>span', '>kernels', '>kernel time', '>busy', '>copies', '>copy bytes', '>copy time'],
-        s.perDevice.map((d) => [
-          d.name ? `${d.device}: ${d.name}` : d.device,
-          formatNs(d.spanNs),
-          d.kernels.count,
-          formatNs(d.kernels.timeNs),
-          d.busyFraction === null ? 'n/a' : `${(100 * d.busyFraction).toFixed(1)}%`,
-          d.copies.count,
-          orNa(d.copies.bytes, (b) => formatBytes(b)),
-          formatNs(d.copies.timeNs),
-        ]),
-      ),
-    );
+    out.push(table([...PER_DEVICE_HEADERS], perDeviceRows(s)));
   }
   out.push('');
   if (s.copies.count > 0) {
