@@ -48,7 +48,7 @@ const tricky = fc.oneof(
 const scalar = fc.oneof(tricky, fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null));
 const event = fc.dictionary(tricky, fc.oneof(scalar, fc.dictionary(tricky, scalar, { maxKeys: 3 }), fc.array(scalar, { maxLength: 3 })), { maxKeys: 5 });
 const doc = fc.record(
-  { traceEvents: fc.array(event, { maxLength: 12 }), deviceProperties: fc.array(event, { maxLength: 2 }), other: fc.oneof(scalar, event), [' "x" ']: tricky },
+  { traceEvents: fc.array(event, { maxLength: 12 }), deviceProperties: fc.array(event, { maxLength: 2 }), other: fc.oneof(scalar, event), ' "x" ': tricky },
   { requiredKeys: ['traceEvents'] },
 );
 

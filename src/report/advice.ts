@@ -237,7 +237,12 @@ export function adviseDevice(info: DeviceInfo, bench: BenchReport): Advice[] {
           ? 'This device has no concurrent managed access: the host must not touch managed memory while kernels run, and every first touch faults.'
           : 'Prefetch (prefetch(device, stream)) ahead of the kernel on the same stream, and set preferred-location for data that stays on the device.'
       }`,
-      evidence: [ev('managed first touch', first), ev('managed kernels after prefetch', afterPf), ev('managed first kernel after prefetch', firstAfterPf), ev('prefetch', pf)],
+      evidence: [
+        ev('managed first touch', first),
+        ev('managed kernels after prefetch', afterPf),
+        ev('managed first kernel after prefetch', firstAfterPf),
+        ev('prefetch', pf),
+      ],
     });
   }
   const zc = F.pick('zero-copy', 'kernel-read');
