@@ -63,16 +63,25 @@ test('gpumem bench measures peers on two (host) devices and refuses impossible r
     const r = await run(['bench', '--backend', 'host', '--quick', '--only', 'peer', '--max-size', '256KiB', '--json']);
     assert.equal(r.code, 0, r.err);
     const rows = (JSON.parse(r.out) as BenchReport).results;
-    assert.deepEqual([...new Set(rows.map((x) => `${x.device}->${x.peer} ${x.direction} ${x.peerAccess}`))].sort(), [
-      '0->1 bidirectional false',
-      '0->1 bidirectional true',
-      '0->1 one-way false',
-      '0->1 one-way true',
-      '1->0 bidirectional false',
-      '1->0 bidirectional true',
-      '1->0 one-way false',
-      '1->0 one-way true',
+    assert.deepEqual([...new Set(rows.map((x) => `${x.device}->${x.peer} ${x.direction} ${x.engine} ${x.peerAccess}`))].sort(), [
+      '0->1 bidirectional copy-engine false',
+      '0->1 bidirectional copy-engine true',
+      '0->1 latency copy-engine false',
+      '0->1 latency copy-engine true',
+      '0->1 one-way copy-engine false',
+      '0->1 one-way copy-engine true',
+      '0->1 one-way sm true',
+      '1->0 bidirectional copy-engine false',
+      '1->0 bidirectional copy-engine true',
+      '1->0 latency copy-engine false',
+      '1->0 latency copy-engine true',
+      '1->0 one-way copy-engine false',
+      '1->0 one-way copy-engine true',
+      '1->0 one-way sm true',
     ]);
+    // every row verified; the latency rows in microseconds, the SM rows only where peer access is on
+    for (const x of rows) assert.equal(x.verified, true);
+    for (const x of rows.filter((y) => y.direction === 'latency')) assert.ok(x.medianUs! > 0 && x.bytes === 4);
   } finally {
     if (saved === undefined) delete process.env.GPUMEM_HOST_DEVICES;
     else process.env.GPUMEM_HOST_DEVICES = saved;

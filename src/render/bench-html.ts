@@ -48,17 +48,28 @@ export function benchSections(report: BenchReport): { sections: Array<{ heading:
     let peerHtml = '<p class="note">No peer figures: one device was measured.</p>';
     if (peers.length) {
       const devs = report.environment.devices.map((x) => x.index);
-      const cell = (i: number, j: number, access: boolean): string => {
+      const cell = (i: number, j: number, direction: string, engine: string, access: boolean): string => {
         if (i === j) return '—';
-        const r = report.results.find((x) => x.test === 'peer' && x.direction === 'one-way' && x.device === i && x.peer === j && x.peerAccess === access);
-        return r?.medianGBps !== undefined ? r.medianGBps.toFixed(1) : '';
+        const r = report.results.find(
+          (x) => x.test === 'peer' && x.direction === direction && x.engine === engine && x.device === i && x.peer === j && x.peerAccess === access,
+        );
+        return r?.medianGBps !== undefined ? r.medianGBps.toFixed(1) : r?.medianUs !== undefined ? r.medianUs.toFixed(2) : '';
       };
-      peerHtml = ['on', 'off']
+      const matrices: Array<[string, string, string, boolean]> = [
+        ['copy engine, peer access on (GB/s, one way, row → column)', 'one-way', 'copy-engine', true],
+        ['copy engine, peer access off (GB/s, one way)', 'one-way', 'copy-engine', false],
+        ['a kernel on the column device reading the row device (GB/s, peer access on)', 'one-way', 'sm', true],
+        ['latency of a 4-byte copy (µs, peer access on)', 'latency', 'copy-engine', true],
+      ];
+      peerHtml = matrices
+        .filter(([, direction, engine, access]) =>
+          report.results.some((x) => x.test === 'peer' && x.direction === direction && x.engine === engine && x.peerAccess === access),
+        )
         .map(
-          (mode) =>
-            `<h3>peer access ${mode} (GB/s, one way, row → column)</h3>${htmlTable(
+          ([title, direction, engine, access]) =>
+            `<h3>${title}</h3>${htmlTable(
               ['from \\ to', ...devs.map(String)],
-              devs.map((i) => [String(i), ...devs.map((j) => cell(i, j, mode === 'on'))]),
+              devs.map((i) => [String(i), ...devs.map((j) => cell(i, j, direction, engine, access))]),
             )}`,
         )
         .join('');

@@ -46,7 +46,7 @@ function rowsTable(rows: BenchResult[], latency: boolean): string {
   return table(
     ['measure', 'memory', 'engine', '>bytes', latency ? '>median µs' : '>median GB/s', latency ? '>min-max µs' : '>min-max GB/s', '>cv', 'counted', '>of peak'],
     rows.map((r) => [
-      `${r.test} ${r.direction}`,
+      `${r.test} ${r.direction}${r.peer !== undefined ? ` (to ${r.peer}, peer access ${r.peerAccess ? 'on' : 'off'})` : ''}`,
       `${r.srcKind}->${r.dstKind}`,
       engineLabel(r),
       sizeLabel(r.bytes),
@@ -76,7 +76,7 @@ export function renderBench(report: BenchReport): string {
     out.push(
       `  peaks: ${d.peaks.linkGBps !== undefined ? `link ${d.peaks.linkGBps} GB/s` : 'link unknown'}, ${d.peaks.memoryGBps !== undefined ? `memory ${d.peaks.memoryGBps} GB/s` : 'memory unknown'} (${d.peaks.how})`,
     );
-    const copies = rows.filter((r) => ['copy', 'sm-copy', 'peer'].includes(r.test));
+    const copies = rows.filter((r) => ['copy', 'sm-copy', 'peer'].includes(r.test) && r.medianGBps !== undefined);
     if (copies.length) out.push('', matrix(copies));
     const cache = rows.filter((r) => r.test === 'cache');
     if (cache.length) out.push('', 'cache sweep (read bandwidth against working set):', matrix(cache));

@@ -1,5 +1,6 @@
 /**
- * Peer copies between every pair of GPUs (one way and both ways, peer access on and off), and the latency of
+ * Peer copies between every pair of GPUs (one way and both ways, peer access on and off, through the copy engines
+ * and, with peer access, a kernel reading across the link; the latency of a 4-byte copy), and the latency of
  * allocate + free for device, pinned and managed memory, the runtime's stream-ordered pool and gpumem's pool.
  */
 import { CachingPool } from '../../pool/caching-pool.js';
@@ -71,6 +72,29 @@ export async function peerTests(rt: Runtime, ctxs: BenchContext[], max: number):
           'both-directions',
           ok2,
         );
+        // the latency of the smallest copy: 4 bytes from i to j, one at a time
+        const tiny = rt.prepareCopy(b, a, { stream: src.stream, bytes: 4 });
+        const lat = await src.timeDevice(() => tiny.run(), quick ? 20 : 100);
+        src.addLatency(
+          { test: 'peer', direction: 'latency', srcKind: 'device', dstKind: 'device', engine: 'copy-engine', bytes: 4, peerAccess: access, peer: j },
+          lat.map((ms) => ms * 1000),
+          true,
+        );
+        // an SM copy: a kernel on the destination reads the source's memory across the link (needs peer access)
+        if (access && dst.module && bytes % 16 === 0) {
+          const v = bytes / 16;
+          rt.fill(b, 0);
+          const pull = dst.module.kernel('copy_v16').prepare({ grid: dst.grid(16, v, 512), block: 512, stream: dst.stream }, b, a, v);
+          const sm = await dst.timeDevice(() => pull.launch(), reps);
+          const ok3 = await dst.verifyPattern(b, seed, bytes);
+          src.addBandwidth(
+            { test: 'peer', direction: 'one-way', srcKind: 'device', dstKind: 'device', engine: 'sm', bytes, peerAccess: access, peer: j },
+            sm,
+            bytes,
+            'one-way',
+            ok3,
+          );
+        }
       }
     }
   }
