@@ -134,6 +134,17 @@ export interface DeviceMemoryUse {
   pcieRxBytesPerSecond?: number | undefined;
 }
 
+/** The link between two devices. */
+export interface PeerLink {
+  /** nvlink, xgmi, pcie, host (the host backend's logical devices share CPU memory), or unknown. */
+  kind: 'nvlink' | 'xgmi' | 'pcie' | 'host' | 'unknown';
+  /** The runtime lets one device address the other's memory. */
+  peerAccess: boolean;
+  /** How the devices meet on PCIe (NVML's topology level), or ROCm SMI's hop count. */
+  detail?: string | undefined;
+  source: 'nvml' | 'rocm-smi' | 'runtime' | 'host';
+}
+
 export interface PcieLink {
   generation?: number | undefined;
   width?: number | undefined;
@@ -357,6 +368,8 @@ export interface Backend {
   elapsedMs(start: Handle, end: Handle): number;
 
   canAccessPeer(device: number, peer: number): boolean;
+  /** What connects two devices, where the management library says (NVML, ROCm SMI); the runtime's peer access always. */
+  peerLink(device: number, peer: number): PeerLink;
   enablePeerAccess(device: number, peer: number): void;
   disablePeerAccess(device: number, peer: number): void;
 

@@ -54,9 +54,10 @@ for (const name of ['cuda', 'hip'] as const) {
     const out: string[] = [];
     const code = await main(['info', '--json', '--backend', name], { out: (s) => out.push(s), err: () => {} });
     assert.equal(code, 0);
-    const json = JSON.parse(out.join('')) as { backend: string; devices: unknown[]; noDevice: string; runtimeVersion: string };
+    const json = JSON.parse(out.join('')) as { backend: string; devices: unknown[]; links: unknown[]; noDevice: string; runtimeVersion: string };
     assert.equal(json.backend, name);
     assert.deepEqual(json.devices, []);
+    assert.deepEqual(json.links, [], 'no device, no links');
     assert.match(json.noDevice, /NoDevice|InsufficientDriver/);
   });
 }

@@ -50,5 +50,11 @@ export function renderInfo(r: InfoReport): string {
       out.push(`  memory bus      ${d.memoryBusWidthBits} bits at ${known(d.memoryClockKHz, (k) => `${(k / 1000).toFixed(0)} MHz`)}`);
     out.push(`  PCI             ${known(d.pciBusId)}  link ${linkText(d)}  NUMA node ${known(d.numaNode)}`);
   }
+  if (r.links.length) {
+    out.push('');
+    out.push('links between devices:');
+    for (const l of r.links)
+      out.push(`  ${l.from} -> ${l.to}  ${l.kind.padEnd(7)}  peer access ${yesNo(l.peerAccess)}${l.detail ? `  ${l.detail}` : ''}  (${l.source})`);
+  }
   return out.join('\n');
 }

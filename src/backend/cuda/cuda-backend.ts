@@ -2,7 +2,18 @@
  * The CUDA backend: libcudart for memory, streams and events; libcuda for modules, launches and virtual memory;
  * libnvrtc for kernels. AMD's allocation options are reported unsupported through `capabilities`.
  */
-import type { Address, Backend, DeviceInfo, DeviceMallocFlags, DeviceMemoryUse, Handle, MemLocation, PinnedFlags, ProcessMemoryUse } from '../backend.js';
+import type {
+  Address,
+  Backend,
+  DeviceInfo,
+  DeviceMallocFlags,
+  DeviceMemoryUse,
+  Handle,
+  MemLocation,
+  PeerLink,
+  PinnedFlags,
+  ProcessMemoryUse,
+} from '../backend.js';
 import { LazyManagement, readRecords } from '../native/management.js';
 import { NativeBackend, nativeCapabilities, type DeviceAttributeIds } from '../native/native-backend.js';
 import type { RtcCompiler } from '../native/rtc.js';
@@ -14,10 +25,13 @@ import {
   NVML_MEMORY_BYTES,
   NVML_MEMORY_V2_BYTES,
   NVML_MEMORY_V2_VERSION,
+  NVML_P2P_CAPS_INDEX_NVLINK,
+  NVML_P2P_STATUS_OK,
   NVML_PCIE_UTIL_RX_BYTES,
   NVML_PCIE_UTIL_TX_BYTES,
   NVML_PROCESS_INFO_BYTES,
   NVML_SUCCESS,
+  NVML_TOPOLOGY_LEVELS,
   NVML_UUID_BYTES,
   type CudaBindings,
 } from './ffi.js';
@@ -157,6 +171,26 @@ class CudaBackend extends NativeBackend {
       for (const p of this.nvmlProcesses(fn, handle) ?? []) if (!processes.has(p.pid)) processes.set(p.pid, p);
     }
     return { name: this.deviceName(device), ...memory, processes: [...processes.values()], source: 'nvml', ...this.nvmlActivity(handle) };
+  }
+
+  /**
+   * NVLink where NVML's peer status for the NVLink capability is OK, PCIe otherwise, with the nearest common PCIe
+   * ancestor as nvidia-smi topo names it; the runtime's answer alone where NVML is absent or refuses.
+   */
+  override peerLink(device: number, peer: number): PeerLink {
+    const base = super.peerLink(device, peer);
+    const nvml = this.b.nvml;
+    const a = this.nvmlDevice(device);
+    const b = this.nvmlDevice(peer);
+    if (!nvml?.nvmlDeviceGetP2PStatus || typeof a === 'string' || typeof b === 'string') return base;
+    const status = [0];
+    if ((nvml.nvmlDeviceGetP2PStatus(a, b, NVML_P2P_CAPS_INDEX_NVLINK, status) as number) !== NVML_SUCCESS) return base;
+    const level = [0];
+    const ancestor =
+      nvml.nvmlDeviceGetTopologyCommonAncestor && (nvml.nvmlDeviceGetTopologyCommonAncestor(a, b, level) as number) === NVML_SUCCESS
+        ? NVML_TOPOLOGY_LEVELS[level[0]!]
+        : undefined;
+    return { ...base, kind: status[0] === NVML_P2P_STATUS_OK ? 'nvlink' : 'pcie', detail: ancestor, source: 'nvml' };
   }
 
   /** UUID, utilisation and PCIe throughput, each left out where NVML refuses it (not every board reports all). */

@@ -57,6 +57,9 @@ const NVML_PROTOTYPES = [
   'int nvmlDeviceGetUUID(uintptr_t device, void *uuid, unsigned int length)',
   'int nvmlDeviceGetUtilizationRates(uintptr_t device, void *utilization)',
   'int nvmlDeviceGetPcieThroughput(uintptr_t device, int counter, _Out_ unsigned int *value)',
+  // nvml.h: nvmlGpuP2PCapsIndex_t (NVLINK = 2) with nvmlGpuP2PStatus_t (OK = 0); nvmlGpuTopologyLevel_t.
+  'int nvmlDeviceGetP2PStatus(uintptr_t device1, uintptr_t device2, int p2pIndex, _Out_ int *status)',
+  'int nvmlDeviceGetTopologyCommonAncestor(uintptr_t device1, uintptr_t device2, _Out_ int *level)',
 ];
 export const NVML_PROCESS_INFO_BYTES = 24;
 export const NVML_MEMORY_BYTES = 24;
@@ -70,6 +73,17 @@ export const NVML_ERROR_INSUFFICIENT_SIZE = 7;
 export const NVML_UUID_BYTES = 96;
 export const NVML_PCIE_UTIL_TX_BYTES = 0;
 export const NVML_PCIE_UTIL_RX_BYTES = 1;
+export const NVML_P2P_CAPS_INDEX_NVLINK = 2;
+export const NVML_P2P_STATUS_OK = 0;
+/** nvmlGpuTopologyLevel_t, as nvidia-smi topo names them. */
+export const NVML_TOPOLOGY_LEVELS: Record<number, string> = {
+  0: 'same board',
+  10: 'one PCIe switch (PIX)',
+  20: 'several PCIe switches (PXB)',
+  30: 'one PCIe host bridge (PHB)',
+  40: 'one NUMA node (NODE)',
+  50: 'across NUMA nodes (SYS)',
+};
 
 /** Everything the CUDA backend binds. */
 export interface CudaBindings {

@@ -57,6 +57,8 @@ const RSMI_PROTOTYPES = [
   // rocm_smi.h: the device's unique id (what rocm-smi prints as "Unique ID"), and the percent of time it was busy.
   // rsmi_dev_pci_throughput_get is not bound: the kernel counts packets for a whole second inside the call.
   'int rsmi_dev_unique_id_get(uint32_t device, _Out_ uint64_t *id)',
+  // rocm_smi.h: RSMI_IO_LINK_TYPE (PCIEXPRESS = 1, XGMI = 2) and the hop count between two devices.
+  'int rsmi_topo_get_link_type(uint32_t src, uint32_t dst, _Out_ uint64_t *hops, _Out_ int *type)',
   'int rsmi_dev_busy_percent_get(uint32_t device, _Out_ uint32_t *percent)',
 ];
 export const RSMI_PROCESS_INFO_BYTES = 32;
@@ -64,6 +66,8 @@ export const RSMI_PROCESS_INFO_BYTES = 32;
 export const RSMI_STATUS_SUCCESS = 0;
 export const RSMI_STATUS_INSUFFICIENT_SIZE = 11;
 export const RSMI_MEM_TYPE_VRAM = 0;
+export const RSMI_IOLINK_TYPE_PCIEXPRESS = 1;
+export const RSMI_IOLINK_TYPE_XGMI = 2;
 
 /** Everything the HIP backend binds. */
 export interface HipBindings {

@@ -12,6 +12,7 @@ import type {
   DeviceMemoryUse,
   Handle,
   MemLocation,
+  PeerLink,
   PinnedFlags,
   ProcessMemoryUse,
 } from '../backend.js';
@@ -22,7 +23,16 @@ import { NativeBackend, nativeCapabilities, type DeviceAttributeIds } from '../n
 import type { RtcCompiler } from '../native/rtc.js';
 import { RUNTIME_FLAGS, type StatusTable } from '../native/runtime-api.js';
 import { matchRsmiDevices, type HipDevice, type RsmiDevice } from './rocm-smi-devices.js';
-import { loadHip, RSMI_MEM_TYPE_VRAM, RSMI_PROCESS_INFO_BYTES, RSMI_STATUS_INSUFFICIENT_SIZE, RSMI_STATUS_SUCCESS, type HipBindings } from './ffi.js';
+import {
+  loadHip,
+  RSMI_IOLINK_TYPE_PCIEXPRESS,
+  RSMI_IOLINK_TYPE_XGMI,
+  RSMI_MEM_TYPE_VRAM,
+  RSMI_PROCESS_INFO_BYTES,
+  RSMI_STATUS_INSUFFICIENT_SIZE,
+  RSMI_STATUS_SUCCESS,
+  type HipBindings,
+} from './ffi.js';
 
 /** hipError_t values (hip_runtime_api.h, identical in ROCm 5.2 and 6.x for these). */
 export const HIP_STATUS: StatusTable = {
@@ -170,6 +180,20 @@ class HipBackend extends NativeBackend {
       source: 'rocm-smi',
       ...this.rsmiActivity(dv),
     };
+  }
+
+  /** XGMI or PCIe and the hop count from ROCm SMI; the runtime's answer alone where ROCm SMI is absent or refuses. */
+  override peerLink(device: number, peer: number): PeerLink {
+    const base = super.peerLink(device, peer);
+    const r = this.b.rsmi;
+    const a = this.rsmiDevice(device);
+    const b = this.rsmiDevice(peer);
+    if (!r?.rsmi_topo_get_link_type || typeof a === 'string' || typeof b === 'string') return base;
+    const hops = [0];
+    const type = [0];
+    if ((r.rsmi_topo_get_link_type(a, b, hops, type) as number) !== RSMI_STATUS_SUCCESS) return base;
+    const kind = type[0] === RSMI_IOLINK_TYPE_XGMI ? 'xgmi' : type[0] === RSMI_IOLINK_TYPE_PCIEXPRESS ? 'pcie' : 'unknown';
+    return { ...base, kind, detail: `${Number(hops[0])} hop${Number(hops[0]) === 1 ? '' : 's'}`, source: 'rocm-smi' };
   }
 
   /** Unique id and busy percent, each left out where ROCm SMI refuses it. */

@@ -31,6 +31,7 @@ import type {
   MemLocation,
   MemPoolOptions,
   NativeCopyBatch,
+  PeerLink,
   StreamOptions,
   VirtualMemoryApi,
 } from '../backend.js';
@@ -525,6 +526,10 @@ class HostBackend implements Backend {
   canAccessPeer(device: number, peer: number): boolean {
     this.guard();
     return device !== peer;
+  }
+
+  peerLink(device: number, peer: number): PeerLink {
+    return { kind: 'host', peerAccess: this.canAccessPeer(device, peer), detail: 'logical devices in one CPU memory', source: 'host' };
   }
 
   enablePeerAccess(device: number, peer: number): void {

@@ -26,6 +26,7 @@ import type {
   MemLocation,
   MemPoolOptions,
   NativeCopyBatch,
+  PeerLink,
   PinnedFlags,
   StreamOptions,
   VirtualMemoryApi,
@@ -734,6 +735,11 @@ export abstract class NativeBackend implements Backend {
     this.guard();
     this.check(this.fn.DeviceCanAccessPeer!(this.outA, device, peer) as number, `${this.name}DeviceCanAccessPeer`);
     return this.outA[0] === 1;
+  }
+
+  /** Peer access from the runtime; the backends with a management library say what the link is. */
+  peerLink(device: number, peer: number): PeerLink {
+    return { kind: 'unknown', peerAccess: this.canAccessPeer(device, peer), source: 'runtime' };
   }
 
   enablePeerAccess(device: number, peer: number): void {
