@@ -33,7 +33,7 @@ const size = (n) => (n >= 2 ** 30 ? `${n / 2 ** 30} GiB` : n >= 2 ** 20 ? `${n /
 
 const machine = existsSync(join(dir, 'machine.txt')) ? readFileSync(join(dir, 'machine.txt'), 'utf8') : '';
 const out = [];
-const nRounds = Math.max(rounds('native-bandwidth-', '.jsonl').length, rounds('native-transfer-', '.jsonl').length);
+const nRounds = Math.max(...['native-bandwidth-', 'native-transfer-', 'native-memory-'].map((p) => rounds(p, '.jsonl').length));
 const when = /date: (\S+)/.exec(machine)?.[1]?.slice(0, 10) ?? basename(dir).slice(0, 10);
 const gpuLine = machine.split('\n').find((l) => /NVIDIA|AMD/.test(l) && l.includes(',')) ?? '';
 out.push(
@@ -233,6 +233,51 @@ if (nt.length && gt.length) {
     );
   }
   out.push('');
+}
+
+// ---- every row with a kernel or an allocation: native memory.cu against gpumem, row by row ---------------------
+const nm = rounds('native-memory-', '.jsonl').map(jsonl);
+const gm = [...rounds('gpumem-memory-', '.json'), ...rounds('gpumem-copy-', '.json')].map((f) => JSON.parse(readFileSync(f, 'utf8')));
+if (nm.length && gm.length) {
+  const key = (r) => [r.test, r.direction, r.srcKind, r.dstKind, r.engine, r.bytes].join('|');
+  const latency = (r) => r.counted === 'latency';
+  const nativeRows = new Map();
+  for (const run of nm) for (const r of run) nativeRows.set(key(r), [...(nativeRows.get(key(r)) ?? []), r]);
+  const gpumemRows = new Map();
+  for (const b of gm) for (const r of b.results) gpumemRows.set(key(r), [...(gpumemRows.get(key(r)) ?? []), r]);
+  out.push('### Kernels, managed and zero-copy memory, SM copies, allocation: gpumem bench against native CUDA C', '');
+  out.push(
+    "The native program (benchmarks/native/memory.cu) runs the kernels gpumem compiles, with the same grids, sizes, repeats and timing; a difference is the cost of gpumem's path.",
+    '',
+  );
+  out.push('| test | row | size | native | gpumem | difference | native spread | within spread |', '|---|---|---:|---:|---:|---:|---:|---|');
+  const agreement = [];
+  let within = 0;
+  for (const [k, rs] of nativeRows) {
+    const g = gpumemRows.get(k);
+    if (!g) continue;
+    const r0 = rs[0];
+    const unit = latency(r0) ? 'µs' : 'GB/s';
+    const nat = rs.map((r) => median(latency(r) ? r.us : r.gbps));
+    const gv = g.map((r) => (latency(r) ? r.medianUs : r.medianGBps));
+    const d = median(gv) / median(nat) - 1;
+    const sp = spread(nat);
+    const ok = Number.isNaN(sp) ? undefined : Math.abs(d) <= Math.max(sp, 0.01);
+    if (ok) within++;
+    const verified = rs.every((r) => r.verified !== false);
+    agreement.push({ key: k, unit, native: median(nat), gpumem: median(gv), difference: d, nativeSpread: sp, agrees: ok ?? null, nativeVerified: verified });
+    out.push(
+      `| ${r0.test} | ${r0.direction} ${r0.srcKind}→${r0.dstKind} (${r0.engine}) | ${size(r0.bytes)} | ${cell(nat)} ${unit} | ${cell(gv)} ${unit} | ${pct(d)} | ${Number.isNaN(sp) ? '–' : `${(100 * sp).toFixed(1)}%`} | ${ok === undefined ? '–' : ok ? 'yes' : '**no**'}${verified ? '' : ' (native row failed its check)'} |`,
+    );
+  }
+  const own = [...gpumemRows.values()].map((x) => x[0]).filter((r) => r.engine === 'gpumem-pool');
+  out.push(
+    '',
+    `${within} of ${agreement.length} rows within the native program's own run-to-run spread (or 1%). A row outside it is a bug until docs/performance.md explains it.`,
+    ...(own.length ? ['', `No native counterpart: ${own.length} rows of gpumem's own caching pool (the thing measured exists only in gpumem).`] : []),
+    '',
+  );
+  writeFileSync(join(dir, 'agreement.json'), `${JSON.stringify({ measured: when, machine: gpuLine.split(',')[0] || undefined, rows: agreement }, null, 2)}\n`);
 }
 
 const text = out.join('\n');

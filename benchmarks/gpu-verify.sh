@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Re-runs every GPU figure published in docs/performance.md, on a machine with an NVIDIA GPU, and writes the evidence.
 #
-#   npm run gpu:verify                      # 3 rounds, full sizes (about 5 minutes on one H200)
+#   npm run gpu:verify                      # 3 rounds, full sizes (copies and transfers took about 5 minutes on one
+#                                           # H200; the memory rows, added since, have not been timed on a GPU yet)
 #   npm run gpu:verify -- --rounds 5 --out /tmp/evidence
 #   npm run gpu:verify -- --quick           # 1 round, 256 MiB transfers (a smoke test; not for publishing)
 #   npm run gpu:verify -- --plan-accuracy   # also the planner against PyTorch's measured peaks (needs transformers; ~15 min)
 #
 # Each round runs the native CUDA C programs of benchmarks/native/ and gpumem, interleaved, then PyTorch where it is
-# installed: copies (native bandwidth.cu against `gpumem bench --only copy`) and transfers (native transfer.cu
-# against `gpumem bench --only transfer`, PyTorch's own ways beside them). benchmarks/compare.mjs turns the files
+# installed: copies (native bandwidth.cu against `gpumem bench --only copy`), transfers (native transfer.cu
+# against `gpumem bench --only transfer`, PyTorch's own ways beside them) and every row with a kernel or an
+# allocation (native memory.cu, built on the kernels gpumem compiles, against the same groups of `gpumem bench`). benchmarks/compare.mjs turns the files
 # into the tables; they go to docs/evidence/DATE-MACHINE/ with every raw file, and into docs/performance.md
 # between its gpu-verify markers. With --out, the same files are also copied to that folder.
 #
@@ -61,6 +63,9 @@ bin=/tmp/gpumem-native
 mkdir -p "$bin"
 nvcc -O2 -arch="sm_${cc}" -o "$bin/bandwidth" benchmarks/native/bandwidth.cu
 nvcc -O2 -arch="sm_${cc}" -Xcompiler -fopenmp -o "$bin/transfer" benchmarks/native/transfer.cu
+# memory.cu runs the very kernels gpumem compiles: their text comes out of the built package.
+"$node_bin" -e 'import(process.argv[1]).then((m) => process.stdout.write(m.BENCH_KERNELS.source))' "$app/dist/kernels/bench-kernels.js" > "$bin/bench-kernels.cuh"
+nvcc -O2 -arch="sm_${cc}" -I"$bin" -o "$bin/memory" benchmarks/native/memory.cu
 
 {
   echo "date: $(date -u +%FT%TZ)"
@@ -72,15 +77,19 @@ nvcc -O2 -arch="sm_${cc}" -Xcompiler -fopenmp -o "$bin/transfer" benchmarks/nati
 } > "$ev/machine.txt"
 gpumem info --json > "$ev/info.json"
 
-transfer_bytes=$((1 << 30)); copy_max=1GiB; mode=""
-if [ "$quick" = 1 ]; then transfer_bytes=$((256 << 20)); copy_max=256MiB; mode="--quick"; fi
+transfer_bytes=$((1 << 30)); copy_max=1GiB; mode=""; memory_bytes=$((1 << 30))
+if [ "$quick" = 1 ]; then transfer_bytes=$((256 << 20)); copy_max=256MiB; mode="--quick"; memory_bytes=$((256 << 20)); fi
+# Every bench group with a kernel or an allocation; the SM copies come with the copy run (--only copy sm-copy).
+memory_tests=stream,cache,access,latency,managed,zero-copy,alloc
 has_torch=0
 python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null && has_torch=1
 for r in $(seq 1 "$rounds"); do
   echo "gpu-verify: round $r of $rounds" >&2
   "$bin/bandwidth" > "$ev/native-bandwidth-$r.jsonl"
-  gpumem bench --backend cuda --only copy --max-size "$copy_max" --json > "$ev/gpumem-copy-$r.json"
+  gpumem bench --backend cuda --only copy sm-copy --max-size "$copy_max" --json > "$ev/gpumem-copy-$r.json"
   "$bin/transfer" "$transfer_bytes" 5 > "$ev/native-transfer-$r.jsonl"
+  "$bin/memory" "$memory_bytes" "$memory_tests,sm-copy" > "$ev/native-memory-$r.jsonl"
+  gpumem bench --backend cuda --only $(echo "$memory_tests" | tr , ' ') --max-size "$((memory_bytes / 1048576))MiB" --json > "$ev/gpumem-memory-$r.json"
   gpumem bench --backend cuda --only transfer $mode --max-size "$((transfer_bytes / 1048576))MiB" --json > "$ev/gpumem-transfer-$r.json"
   if [ "$has_torch" = 1 ]; then python3 benchmarks/pytorch/transfer.py "$transfer_bytes" 5 > "$ev/torch-transfer-$r.jsonl"; fi
 done
