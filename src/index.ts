@@ -58,7 +58,7 @@ export type { BatchCopy, BatchResult, PreparedBatch } from './transfer/batch.js'
 export { CapturedGraph, type CaptureScope } from './transfer/graph.js';
 export type { PipelineOptions, PipelineResult, PipelineChunk } from './transfer/pipeline.js';
 export { StagedCommunicator, type Communicator } from './collectives/staged.js';
-export { NcclCommunicator, loadNccl, openCommunicator, type NcclLibrary } from './collectives/nccl.js';
+export { NcclBuffer, NcclCommunicator, loadNccl, openCommunicator, type NcclLibrary } from './collectives/nccl.js';
 export {
   COLLECTIVES,
   DTYPES,

@@ -368,6 +368,8 @@ export interface Backend {
   elapsedMs(start: Handle, end: Handle): number;
 
   canAccessPeer(device: number, peer: number): boolean;
+  /** Makes `device` current on this thread, for libraries that act on the current device (NCCL's ncclMemAlloc). */
+  useDevice(device: number): void;
   /** What connects two devices, where the management library says (NVML, ROCm SMI); the runtime's peer access always. */
   peerLink(device: number, peer: number): PeerLink;
   enablePeerAccess(device: number, peer: number): void;

@@ -5,7 +5,9 @@
  * ncclComm_t and cudaStream_t are pointers, ncclDataType_t and ncclRedOp_t the enums below.
  */
 import { BackendUnavailableError, ErrorCode, GpuError } from '../errors.js';
+import { Allocation, type AllocationOwner } from '../memory/allocation.js';
 import type { Runtime } from '../memory/runtime.js';
+import { checkSize } from '../memory/validate.js';
 import { cudaLibraryDirs, rocmLibraryDirs } from '../backend/library-search.js';
 import { declare, loadLibrary, type NativeFn } from '../backend/native/ffi.js';
 import type { Stream } from '../stream/stream.js';
@@ -73,19 +75,41 @@ export function loadNccl(backend: string): NcclLibrary {
   return { library: amd ? 'rccl' : 'nccl', fn, path: loaded.record.path, version };
 }
 
+/**
+ * Device memory from ncclMemAlloc, registered with one rank's communicator (ncclCommRegister): NCCL can then use
+ * it in place (zero-copy, user-buffer registration) instead of copying through its own buffers. Freeing it
+ * deregisters it and gives it back with ncclMemFree.
+ */
+export class NcclBuffer extends Allocation {
+  constructor(
+    owner: AllocationOwner,
+    address: number,
+    bytes: number,
+    device: number,
+    private readonly giveBack: () => void,
+  ) {
+    super(owner, 'device', address, bytes, device, address);
+  }
+
+  protected release(): void {
+    this.giveBack();
+  }
+}
+
 /** A communicator over the GPUs of this node through NCCL or RCCL. */
 export class NcclCommunicator implements Communicator {
   readonly library: 'nccl' | 'rccl';
   readonly version: string;
   private readonly comms: number[];
   private readonly streams: Stream[];
+  private readonly buffers = new Set<NcclBuffer>();
   private disposed = false;
 
   /**
    * @throws BackendUnavailableError without NCCL / RCCL; GpuError (NATIVE) when ncclCommInitAll fails.
    */
   constructor(
-    rt: Runtime,
+    private readonly rt: Runtime,
     readonly devices: readonly number[],
     private readonly lib: NcclLibrary = loadNccl(rt.backend.name),
   ) {
@@ -169,6 +193,49 @@ export class NcclCommunicator implements Communicator {
     for (const s of this.streams) s.synchronize();
   }
 
+  /**
+   * One buffer of `bytes` per rank, on the rank's device, from ncclMemAlloc and registered with the rank's
+   * communicator. Free them (or let the communicator's disposal do it) before the runtime closes.
+   * @throws InvalidArgumentError for a bad size; GpuError UNSUPPORTED where the library lacks ncclMemAlloc or
+   * ncclCommRegister (NCCL before 2.19), NATIVE where a call fails (nothing stays allocated then).
+   */
+  allocRegistered(bytes: number): NcclBuffer[] {
+    if (this.disposed) throw new GpuError(ErrorCode.DISPOSED, 'this communicator was disposed');
+    checkSize(bytes, 'registered buffer');
+    const f = this.lib.fn;
+    if (!f.ncclMemAlloc || !f.ncclMemFree || !f.ncclCommRegister || !f.ncclCommDeregister)
+      throw new GpuError(ErrorCode.UNSUPPORTED, `${this.library} ${this.version} has no ncclMemAlloc / ncclCommRegister (NCCL 2.19 and later have them)`);
+    const out: NcclBuffer[] = [];
+    try {
+      this.devices.forEach((device, r) => {
+        const comm = this.comms[r]!;
+        this.rt.backend.useDevice(device);
+        const ptr = [0];
+        this.check(f.ncclMemAlloc!(ptr, bytes) as number, `ncclMemAlloc(${bytes}) on device ${device}`);
+        const handle = [0];
+        const status = f.ncclCommRegister!(comm, ptr[0]!, bytes, handle) as number;
+        if (status !== 0) {
+          f.ncclMemFree!(ptr[0]!);
+          this.check(status, `ncclCommRegister on device ${device}`);
+        }
+        const buffer: NcclBuffer = new NcclBuffer(this.rt, ptr[0]!, bytes, device, () => {
+          this.buffers.delete(buffer);
+          this.rt.backend.useDevice(device);
+          const dereg = f.ncclCommDeregister!(comm, handle[0]!) as number;
+          const freed = f.ncclMemFree!(ptr[0]!) as number;
+          this.check(dereg, 'ncclCommDeregister');
+          this.check(freed, 'ncclMemFree');
+        });
+        this.buffers.add(buffer);
+        out.push(this.rt.adopt(buffer));
+      });
+    } catch (e) {
+      for (const b of out) b.free();
+      throw e;
+    }
+    return out;
+  }
+
   /** Each rank's stream: the collectives run there, in order. */
   get rankStreams(): readonly Stream[] {
     return this.streams;
@@ -187,6 +254,8 @@ export class NcclCommunicator implements Communicator {
       s.synchronize();
       s[Symbol.dispose]();
     }
+    // registered buffers must be deregistered while their communicator lives
+    for (const b of [...this.buffers]) if (!b.disposed) b.free();
     for (const c of this.comms) this.lib.fn.ncclCommDestroy!(c);
   }
 }

@@ -33,3 +33,38 @@ test('advice from an H200 bench: each recommendation quotes its measured figures
   const pin = items.find((a) => a.id === 'pin-staging-buffers')!;
   assert.ok(pin.recommendation.includes(`Pinned ${shown(pinned)} GB/s against pageable ${shown(pageable)} GB/s`), pin.recommendation);
 });
+
+test('collective advice names the buffers that reduce fastest (figures invented to check the rule: no GPU run has measured collectives yet)', () => {
+  const GiB = 2 ** 30;
+  const coll = (srcKind: string, bus: number, bytes = GiB): BenchReport['results'][number] => ({
+    test: 'collective',
+    direction: 'all-reduce',
+    srcKind,
+    dstKind: srcKind,
+    engine: srcKind === 'pinned' ? 'staged' : 'nccl',
+    bytes,
+    ranks: 2,
+    device: device.index,
+    counted: 'algorithm',
+    medianGBps: bus,
+    minGBps: bus,
+    maxGBps: bus,
+    medianBusGBps: bus,
+    cv: 0,
+    repeats: 5,
+    verified: true,
+  });
+  const advise = (rows: BenchReport['results']) => adviseDevice(device, { ...bench, results: rows }).find((a) => a.id === 'collective-buffers');
+  const gain = advise([coll('device', 100), coll('nccl-registered', 120), coll('pinned', 10), coll('device', 50, 1024), coll('pinned', 1, 1024)])!;
+  assert.equal(gain.title, 'Register the buffers collectives run on');
+  assert.match(gain.recommendation, /All-reduce of 1 GiB over 2 GPUs: 100 GB\/s bus bandwidth through nccl on device buffers, 10\.0 GB\/s staged/);
+  assert.match(gain.recommendation, /reached 120 GB\/s against 100 GB\/s on ordinary device buffers/);
+  assert.deepEqual(
+    gain.evidence.map((e) => e.value),
+    [100, 120, 10],
+  );
+  const none = advise([coll('device', 100), coll('nccl-registered', 102)])!;
+  assert.equal(none.title, 'Run collectives on device buffers');
+  assert.match(none.recommendation, /no gain worth their setup/);
+  assert.equal(advise([coll('device', 100)]), undefined, 'one kind of buffer alone compares nothing');
+});

@@ -320,6 +320,8 @@ export function adviseDevice(info: DeviceInfo, bench: BenchReport): Advice[] {
       evidence: [ev('peer one-way, access on', peerOn), ev('peer one-way, access off', peerOff)],
     });
   }
+  const collective = collectiveAdvice(bench.results.filter((r) => r.device === info.index && r.test === 'collective' && r.direction === 'all-reduce'));
+  if (collective) add(collective);
   if (info.link && ((info.link.generation ?? 0) < (info.link.maxGeneration ?? 0) || (info.link.width ?? 0) < (info.link.maxWidth ?? 0))) {
     add({
       id: 'link-below-max',
@@ -331,4 +333,55 @@ export function adviseDevice(info: DeviceInfo, bench: BenchReport): Advice[] {
     });
   }
   return out;
+}
+
+/**
+ * Which buffers all-reduce should run on, from the largest size measured with device buffers and at least one other
+ * choice (registered ncclMemAlloc buffers, staging through pinned host memory); bus bandwidth as nccl-tests counts it.
+ */
+function collectiveAdvice(rows: BenchResult[]): (Omit<Advice, 'evidence'> & { evidence: Array<Evidence | undefined> }) | undefined {
+  const at = (kind: string, bytes: number): BenchResult | undefined => rows.find((r) => r.srcKind === kind && r.bytes === bytes && r.medianBusGBps);
+  const sizes = rows
+    .filter((r) => r.srcKind === 'device' && r.medianBusGBps)
+    .map((r) => r.bytes)
+    .filter((b) => at('nccl-registered', b) || at('pinned', b))
+    .sort((a, b) => b - a);
+  const bytes = sizes[0];
+  if (bytes === undefined) return undefined;
+  const device = at('device', bytes)!;
+  const registered = at('nccl-registered', bytes);
+  const pinned = at('pinned', bytes);
+  const bus = (label: string, r: BenchResult | undefined): Evidence | undefined =>
+    r && {
+      label,
+      value: r.medianBusGBps!,
+      unit: 'GB/s',
+      source: `collective all-reduce ${r.srcKind} ${r.engine} ${formatBytes(r.bytes, 0)} ${r.ranks} ranks, bus bandwidth`,
+    };
+  const size = formatBytes(bytes, 0);
+  const parts: string[] = [];
+  if (pinned)
+    parts.push(
+      `All-reduce of ${size} over ${device.ranks} GPUs: ${f1(device.medianBusGBps!)} GB/s bus bandwidth through ${device.engine} on device buffers, ${f1(pinned.medianBusGBps!)} GB/s staged through pinned host memory; keep the tensors a job communicates on the GPU.`,
+    );
+  if (registered) {
+    const gain = registered.medianBusGBps! / device.medianBusGBps!;
+    parts.push(
+      gain >= 1.05
+        ? `Buffers from ncclMemAlloc registered with the communicator (NCCL's user-buffer registration) reached ${f1(registered.medianBusGBps!)} GB/s against ${f1(device.medianBusGBps!)} GB/s on ordinary device buffers: allocate the buffers gradients are reduced in that way.`
+        : `Registered ncclMemAlloc buffers gave ${f1(registered.medianBusGBps!)} GB/s against ${f1(device.medianBusGBps!)} GB/s on ordinary device buffers: no gain worth their setup on this machine.`,
+    );
+  }
+  return {
+    id: 'collective-buffers',
+    workloads: ['training'],
+    title:
+      registered && registered.medianBusGBps! >= 1.05 * device.medianBusGBps! ? 'Register the buffers collectives run on' : 'Run collectives on device buffers',
+    recommendation: parts.join(' '),
+    evidence: [
+      bus('all-reduce, device buffers', device),
+      bus('all-reduce, registered buffers', registered),
+      bus('all-reduce, staged through pinned memory', pinned),
+    ],
+  };
 }

@@ -528,6 +528,10 @@ class HostBackend implements Backend {
     return device !== peer;
   }
 
+  useDevice(): void {
+    this.guard();
+  }
+
   peerLink(device: number, peer: number): PeerLink {
     return { kind: 'host', peerAccess: this.canAccessPeer(device, peer), detail: 'logical devices in one CPU memory', source: 'host' };
   }

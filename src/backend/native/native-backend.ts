@@ -737,6 +737,11 @@ export abstract class NativeBackend implements Backend {
     return this.outA[0] === 1;
   }
 
+  useDevice(device: number): void {
+    this.guard();
+    this.use(device);
+  }
+
   /** Peer access from the runtime; the backends with a management library say what the link is. */
   peerLink(device: number, peer: number): PeerLink {
     return { kind: 'unknown', peerAccess: this.canAccessPeer(device, peer), source: 'runtime' };
