@@ -33,7 +33,10 @@ const size = (n) => (n >= 2 ** 30 ? `${n / 2 ** 30} GiB` : n >= 2 ** 20 ? `${n /
 
 const machine = existsSync(join(dir, 'machine.txt')) ? readFileSync(join(dir, 'machine.txt'), 'utf8') : '';
 const out = [];
-const nRounds = Math.max(...['native-bandwidth-', 'native-transfer-', 'native-memory-'].map((p) => rounds(p, '.jsonl').length));
+const nRounds = Math.max(
+  ...['native-bandwidth-', 'native-transfer-', 'native-memory-'].map((p) => rounds(p, '.jsonl').length),
+  rounds('native-collectives-', '.txt').length,
+);
 const when = /date: (\S+)/.exec(machine)?.[1]?.slice(0, 10) ?? basename(dir).slice(0, 10);
 const gpuLine = machine.split('\n').find((l) => /NVIDIA|AMD/.test(l) && l.includes(',')) ?? '';
 out.push(
@@ -233,6 +236,45 @@ if (nt.length && gt.length) {
     );
   }
   out.push('');
+}
+
+// ---- collectives: NCCL from C (the shared yardstick, its text output) against gpumem bench --only collectives ----
+const nc = rounds('native-collectives-', '.txt').map((f) => {
+  const rows = [];
+  let buffers;
+  for (const line of readFileSync(f, 'utf8').split('\n')) {
+    if (/^cudaMalloc buffers/.test(line)) buffers = 'device';
+    else if (/^ncclMemAlloc \+ ncclCommRegister buffers/.test(line)) buffers = 'nccl-registered';
+    const m = /^(all-reduce|all-gather|reduce-scatter)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$/.exec(line);
+    if (m && buffers) rows.push({ op: m[1], bytes: Number(m[2]), busGBps: Number(m[5]), buffers });
+  }
+  return rows;
+});
+const gcoll = rounds('gpumem-collectives-', '.json').map((f) => JSON.parse(readFileSync(f, 'utf8')));
+if (nc.length && gcoll.length) {
+  const ranks = gcoll[0].results.find((r) => r.test === 'collective')?.ranks ?? '?';
+  out.push(`### Collectives over ${ranks} GPUs: gpumem bench against NCCL from C, bus bandwidth (GB/s)`, '');
+  out.push('| collective | buffers | size | native C | gpumem | gpumem / native | native spread | bar |', '|---|---|---:|---:|---:|---:|---:|---|');
+  const keys = [...new Map(nc[0].map((r) => [`${r.buffers}|${r.op}|${r.bytes}`, r])).values()];
+  for (const k of keys) {
+    const nat = nc
+      .map((run) => run.find((r) => r.buffers === k.buffers && r.op === k.op && r.bytes === k.bytes))
+      .filter(Boolean)
+      .map((r) => r.busGBps);
+    const gv = gcoll
+      .map((b) => b.results.find((r) => r.test === 'collective' && r.direction === k.op && r.srcKind === k.buffers && r.bytes === k.bytes))
+      .filter(Boolean)
+      .map((r) => r.medianBusGBps);
+    if (!nat.length || !gv.length) continue;
+    const ratio = median(gv) / median(nat);
+    const sp = spread(nat);
+    const barred = k.op === 'all-reduce' && k.bytes >= 64 * 2 ** 20;
+    const verdict = barred ? (ratio >= 0.95 ? 'met (≥ 95%)' : '**not met** (< 95%)') : '';
+    out.push(
+      `| ${k.op} | ${k.buffers} | ${size(k.bytes)} | ${cell(nat)} | ${cell(gv)} | ${(100 * ratio).toFixed(0)}% | ${Number.isNaN(sp) ? '–' : `${(100 * sp).toFixed(1)}%`} | ${verdict} |`,
+    );
+  }
+  out.push('', 'The bar: all-reduce bus bandwidth from 64 MiB within 5% of NCCL from C.', '');
 }
 
 // ---- every row with a kernel or an allocation: native memory.cu against gpumem, row by row ---------------------

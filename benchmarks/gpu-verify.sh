@@ -66,6 +66,15 @@ nvcc -O2 -arch="sm_${cc}" -Xcompiler -fopenmp -o "$bin/transfer" benchmarks/nati
 # memory.cu runs the very kernels gpumem compiles: their text comes out of the built package.
 "$node_bin" -e 'import(process.argv[1]).then((m) => process.stdout.write(m.BENCH_KERNELS.source))' "$app/dist/kernels/bench-kernels.js" > "$bin/bench-kernels.cuh"
 nvcc -O2 -arch="sm_${cc}" -I"$bin" -o "$bin/memory" benchmarks/native/memory.cu
+# Collectives need two GPUs; their yardstick is native-collectives.cu from the shared reference (in .gpu/ on the
+# device machines, ../shared/reference/ beside a checkout), built against the system's NCCL.
+collectives=0
+if [ "$count" -ge 2 ]; then
+  for f in "$root/.gpu/native-collectives.cu" "$root/../shared/reference/native-collectives.cu"; do
+    if [ -f "$f" ] && nvcc -O2 -arch="sm_${cc}" -o "$bin/collectives" "$f" -lnccl; then collectives=1; break; fi
+  done
+  [ "$collectives" = 1 ] || echo "gpu-verify: no native-collectives.cu or no NCCL to build it with: collectives left out" >&2
+fi
 
 {
   echo "date: $(date -u +%FT%TZ)"
@@ -91,6 +100,10 @@ for r in $(seq 1 "$rounds"); do
   "$bin/memory" "$memory_bytes" "$memory_tests,sm-copy" > "$ev/native-memory-$r.jsonl"
   gpumem bench --backend cuda --only $(echo "$memory_tests" | tr , ' ') --max-size "$((memory_bytes / 1048576))MiB" --json > "$ev/gpumem-memory-$r.json"
   gpumem bench --backend cuda --only transfer $mode --max-size "$((transfer_bytes / 1048576))MiB" --json > "$ev/gpumem-transfer-$r.json"
+  if [ "$collectives" = 1 ]; then
+    "$bin/collectives" > "$ev/native-collectives-$r.txt"
+    gpumem bench --backend cuda --only collectives --json > "$ev/gpumem-collectives-$r.json"
+  fi
   if [ "$has_torch" = 1 ]; then python3 benchmarks/pytorch/transfer.py "$transfer_bytes" 5 > "$ev/torch-transfer-$r.jsonl"; fi
 done
 

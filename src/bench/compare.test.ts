@@ -64,3 +64,44 @@ test('compare.mjs pairs native rows with gpumem rows by key and says which agree
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("compare.mjs reads the NCCL yardstick's text and holds all-reduce from 64 MiB to the 5% bar", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gpumem-compare-'));
+  try {
+    // The yardstick's output as native-collectives.cu prints it; the figures are made up to test the parsing.
+    const native = (scale: number): string =>
+      [
+        'nccl 22803, 2 GPUs',
+        'cudaMalloc buffers',
+        'op              bytes        time_us   algbw_GB/s  busbw_GB/s',
+        `all-reduce          ${2 ** 27}     1000.0       134.22      ${(134.22 * scale).toFixed(2)}`,
+        `all-gather          ${2 ** 27}     1000.0       134.22      ${(67.11 * scale).toFixed(2)}`,
+        'ncclMemAlloc + ncclCommRegister buffers',
+        'op              bytes        time_us   algbw_GB/s  busbw_GB/s',
+        `all-reduce          ${2 ** 27}     1000.0       134.22      ${(140 * scale).toFixed(2)}`,
+      ].join('\n');
+    writeFileSync(join(dir, 'native-collectives-1.txt'), native(1));
+    writeFileSync(join(dir, 'native-collectives-2.txt'), native(1.01));
+    const row = (direction: string, srcKind: string, bus: number) => ({
+      test: 'collective',
+      direction,
+      srcKind,
+      dstKind: srcKind,
+      engine: 'nccl',
+      bytes: 2 ** 27,
+      ranks: 2,
+      medianBusGBps: bus,
+    });
+    const gpumem = JSON.stringify({ results: [row('all-reduce', 'device', 130), row('all-gather', 'device', 60), row('all-reduce', 'nccl-registered', 120)] });
+    writeFileSync(join(dir, 'gpumem-collectives-1.json'), gpumem);
+    const text = execFileSync(process.execPath, [compare, dir], { encoding: 'utf8' });
+    assert.match(text, /### Collectives over 2 GPUs/);
+    const lines = text.split('\n').filter((l) => /^\| (all-reduce|all-gather) \|/.test(l));
+    assert.equal(lines.length, 3);
+    assert.match(lines.find((l) => l.includes('all-reduce | device'))!, /\| 96% \| 1\.0% \| met \(≥ 95%\) \|$/);
+    assert.match(lines.find((l) => l.includes('all-reduce | nccl-registered'))!, /\| 85% \| 1\.0% \| \*\*not met\*\* \(< 95%\) \|$/);
+    assert.match(lines.find((l) => l.includes('all-gather'))!, /\| 89% \| 1\.0% \| {2}\|$/, 'only all-reduce carries the bar');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
