@@ -219,7 +219,8 @@ if (nt.length && gt.length) {
   const small = (e) => gpm((r) => r.test === 'transfer' && r.direction === 'HtoD-small' && r.engine === e);
   const nsmall = (row) => nat((r) => r.row === `HtoD-small pinned ${row}`);
   line('one by one', nsmall('one-by-one'), small('one-by-one'));
-  line('one batch call: cudaMemcpyBatchAsync / rt.copyBatch (checked on every call)', nsmall('batch'), small('copyBatch'), 0.9);
+  line('one batch call: cudaMemcpyBatchAsync / rt.copyBatch, the same array each call', nsmall('batch'), small('copyBatch'), 0.9);
+  line('one batch call: cudaMemcpyBatchAsync / rt.copyBatch, a new array each call (all checks)', nsmall('batch'), small('copyBatch-new-array'));
   line('one batch call: cudaMemcpyBatchAsync / rt.prepareBatch, run', nsmall('batch'), small('prepared-batch'), 0.9);
   line('one graph of the 1000 copies', nsmall('graph'), small('graph'));
   line('one copy of the same 64000 KiB', nsmall('single-copy'), small('single-copy'));

@@ -6,6 +6,10 @@
 #   npm run gpu:verify -- --rounds 5 --out /tmp/evidence
 #   npm run gpu:verify -- --quick           # 1 round, 256 MiB transfers (a smoke test; not for publishing)
 #   npm run gpu:verify -- --plan-accuracy   # also the planner against PyTorch's measured peaks (needs transformers; ~15 min)
+#   npm run gpu:verify -- --only copy,memory --evidence DIR   # some groups, into another folder (to split the work
+#                                           # across calls on machines that limit a command's time; run compare.mjs
+#                                           # on the folder afterwards). Groups: copy, memory, transfer, collectives,
+#                                           # plan (with --plan-set base|variety|all, default all)
 #
 # Each round runs the native CUDA C programs of benchmarks/native/ and gpumem, interleaved, then PyTorch where it is
 # installed: copies (native bandwidth.cu against `gpumem bench --only copy`), transfers (native transfer.cu
@@ -21,16 +25,25 @@ cd "$root"
 rounds=3
 out=""
 quick=0
-plan=0
+only="copy,memory,transfer,collectives"
+plan_set=all
+evidence=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --plan-accuracy) plan=1; shift ;;
+    --plan-accuracy) only="$only,plan"; shift ;;
+    --plan-set) plan_set=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    --evidence) evidence=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --quick) quick=1; rounds=1; shift ;;
     *) echo "gpu-verify: unknown option $1" >&2; exit 2 ;;
   esac
 done
+for g in ${only//,/ }; do
+  case "$g" in copy|memory|transfer|collectives|plan) ;; *) echo "gpu-verify: unknown group $g (copy, memory, transfer, collectives, plan)" >&2; exit 2 ;; esac
+done
+want() { [[ ",$only," == *",$1,"* ]]; }
 
 # Node.js and a built gpumem: this checkout, or the bundle that carries both to machines without Node.js.
 node_bin=$(command -v node || true)
@@ -56,8 +69,9 @@ slug=$(echo "${count}x-${gpu}" | tr '[:upper:]' '[:lower:]' | sed 's/nvidia //; 
 date=$(date -u +%F)
 ev="$root/docs/evidence/${date}-${slug}"
 [ "$quick" = 1 ] && ev="${out:-/tmp}/gpu-verify-quick"
+[ -n "$evidence" ] && ev="$evidence"
 mkdir -p "$ev"
-echo "gpu-verify: ${count} x ${gpu} (sm_${cc}), ${rounds} round(s), evidence in ${ev}" >&2
+echo "gpu-verify: ${count} x ${gpu} (sm_${cc}), ${rounds} round(s) of ${only}, evidence in ${ev}" >&2
 
 bin=/tmp/gpumem-native
 mkdir -p "$bin"
@@ -69,21 +83,24 @@ nvcc -O2 -arch="sm_${cc}" -I"$bin" -o "$bin/memory" benchmarks/native/memory.cu
 # Collectives need two GPUs; their yardstick is native-collectives.cu from the shared reference (in .gpu/ on the
 # device machines, ../shared/reference/ beside a checkout), built against the system's NCCL.
 collectives=0
-if [ "$count" -ge 2 ]; then
+if [ "$count" -ge 2 ] && want collectives; then
   for f in "$root/.gpu/native-collectives.cu" "$root/../shared/reference/native-collectives.cu"; do
     if [ -f "$f" ] && nvcc -O2 -arch="sm_${cc}" -o "$bin/collectives" "$f" -lnccl; then collectives=1; break; fi
   done
   [ "$collectives" = 1 ] || echo "gpu-verify: no native-collectives.cu or no NCCL to build it with: collectives left out" >&2
 fi
 
+# One block per call: groups run in separate calls may land on different machines of the same kind.
 {
+  [ -s "$ev/machine.txt" ] && echo "---"
   echo "date: $(date -u +%FT%TZ)"
+  echo "groups: ${only}; rounds: ${rounds}"
   nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max,memory.total --format=csv
   echo "host: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(ls -d /sys/devices/system/node/node* 2>/dev/null | wc -l) NUMA node(s)"
   echo "cpu: $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
   echo "node: $("$node_bin" --version); nvcc: $(nvcc --version | tail -1)"
   echo "gpumem: ${GPUMEM_COMMIT:-$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)}"
-} > "$ev/machine.txt"
+} >> "$ev/machine.txt"
 gpumem info --json > "$ev/info.json"
 
 transfer_bytes=$((1 << 30)); copy_max=1GiB; mode=""; memory_bytes=$((1 << 30))
@@ -94,21 +111,27 @@ has_torch=0
 python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null && has_torch=1
 for r in $(seq 1 "$rounds"); do
   echo "gpu-verify: round $r of $rounds" >&2
-  "$bin/bandwidth" > "$ev/native-bandwidth-$r.jsonl"
-  gpumem bench --backend cuda --only copy sm-copy --max-size "$copy_max" --json > "$ev/gpumem-copy-$r.json"
-  "$bin/transfer" "$transfer_bytes" 5 > "$ev/native-transfer-$r.jsonl"
-  "$bin/memory" "$memory_bytes" "$memory_tests,sm-copy" > "$ev/native-memory-$r.jsonl"
-  gpumem bench --backend cuda --only $(echo "$memory_tests" | tr , ' ') --max-size "$((memory_bytes / 1048576))MiB" --json > "$ev/gpumem-memory-$r.json"
-  gpumem bench --backend cuda --only transfer $mode --max-size "$((transfer_bytes / 1048576))MiB" --json > "$ev/gpumem-transfer-$r.json"
+  if want copy; then
+    "$bin/bandwidth" > "$ev/native-bandwidth-$r.jsonl"
+    gpumem bench --backend cuda --only copy sm-copy --max-size "$copy_max" --json > "$ev/gpumem-copy-$r.json"
+  fi
+  if want transfer; then "$bin/transfer" "$transfer_bytes" 5 > "$ev/native-transfer-$r.jsonl"; fi
+  if want memory; then
+    "$bin/memory" "$memory_bytes" "$memory_tests,sm-copy" > "$ev/native-memory-$r.jsonl"
+    gpumem bench --backend cuda --only $(echo "$memory_tests" | tr , ' ') --max-size "$((memory_bytes / 1048576))MiB" --json > "$ev/gpumem-memory-$r.json"
+  fi
+  if want transfer; then
+    gpumem bench --backend cuda --only transfer $mode --max-size "$((transfer_bytes / 1048576))MiB" --json > "$ev/gpumem-transfer-$r.json"
+  fi
   if [ "$collectives" = 1 ]; then
     "$bin/collectives" > "$ev/native-collectives-$r.txt"
     gpumem bench --backend cuda --only collectives --json > "$ev/gpumem-collectives-$r.json"
   fi
-  if [ "$has_torch" = 1 ]; then python3 benchmarks/pytorch/transfer.py "$transfer_bytes" 5 > "$ev/torch-transfer-$r.jsonl"; fi
+  if [ "$has_torch" = 1 ] && want transfer; then python3 benchmarks/pytorch/transfer.py "$transfer_bytes" 5 > "$ev/torch-transfer-$r.jsonl"; fi
 done
 
-if [ "$plan" = 1 ]; then
-  python3 benchmarks/pytorch/record_training_peaks.py > "$ev/measured-peaks.json"
+if want plan; then
+  python3 benchmarks/pytorch/record_training_peaks.py --set "$plan_set" > "$ev/measured-peaks.json"
   GPUMEM_DIST="$app/dist" "$node_bin" tools/plan-accuracy.mjs "$ev/measured-peaks.json" > "$ev/plan-accuracy.md"
 fi
 "$node_bin" benchmarks/compare.mjs "$ev" > "$ev/tables.md"

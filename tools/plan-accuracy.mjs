@@ -20,11 +20,11 @@ for (const r of d.rows) {
           mode: 'train',
           precision: r.precision,
           optimizer: 'adamw',
-          fusedOptimizer: false,
+          fusedOptimizer: r.fusedOptimizer ?? false,
           batch: r.batch,
           seq: r.seq,
           gradAccum: 1,
-          recompute: 'none',
+          recompute: r.recompute ?? 'none',
           attention: r.attention ?? 'sdpa',
           framework: 'pytorch',
           parallel: par,
@@ -47,9 +47,9 @@ for (const r of d.rows) {
   const e = estimate(m, o);
   const pred = e.totalBytes - e.overheadBytes;
   const err = (pred / r.peakAllocatedBytes - 1) * 100;
-  const perr = ((e.localParams * (r.mode === 'train' ? 4 : 2)) / r.parameterBytes - 1) * 100;
+  const perr = ((e.localParams * (r.mode === 'train' && r.precision !== 'bf16-pure' ? 4 : 2)) / r.parameterBytes - 1) * 100;
   const shape = r.mode === 'train' ? `${r.batch} x ${r.seq}` : `${r.batch} x (${r.prompt}+${r.newTokens})`;
   console.log(
-    `| ${r.mode === 'train' ? 'train, AdamW' : 'generate, KV cache'} | ${r.model} | ${r.precision ?? 'bf16 weights'} | ${shape} | ${(r.peakAllocatedBytes / 2 ** 30).toFixed(3)} | ${(pred / 2 ** 30).toFixed(3)} | ${err >= 0 ? '+' : ''}${err.toFixed(1)}% | ${perr.toFixed(2)}% | ${r.mode === 'train' && r.model === 'gpt2' ? 'fit' : 'test'} |`,
+    `| ${r.mode === 'train' ? `train, AdamW${r.fusedOptimizer ? ' (fused)' : ''}${r.recompute === 'full' ? ', checkpointing' : ''}` : 'generate, KV cache'} | ${r.model} | ${r.precision ?? 'bf16 weights'} | ${shape} | ${(r.peakAllocatedBytes / 2 ** 30).toFixed(3)} | ${(pred / 2 ** 30).toFixed(3)} | ${err >= 0 ? '+' : ''}${err.toFixed(1)}% | ${perr.toFixed(2)}% | ${r.mode === 'train' && r.model === 'gpt2' ? 'fit' : 'test'} |`,
   );
 }

@@ -17,7 +17,7 @@ import type { Backend, DeviceInfo, MemLocation } from '../backend/backend.js';
 import { openBackend, type BackendSelection, type OpenBackendOptions } from '../backend/select.js';
 import { Device } from './device.js';
 import { numaNodes } from '../backend/sysfs.js';
-import { planBatch, type BatchCopy, type BatchResult, type PreparedBatch } from '../transfer/batch.js';
+import { BatchMemo, planBatch, type BatchCopy, type BatchResult, type PreparedBatch } from '../transfer/batch.js';
 import { captureGraph, type CapturedGraph, type CaptureScope } from '../transfer/graph.js';
 import type { HostBuffer } from '../transfer/host-buffer.js';
 import { runPipeline, type PipelineOptions, type PipelineResult } from '../transfer/pipeline.js';
@@ -80,6 +80,7 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
   private readonly defaultStagers = new Map<number, Stager>();
   /** Every stager of this runtime (the default ones and those made with createStager). */
   private readonly stagers = new Set<Stager>();
+  private readonly batches = new BatchMemo();
   private readonly graphs = new Set<CapturedGraph>();
   /** @internal Streams being captured right now. */
   capturing = 0;
@@ -353,11 +354,13 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
 
   /**
    * Enqueues many copies on `stream` at once: one native call where the runtime has a batch call, else one call
-   * per copy. Every copy is checked first, against its memory and against the others (no overlaps).
+   * per copy. Every copy is checked first, against its memory and against the others (no overlaps). Called again
+   * with the same array and unchanged copies (as a training step does), it runs the batch checked before after
+   * comparing each copy with it and checking that the memory is still live.
    * @throws InvalidArgumentError (sizes, bounds, overlaps, WRONG_DEVICE), DisposedError
    */
   copyBatch(copies: readonly BatchCopy[], options: { stream: Stream }): BatchResult {
-    return planBatch(this, copies, options?.stream).run();
+    return this.batches.run(this, copies, options?.stream);
   }
 
   /** Checks a batch once, to enqueue it many times ({@link copyBatch} checks on every call). */

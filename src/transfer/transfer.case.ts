@@ -302,6 +302,47 @@ export function transferConformance(label: string, open: () => Runtime): void {
     check.free();
   });
 
+  withRt('copyBatch called again with the same array: any change to a copy is checked again, freed memory refused', async (rt) => {
+    const gpu = rt.device(0);
+    using s = gpu.createStream();
+    using s2 = gpu.createStream();
+    using host = rt.allocPinned(8 * KiB);
+    host.view().set(pattern(8 * KiB, 3));
+    using dev = gpu.alloc(8 * KiB);
+    using back = rt.allocPinned(8 * KiB);
+    const copies: BatchCopy[] = [
+      { dst: dev, src: host, bytes: 4 * KiB },
+      { dst: dev, src: host, dstOffset: 4 * KiB, srcOffset: 4 * KiB, bytes: 4 * KiB },
+    ];
+    for (let step = 0; step < 3; step++) assert.equal(rt.copyBatch(copies, { stream: s }).copies, 2);
+    rt.copy(back, dev, { stream: s });
+    await s.synchronize();
+    assert.deepEqual(back.view(), pattern(8 * KiB, 3));
+    // Changed in place: each change is checked as a new batch would be.
+    copies[1]!.bytes = 8 * KiB;
+    assert.throws(() => rt.copyBatch(copies, { stream: s }), code(ErrorCode.OUT_OF_BOUNDS));
+    copies[1] = { dst: dev, src: host, dstOffset: 2 * KiB, bytes: 4 * KiB };
+    assert.throws(() => rt.copyBatch(copies, { stream: s }), /overlaps/);
+    copies[1] = { dst: dev, src: host, dstOffset: 4 * KiB, srcOffset: 0, bytes: 4 * KiB };
+    assert.equal(rt.copyBatch(copies, { stream: s2 }).bytes, 8 * KiB, 'another stream: checked and run there');
+    copies.push({ dst: back, src: dev, bytes: 4 * KiB });
+    assert.throws(() => rt.copyBatch(copies, { stream: s2 }), /overlaps/, 'a copy added: the batch is checked again');
+    copies.pop();
+    await s2.synchronize();
+    rt.copy(back, dev, { stream: s2 });
+    await s2.synchronize();
+    assert.deepEqual(back.view(4 * KiB), pattern(8 * KiB, 3).subarray(0, 4 * KiB));
+    const gone = rt.allocPinned(4 * KiB);
+    const withGone: BatchCopy[] = [{ dst: dev, src: gone }];
+    rt.copyBatch(withGone, { stream: s });
+    await s.synchronize();
+    gone.free();
+    assert.throws(
+      () => rt.copyBatch(withGone, { stream: s }),
+      (e: unknown) => e instanceof GpuError && e.code === ErrorCode.DISPOSED,
+    );
+  });
+
   withRt('a captured chain replays copies, fills, kernels, events and host functions at every launch', async (rt) => {
     const gpu = rt.device(0);
     using s = gpu.createStream();

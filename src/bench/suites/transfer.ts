@@ -4,7 +4,8 @@
  * - pageable uploads and downloads: the runtime's direct copy, register + copy + unregister (registration counted),
  *   and staged through gpumem's stager, with the default shape and with 1 to 16 threads and 4 to 32 MiB chunks;
  * - the host copies alone (pageable into pinned memory) on 1 to 8 threads: the ceiling of a staged upload;
- * - 1000 copies of 64 KiB from pinned memory: one by one, one copyBatch (checked on every call), a prepared batch,
+ * - 1000 copies of 64 KiB from pinned memory: one by one, one copyBatch (the same array each call, and a new array
+ *   each call: checked in full every time), a prepared batch,
  *   one captured graph, against one copy of the same 64000 KiB;
  * - a chain of 100 small operations: enqueued one by one, and captured once and launched as a graph (per operation).
  * Every transfer is verified after its timed runs.
@@ -215,7 +216,10 @@ async function smallCopies(ctx: BenchContext, quick: boolean): Promise<void> {
   await timed('one-by-one', () => {
     for (const c of one) c.run();
   });
+  // The same array every call, as a training step enqueues its batch: checked on the first call, then compared
+  // copy by copy with what was checked. A new array every call is checked in full each time.
   await timed('copyBatch', () => void rt.copyBatch(copies, { stream }));
+  await timed('copyBatch-new-array', () => void rt.copyBatch(copies.slice(), { stream }));
   const prepared = rt.prepareBatch(copies, { stream });
   await timed('prepared-batch', () => void prepared.run());
   if (rt.backend.capabilities.graphs) {
