@@ -4,16 +4,25 @@
 //   backend   gpumem's backend layer (its guards and status checks)
 //   gpumem    Event.record, a prepared copy's run(), Event.record: the bench's own path
 //   raw+Nus   raw, with the host waiting N µs between the start event and the copy (the sensitivity to that gap)
+// and a kernel reading the same 16 MiB (read_only), launched three ways:
+//   kernel-raw        cuLaunchKernel through koffi with the arguments as an array of Buffers (koffi builds the
+//                     pointer array on every call), as gpumem's backend passes them
+//   kernel-prepacked  cuLaunchKernel with the arguments and their pointer array packed once in native memory
+//   kernel-gpumem     a prepared launch (kernel.prepare(...).launch())
 // On an idle stream the start event completes as soon as the device sees it, so everything the host does between
 // recording it and enqueuing the copy is counted as copy time. Prints one JSON line per way: the median device time
-// (µs), its spread, GB/s counted as read + write, and the median host time between the two calls.
+// (µs), its spread, GB/s (a copy counted as read + write, the kernel as its reads), and the median host time of the
+// call that enqueues the work.
 //
 //   node benchmarks/issue-gap.mjs [MiB=16] [rounds=5] [reps=200]      (a built gpumem, or GPUMEM_DIST=its dist/; an NVIDIA GPU)
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 
 const dist = process.env.GPUMEM_DIST ? pathToFileURL(`${process.env.GPUMEM_DIST}/`) : new URL('../dist/', import.meta.url);
-const { openRuntime } = await import(new URL('index.js', dist).href);
+const { openRuntime, BENCH_KERNELS } = await import(new URL('index.js', dist).href);
+const { createRequire } = await import('node:module');
+const { fileURLToPath } = await import('node:url');
+const koffi = createRequire(fileURLToPath(new URL('../package.json', dist)))('koffi');
 const mib = Number(process.argv[2] ?? 16);
 const rounds = Number(process.argv[3] ?? 5);
 const reps = Number(process.argv[4] ?? 200);
@@ -64,6 +73,45 @@ const ways = {
     return [eb.elapsedSince(ea), gap];
   },
 };
+// The kernel: read_only over the same bytes, with the bench's grid.
+const mod = dev.loadModule(BENCH_KERNELS);
+const kernel = mod.kernel('read_only');
+const sink = dev.alloc(8);
+const v = bytes / 16;
+const grid = Math.max(1, Math.min(dev.info().multiprocessors * 16, Math.ceil(v / 256)));
+const prepared = kernel.prepare({ grid, block: 256, stream: s }, a, v, 1, sink);
+const argBuffers = be.packArgs([
+  { type: 'ptr', value: a.address },
+  { type: 'u64', value: v },
+  { type: 'u64', value: 1 },
+  { type: 'ptr', value: sink.address },
+]);
+const launchFn = be.modules.fns.LaunchKernel;
+const cu = koffi.load('libcuda.so.1');
+const launchPtr = cu.func(
+  'int cuLaunchKernel(uintptr_t f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, uintptr_t stream, void *params, void *extra)',
+);
+const block = koffi.alloc('uint64_t', 9); // four argument values, four pointers to them, the address of those pointers
+const base = koffi.address(block);
+[BigInt(a.address), BigInt(v), 1n, BigInt(sink.address)].forEach((x, i) => {
+  koffi.encode(block, 8 * i, 'uint64_t', x);
+  koffi.encode(block, 32 + 8 * i, 'uint64_t', base + BigInt(8 * i));
+});
+koffi.encode(block, 64, 'uint64_t', base + 32n);
+const params = koffi.decode(block, 64, 'void *'); // the pointer array's address, as a pointer koffi passes as it is
+const kernelWay = (launch) => () => {
+  fn.EventRecord(ea.handle, s.handle);
+  const t = performance.now();
+  launch();
+  const gap = performance.now() - t;
+  fn.EventRecord(eb.handle, s.handle);
+  fn.EventSynchronize(eb.handle);
+  fn.EventElapsedTime(out, ea.handle, eb.handle);
+  return [out[0], gap];
+};
+ways['kernel-raw'] = kernelWay(() => launchFn(kernel.fn, grid, 1, 1, 256, 1, 1, 0, s.handle, argBuffers, null));
+ways['kernel-prepacked'] = kernelWay(() => launchPtr(kernel.fn, grid, 1, 1, 256, 1, 1, 0, s.handle, params, null));
+ways['kernel-gpumem'] = kernelWay(() => prepared.launch());
 for (const us of [1, 2, 4]) {
   ways[`raw+${us}us`] = () => {
     fn.EventRecord(ea.handle, s.handle);
@@ -101,7 +149,7 @@ for (const [name, g] of Object.entries(got)) {
       reps,
       medianUs: +(m * 1000).toFixed(2),
       spreadUs: +((Math.max(...g.ms) - Math.min(...g.ms)) * 1000).toFixed(2),
-      gbps: +((2 * bytes) / (m * 1e6)).toFixed(1),
+      gbps: +(((name.startsWith('kernel') ? 1 : 2) * bytes) / (m * 1e6)).toFixed(1), // a copy reads and writes; the kernel reads
       hostGapUs: +(med(g.gap) * 1000).toFixed(2),
     }),
   );

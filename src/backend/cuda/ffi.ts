@@ -27,7 +27,7 @@ const DRIVER_PROTOTYPES = [
   'int cuModuleLoadData(_Out_ uintptr_t *module, const void *image)',
   'int cuModuleUnload(uintptr_t module)',
   'int cuModuleGetFunction(_Out_ uintptr_t *fn, uintptr_t module, const char *name)',
-  'int cuLaunchKernel(uintptr_t f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, uintptr_t stream, void **params, void **extra)',
+  'int cuLaunchKernel(uintptr_t f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, uintptr_t stream, void *params, void **extra)',
   'int cuMemGetAllocationGranularity(_Out_ size_t *granularity, const GpumemMemAllocationProp *prop, int option)',
   'int cuMemCreate(_Out_ uintptr_t *handle, size_t size, const GpumemMemAllocationProp *prop, unsigned long long flags)',
   'int cuMemRelease(uintptr_t handle)',

@@ -22,7 +22,7 @@ const HIP_ONLY_PROTOTYPES = [
   'int hipModuleLoadData(_Out_ uintptr_t *module, const void *image)',
   'int hipModuleUnload(uintptr_t module)',
   'int hipModuleGetFunction(_Out_ uintptr_t *fn, uintptr_t module, const char *name)',
-  'int hipModuleLaunchKernel(uintptr_t f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, uintptr_t stream, void **params, void **extra)',
+  'int hipModuleLaunchKernel(uintptr_t f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, uintptr_t stream, void *params, void **extra)',
   'int hipMemGetAllocationGranularity(_Out_ size_t *granularity, const GpumemMemAllocationProp *prop, int option)',
   'int hipMemCreate(_Out_ uintptr_t *handle, size_t size, const GpumemMemAllocationProp *prop, unsigned long long flags)',
   'int hipMemRelease(uintptr_t handle)',
