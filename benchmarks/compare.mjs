@@ -37,6 +37,7 @@ const nRounds = Math.max(
   ...['native-bandwidth-', 'native-transfer-', 'native-memory-'].map((p) => rounds(p, '.jsonl').length),
   rounds('native-collectives-', '.txt').length,
 );
+const calls = machine.split('\n').filter((l) => l.startsWith('date: ')).length;
 const when = /date: (\S+)/.exec(machine)?.[1]?.slice(0, 10) ?? basename(dir).slice(0, 10);
 const gpuLine = machine.split('\n').find((l) => /NVIDIA|AMD/.test(l) && l.includes(',')) ?? '';
 out.push(
@@ -46,10 +47,18 @@ out.push(
       .find((l) => l.startsWith('host:'))
       ?.slice(6) ?? ''
   }; driver ${gpuLine.split(',')[1]?.trim() ?? '?'}; PCIe gen ${gpuLine.split(',')[2]?.trim() ?? '?'} x${gpuLine.split(',')[3]?.trim() ?? '?'}). ` +
-    `${nRounds} interleaved round(s) of the native programs and gpumem; a cell is the median over rounds (range). GB = 1e9 bytes. ` +
+    `${nRounds} interleaved round(s) of the native programs and gpumem${calls > 1 ? `, in ${calls} calls that may have landed on different machines of the same kind (machine.txt lists each call's groups; a native program and its gpumem rows always ran in the same call)` : ''}; a cell is the median over rounds (range). GB = 1e9 bytes. ` +
     `Evidence: \`${relative(process.cwd(), dir)}/\`; reproduce with \`npm run gpu:verify\`.`,
   '',
 );
+
+// Per row of the copy and kernel tables: both figures and whether they agree within the native spread. Written to
+// agreement.json; with --update also to src/report/native-agreement.ts, which `gpumem report` reads to quote only
+// the kinds of row that agreed.
+const agreement = [];
+/** True when the two sets of per-round figures overlap: the rounds cannot tell them apart. */
+const overlap = (a, b) => Math.min(...a) <= Math.max(...b) && Math.min(...b) <= Math.max(...a);
+const keyOf = (r) => [r.test, r.direction, r.srcKind, r.dstKind, r.engine, r.bytes].join('|');
 
 // ---- copies -------------------------------------------------------------------------------------------------
 const nb = rounds('native-bandwidth-', '.jsonl').map(jsonl);
@@ -87,6 +96,18 @@ if (nb.length && gc.length) {
       const ok = Number.isNaN(sp) ? undefined : Math.abs(d) <= Math.max(sp, 0.01);
       total++;
       if (ok) within++;
+      const k = keyOf({ test: 'copy', direction: dirn, srcKind: src, dstKind: dst, engine: 'copy-engine', bytes: n });
+      agreement.push({
+        key: k,
+        unit: 'GB/s',
+        native: median(nat),
+        gpumem: median(gm),
+        difference: d,
+        nativeSpread: sp,
+        agrees: ok ?? null,
+        rangesOverlap: overlap(nat, gm),
+        nativeVerified: true,
+      });
       out.push(
         `| ${size(n)} | ${dirn} ${kind} | ${cell(nat)} | ${cell(gm)} | ${pct(d)} | ${Number.isNaN(sp) ? '–' : `${(100 * sp).toFixed(1)}%`} | ${ok === undefined ? '–' : ok ? 'yes' : '**no**'} |`,
       );
@@ -282,7 +303,7 @@ if (nc.length && gcoll.length) {
 const nm = rounds('native-memory-', '.jsonl').map(jsonl);
 const gm = [...rounds('gpumem-memory-', '.json'), ...rounds('gpumem-copy-', '.json')].map((f) => JSON.parse(readFileSync(f, 'utf8')));
 if (nm.length && gm.length) {
-  const key = (r) => [r.test, r.direction, r.srcKind, r.dstKind, r.engine, r.bytes].join('|');
+  const key = keyOf;
   const latency = (r) => r.counted === 'latency';
   const nativeRows = new Map();
   for (const run of nm) for (const r of run) nativeRows.set(key(r), [...(nativeRows.get(key(r)) ?? []), r]);
@@ -294,8 +315,8 @@ if (nm.length && gm.length) {
     '',
   );
   out.push('| test | row | size | native | gpumem | difference | native spread | within spread |', '|---|---|---:|---:|---:|---:|---:|---|');
-  const agreement = [];
   let within = 0;
+  let rowsCompared = 0;
   for (const [k, rs] of nativeRows) {
     const g = gpumemRows.get(k);
     if (!g) continue;
@@ -308,7 +329,18 @@ if (nm.length && gm.length) {
     const ok = Number.isNaN(sp) ? undefined : Math.abs(d) <= Math.max(sp, 0.01);
     if (ok) within++;
     const verified = rs.every((r) => r.verified !== false);
-    agreement.push({ key: k, unit, native: median(nat), gpumem: median(gv), difference: d, nativeSpread: sp, agrees: ok ?? null, nativeVerified: verified });
+    rowsCompared++;
+    agreement.push({
+      key: k,
+      unit,
+      native: median(nat),
+      gpumem: median(gv),
+      difference: d,
+      nativeSpread: sp,
+      agrees: ok ?? null,
+      rangesOverlap: overlap(nat, gv),
+      nativeVerified: verified,
+    });
     out.push(
       `| ${r0.test} | ${r0.direction} ${r0.srcKind}→${r0.dstKind} (${r0.engine}) | ${size(r0.bytes)} | ${cell(nat)} ${unit} | ${cell(gv)} ${unit} | ${pct(d)} | ${Number.isNaN(sp) ? '–' : `${(100 * sp).toFixed(1)}%`} | ${ok === undefined ? '–' : ok ? 'yes' : '**no**'}${verified ? '' : ' (native row failed its check)'} |`,
     );
@@ -316,12 +348,13 @@ if (nm.length && gm.length) {
   const own = [...gpumemRows.values()].map((x) => x[0]).filter((r) => r.engine === 'gpumem-pool');
   out.push(
     '',
-    `${within} of ${agreement.length} rows within the native program's own run-to-run spread (or 1%). A row outside it is a bug until docs/performance.md explains it.`,
+    `${within} of ${rowsCompared} rows within the native program's own run-to-run spread (or 1%). A row outside it is a bug until docs/performance.md explains it.`,
     ...(own.length ? ['', `No native counterpart: ${own.length} rows of gpumem's own caching pool (the thing measured exists only in gpumem).`] : []),
     '',
   );
-  writeFileSync(join(dir, 'agreement.json'), `${JSON.stringify({ measured: when, machine: gpuLine.split(',')[0] || undefined, rows: agreement }, null, 2)}\n`);
 }
+const agreementDoc = { measured: when, machine: gpuLine.split(',')[0] || undefined, evidence: relative(process.cwd(), dir), rows: agreement };
+if (agreement.length) writeFileSync(join(dir, 'agreement.json'), `${JSON.stringify(agreementDoc, null, 2)}\n`);
 
 const text = out.join('\n');
 if (flag === '--update') {
@@ -335,5 +368,18 @@ if (flag === '--update') {
     process.exit(2);
   }
   writeFileSync(target, `${doc.slice(0, i + begin.length)}\n${text}\n${doc.slice(j)}`);
+  if (agreement.length) {
+    // The kinds of row `gpumem report` may quote: generated from the published evidence, never edited by hand.
+    // agrees: within the native spread; indistinct: outside it, but the rounds of the two overlap; differs: apart.
+    const rows = agreement.map((r) => [r.key, r.agrees === true ? 'agrees' : r.agrees === null ? 'unjudged' : r.rangesOverlap ? 'indistinct' : 'differs']);
+    const ts = [
+      '// Generated by benchmarks/compare.mjs --update from the evidence of docs/performance.md: do not edit.',
+      "import type { NativeAgreement } from './fidelity.js';",
+      '',
+      `export const NATIVE_AGREEMENT: NativeAgreement = ${JSON.stringify({ measured: when, machine: agreementDoc.machine ?? 'unknown', evidence: agreementDoc.evidence, rows: Object.fromEntries(rows) }, null, 2)};`,
+      '',
+    ].join('\n');
+    writeFileSync(new URL('../src/report/native-agreement.ts', import.meta.url), ts);
+  }
 }
 process.stdout.write(`${text}\n`);

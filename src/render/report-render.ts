@@ -4,6 +4,11 @@ import { renderInfo } from './info-text.js';
 import { benchSections } from './bench-html.js';
 import { esc, htmlTable, renderPage } from './html.js';
 import type { Report } from '../report/report.js';
+import type { Evidence } from '../report/advice.js';
+
+const where = (r: Report): string => `one ${r.nativeComparison.machine}, ${r.nativeComparison.measured}, ${r.nativeComparison.evidence}`;
+const mark = (e: Evidence): string =>
+  e.nativeState === 'agrees' ? ' [agrees with native C]' : e.nativeState === 'not compared' ? ' [not compared with native C]' : '';
 
 export function renderReportText(r: Report): string {
   const out: string[] = [];
@@ -19,10 +24,16 @@ export function renderReportText(r: Report): string {
       for (const a of items) out.push(`    - ${a.title}`);
     }
     out.push('', '  why, with the figures:');
+    const run = d.items.flatMap((a) => a.evidence).find((e) => e.run)?.run;
+    if (run) out.push(`  (figures from ${run}; each marked with how its kind of row compared with native CUDA C: ${where(r)})`);
     for (const a of d.items) {
       out.push(`  * ${a.title}`);
       out.push(`    ${a.recommendation}`);
-      if (a.evidence.length) out.push(`    measured: ${a.evidence.map((e) => `${e.label} ${e.value} ${e.unit}`).join('; ')}`);
+      if (a.evidence.length) out.push(`    measured: ${a.evidence.map((e) => `${e.label} ${e.value} ${e.unit}${mark(e)}`).join('; ')}`);
+    }
+    if (d.withheld.length) {
+      out.push('', '  left out (not quoted: the kind of row differed from native CUDA C beyond its spread):');
+      for (const w of d.withheld) out.push(`  - ${w.source}: ${w.reason}`);
     }
   }
   return out.join('\n');
@@ -49,11 +60,14 @@ export function renderReportHtml(r: Report): string {
             (a) =>
               `<div class="card advice" data-id="${esc(a.id)}"><strong>${esc(a.title)}</strong><br><span class="note">${esc(a.workloads.join(', '))}</span><p>${esc(a.recommendation)}</p>${
                 a.evidence.length
-                  ? `<p class="note">measured: ${a.evidence.map((e) => `${esc(e.label)} <b>${esc(e.value)} ${esc(e.unit)}</b>`).join('; ')}</p>`
+                  ? `<p class="note">measured: ${a.evidence.map((e) => `${esc(e.label)} <b>${esc(e.value)} ${esc(e.unit)}</b><span title="${esc(e.native ?? '')}">${esc(mark(e))}</span>`).join('; ')}</p>`
                   : ''
               }</div>`,
           )
-          .join(''),
+          .join('') +
+        (d.withheld.length
+          ? `<p class="note">Left out (the kind of row differed from native CUDA C beyond its spread, ${esc(where(r))}): ${d.withheld.map((w) => esc(w.source)).join('; ')}</p>`
+          : ''),
     )
     .join('');
   return renderPage({

@@ -1,11 +1,14 @@
 /**
  * The strategy advice of `gpumem report`: for training, inference and data preprocessing, which memory kind to use
- * for what on this machine. Every recommendation is derived from a measured figure and carries it as evidence; a
- * rule whose figures were not measured gives no advice.
+ * for what on this machine. Every recommendation is derived from a measured figure and carries it as evidence, with
+ * the run it came from and how that kind of row compared with native CUDA C (./fidelity.ts). A rule whose figures
+ * were not measured, or whose row's kind differed from native C in the published comparison, gives no advice; the
+ * rows left out that way are listed.
  */
 import type { DeviceInfo } from '../backend/backend.js';
 import type { BenchReport, BenchResult } from '../bench/schema.js';
 import { formatBytes } from '../units.js';
+import { nativeVerdict } from './fidelity.js';
 
 export type Workload = 'training' | 'inference' | 'preprocessing';
 
@@ -15,6 +18,17 @@ export interface Evidence {
   unit: 'GB/s' | 'µs' | '%' | 'x';
   /** Where the figure came from in the bench results. */
   source?: string;
+  /** The run that measured it: this machine's bench, when, which device. */
+  run?: string;
+  /** How that kind of row compared with native CUDA C in the published comparison. */
+  native?: string;
+  nativeState?: 'agrees' | 'differs' | 'not compared';
+}
+
+/** A row a rule needed but did not quote: its kind differed from native C in the published comparison. */
+export interface Withheld {
+  source: string;
+  reason: string;
 }
 
 export interface Advice {
@@ -27,14 +41,43 @@ export interface Advice {
 
 const f1 = (x: number): string => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
 
+const sourceOf = (r: BenchResult): string => `${r.test} ${r.direction} ${r.srcKind}->${r.dstKind} ${r.engine} ${formatBytes(r.bytes, 0)}`;
+
 class Figures {
+  readonly withheld: Withheld[] = [];
+
   constructor(
     private readonly rows: BenchResult[],
     readonly device: number,
+    private readonly backend: string,
+    private readonly run: string,
   ) {}
 
-  /** The row at the largest size matching the filter (or at `bytes`). */
+  /** The row itself when its kind may be quoted; undefined (and listed as withheld) when it differed from native C. */
+  private quotable(r: BenchResult | undefined): BenchResult | undefined {
+    if (!r) return undefined;
+    const v = nativeVerdict(r, this.backend);
+    if (v.state !== 'differs') return r;
+    const source = sourceOf(r);
+    if (!this.withheld.some((w) => w.source === source)) this.withheld.push({ source, reason: v.detail });
+    return undefined;
+  }
+
+  /** Evidence from a row: its figure, where it came from, the run, and how its kind compared with native C. */
+  ev(label: string, r: BenchResult | undefined, unit: 'GB/s' | 'µs' = 'GB/s'): Evidence | undefined {
+    if (!r) return undefined;
+    const value = unit === 'GB/s' ? r.medianGBps : r.medianUs;
+    if (value === undefined) return undefined;
+    const v = nativeVerdict(r, this.backend);
+    return { label, value, unit, source: sourceOf(r), run: this.run, native: v.detail, nativeState: v.state };
+  }
+
+  /** The row at the largest size matching the filter (or at `bytes`), if its kind may be quoted. */
   pick(test: string, direction: string, srcKind?: string, dstKind?: string, engine?: string, bytes?: number): BenchResult | undefined {
+    return this.quotable(this.largest(test, direction, srcKind, dstKind, engine, bytes));
+  }
+
+  private largest(test: string, direction: string, srcKind?: string, dstKind?: string, engine?: string, bytes?: number): BenchResult | undefined {
     const m = this.rows.filter(
       (r) =>
         r.device === this.device &&
@@ -49,6 +92,10 @@ class Figures {
   }
 
   smallest(test: string, direction: string, srcKind: string, dstKind: string): BenchResult | undefined {
+    return this.quotable(this.smallestRow(test, direction, srcKind, dstKind));
+  }
+
+  private smallestRow(test: string, direction: string, srcKind: string, dstKind: string): BenchResult | undefined {
     return this.rows
       .filter(
         (r) =>
@@ -63,13 +110,6 @@ class Figures {
   }
 }
 
-function ev(label: string, r: BenchResult | undefined, unit: 'GB/s' | 'µs' = 'GB/s'): Evidence | undefined {
-  if (!r) return undefined;
-  const value = unit === 'GB/s' ? r.medianGBps : r.medianUs;
-  if (value === undefined) return undefined;
-  return { label, value, unit, source: `${r.test} ${r.direction} ${r.srcKind}->${r.dstKind} ${r.engine} ${formatBytes(r.bytes, 0)}` };
-}
-
 /** Where the batch call comes from, for the advice's wording. */
 function rt(bench: BenchReport): string {
   return bench.environment.backend === 'cuda'
@@ -81,7 +121,20 @@ function rt(bench: BenchReport): string {
 
 /** Derives the advice for one device from its info and bench rows. */
 export function adviseDevice(info: DeviceInfo, bench: BenchReport): Advice[] {
-  const F = new Figures(bench.results, info.index);
+  return adviseDeviceWithheld(info, bench).items;
+}
+
+/** The advice for one device, and the rows its rules left out because their kind differed from native C. */
+export function adviseDeviceWithheld(info: DeviceInfo, bench: BenchReport): { items: Advice[]; withheld: Withheld[] } {
+  const env = bench.environment;
+  const name = env.devices.find((d) => d.index === info.index)?.name ?? info.name;
+  const F = new Figures(
+    bench.results,
+    info.index,
+    env.backend,
+    `gpumem bench (${env.mode}) on this machine, ${env.date}, device ${info.index}${name ? ` (${name})` : ''}`,
+  );
+  const ev = (label: string, r: BenchResult | undefined, unit: 'GB/s' | 'µs' = 'GB/s'): Evidence | undefined => F.ev(label, r, unit);
   const out: Advice[] = [];
   const add = (a: Omit<Advice, 'evidence'> & { evidence: Array<Evidence | undefined> }): void => {
     const evidence = a.evidence.filter((e): e is Evidence => !!e);
@@ -219,7 +272,7 @@ export function adviseDevice(info: DeviceInfo, bench: BenchReport): Advice[] {
   }
   const first = F.pick('managed', 'first-touch-by-kernel');
   // the kernels after the first (the pages mapped), else the first; benches before 2026-12 have one row for both
-  const afterPf = F.pick('managed', 'kernels-after-prefetch') ?? F.pick('managed', 'first-kernel-after-prefetch') ?? F.pick('managed', 'kernel-after-prefetch');
+  const afterPf = F.pick('managed', 'kernels-after-prefetch') ?? F.pick('managed', 'first-kernel-after-prefetch');
   const firstAfterPf = F.pick('managed', 'first-kernel-after-prefetch');
   const pf = F.pick('managed', 'prefetch-to-device');
   if (first?.medianGBps && afterPf?.medianGBps) {
@@ -320,7 +373,10 @@ export function adviseDevice(info: DeviceInfo, bench: BenchReport): Advice[] {
       evidence: [ev('peer one-way, access on', peerOn), ev('peer one-way, access off', peerOff)],
     });
   }
-  const collective = collectiveAdvice(bench.results.filter((r) => r.device === info.index && r.test === 'collective' && r.direction === 'all-reduce'));
+  const collective = collectiveAdvice(
+    bench.results.filter((r) => r.device === info.index && r.test === 'collective' && r.direction === 'all-reduce'),
+    F,
+  );
   if (collective) add(collective);
   if (info.link && ((info.link.generation ?? 0) < (info.link.maxGeneration ?? 0) || (info.link.width ?? 0) < (info.link.maxWidth ?? 0))) {
     add({
@@ -332,14 +388,14 @@ export function adviseDevice(info: DeviceInfo, bench: BenchReport): Advice[] {
       evidence: [ev('HtoD pinned', h2dPinned)],
     });
   }
-  return out;
+  return { items: out, withheld: F.withheld };
 }
 
 /**
  * Which buffers all-reduce should run on, from the largest size measured with device buffers and at least one other
  * choice (registered ncclMemAlloc buffers, staging through pinned host memory); bus bandwidth as nccl-tests counts it.
  */
-function collectiveAdvice(rows: BenchResult[]): (Omit<Advice, 'evidence'> & { evidence: Array<Evidence | undefined> }) | undefined {
+function collectiveAdvice(rows: BenchResult[], F: Figures): (Omit<Advice, 'evidence'> & { evidence: Array<Evidence | undefined> }) | undefined {
   const at = (kind: string, bytes: number): BenchResult | undefined => rows.find((r) => r.srcKind === kind && r.bytes === bytes && r.medianBusGBps);
   const sizes = rows
     .filter((r) => r.srcKind === 'device' && r.medianBusGBps)
@@ -351,13 +407,17 @@ function collectiveAdvice(rows: BenchResult[]): (Omit<Advice, 'evidence'> & { ev
   const device = at('device', bytes)!;
   const registered = at('nccl-registered', bytes);
   const pinned = at('pinned', bytes);
-  const bus = (label: string, r: BenchResult | undefined): Evidence | undefined =>
-    r && {
-      label,
-      value: r.medianBusGBps!,
-      unit: 'GB/s',
-      source: `collective all-reduce ${r.srcKind} ${r.engine} ${formatBytes(r.bytes, 0)} ${r.ranks} ranks, bus bandwidth`,
-    };
+  const bus = (label: string, r: BenchResult | undefined): Evidence | undefined => {
+    const e = F.ev(label, r);
+    return (
+      e &&
+      r && {
+        ...e,
+        value: r.medianBusGBps!,
+        source: `collective all-reduce ${r.srcKind} ${r.engine} ${formatBytes(r.bytes, 0)} ${r.ranks} ranks, bus bandwidth`,
+      }
+    );
+  };
   const size = formatBytes(bytes, 0);
   const parts: string[] = [];
   if (pinned)

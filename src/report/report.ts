@@ -6,8 +6,9 @@ import type { Runtime } from '../memory/runtime.js';
 import { runBench } from '../bench/run-bench.js';
 import type { BenchOptions } from '../bench/context.js';
 import type { BenchReport } from '../bench/schema.js';
-import { adviseDevice, type Advice } from './advice.js';
+import { adviseDeviceWithheld, type Advice, type Withheld } from './advice.js';
 import { collectInfo, type InfoReport } from './info.js';
+import { NATIVE_AGREEMENT } from './native-agreement.js';
 
 export interface Report {
   schema: 'gpumem.report/1';
@@ -16,7 +17,10 @@ export interface Report {
   hostNotice?: string;
   info: InfoReport;
   bench: BenchReport;
-  advice: Array<{ device: number; items: Advice[] }>;
+  /** Per device: the advice, and the rows its rules left out because their kind differed from native CUDA C. */
+  advice: Array<{ device: number; items: Advice[]; withheld: Withheld[] }>;
+  /** The published comparison with native CUDA C that decides which kinds of row the advice may quote. */
+  nativeComparison: { machine: string; measured: string; evidence: string };
 }
 
 /** What the report says on the host backend, in place of a strategy. */
@@ -32,8 +36,11 @@ export async function buildReport(rt: Runtime, options: Omit<BenchOptions, 'quic
   // contradict itself and change from run to run. The host backend prints its measurements and no strategy.
   const advice = host
     ? []
-    : info.devices.filter((d) => bench.environment.devices.some((e) => e.index === d.index)).map((d) => ({ device: d.index, items: adviseDevice(d, bench) }));
-  const report: Report = { schema: 'gpumem.report/1', backend: rt.backend.name, info, bench, advice };
+    : info.devices
+        .filter((d) => bench.environment.devices.some((e) => e.index === d.index))
+        .map((d) => ({ device: d.index, ...adviseDeviceWithheld(d, bench) }));
+  const { machine, measured, evidence } = NATIVE_AGREEMENT;
+  const report: Report = { schema: 'gpumem.report/1', backend: rt.backend.name, info, bench, advice, nativeComparison: { machine, measured, evidence } };
   if (host) report.hostNotice = HOST_NOTICE;
   return report;
 }
