@@ -10,6 +10,14 @@
 // GPUMEM_ASYNC_SYNC=1 the wait for the prefetch to the host runs on one of koffi's worker threads (as gpumem's
 // `await stream.synchronize()` does) instead of this thread.
 //
+// GPUMEM_STEPS=N replaces the first N steps of the sequence, cumulatively, by gpumem's API (the runtime opened as
+// with GPUMEM_OPEN=2): 1 the allocation and free (dev.allocManaged, free()), 2 the stream and the prefetches
+// (dev.createStream, m.prefetch), 3 the timing events (dev.createEvent, record, waitSync, elapsedSince), 4 the
+// kernel launch (the bench kernels loaded by gpumem, kernel.launch), 5 the CPU fill (m.view().fill instead of
+// memset). The step after which the kernels slow down is where the difference lies. Step 4 in parts, with
+// GPUMEM_STEPS=3 and GPUMEM_PART: `sink` the kernel's sink word allocated by gpumem (dev.alloc), `function` also the
+// kernel function from gpumem's loaded module, launched here with this script's own arguments.
+//
 //   node benchmarks/managed-koffi.mjs KERNELS.cubin [MiB=1024] [repeats=5]     (koffi from GPUMEM_DIST's install)
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -18,16 +26,19 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const dist = process.env.GPUMEM_DIST ? pathToFileURL(`${process.env.GPUMEM_DIST}/`) : new URL('../dist/', import.meta.url);
 const koffi = createRequire(fileURLToPath(new URL('../package.json', dist)))('koffi');
 const cubin = readFileSync(process.argv[2]);
-const open = Number(process.env.GPUMEM_OPEN ?? 0);
+const steps = Number(process.env.GPUMEM_STEPS ?? 0);
+const open = steps > 0 ? 2 : Number(process.env.GPUMEM_OPEN ?? 0);
 const asyncSync = process.env.GPUMEM_ASYNC_SYNC === '1';
+let gdev;
+let gmod;
 if (open >= 1) {
   const { openRuntime, BENCH_KERNELS } = await import(new URL('index.js', dist).href);
   const grt = await openRuntime({ backend: 'cuda' });
-  const gdev = grt.device(0);
+  gdev = grt.device(0);
   if (open >= 2) {
     gdev.info();
     gdev.memGetInfo();
-    gdev.loadModule(BENCH_KERNELS);
+    gmod = gdev.loadModule(BENCH_KERNELS);
   }
 }
 const bytes = Number(process.argv[3] ?? 1024) * 2 ** 20;
@@ -76,17 +87,29 @@ const mod = out[0];
 ok(cuModuleGetFunction(out, mod, 'read_only'), 'cuModuleGetFunction');
 const fn = out[0];
 ok(cudaStreamCreateWithFlags(out, 1), 'stream');
-const s = out[0];
+const gs = steps >= 2 ? gdev.createStream({ nonBlocking: true }) : undefined;
+const s = gs ? gs.handle : out[0];
+const ga = steps >= 3 ? gdev.createEvent() : undefined;
+const gb = steps >= 3 ? gdev.createEvent() : undefined;
 ok(cudaEventCreate(out), 'event');
 const a = out[0];
 ok(cudaEventCreate(out), 'event');
 const b = out[0];
-ok(cudaMalloc(out, 8), 'sink');
-const sink = out[0];
+const part = process.env.GPUMEM_PART ?? '';
+const sinkAllocation = steps >= 4 || part ? gdev.alloc(8) : undefined;
+if (!sinkAllocation) ok(cudaMalloc(out, 8), 'sink');
+const sink = sinkAllocation ? sinkAllocation.address : out[0];
 const v = bytes / 16;
 const grid = Math.max(1, Math.min(sms[0] * 16, Math.ceil(v / 256)));
 const ms = [0];
 const timed = (op) => {
+  if (ga) {
+    ga.record(gs);
+    op();
+    gb.record(gs);
+    gb.waitSync();
+    return bytes / (gb.elapsedSince(ga) * 1e6);
+  }
   ok(cudaEventRecord(a, s), 'record');
   op();
   ok(cudaEventRecord(b, s), 'record');
@@ -98,9 +121,12 @@ const first = [];
 const after = [];
 const steady = [];
 for (let r = 0; r < repeats; r++) {
-  ok(cudaMallocManaged(out, bytes, 1), 'cudaMallocManaged');
-  const m = out[0];
-  memset(Number(m), 0x3f, bytes);
+  let gm;
+  if (steps >= 1) gm = gdev.allocManaged(bytes);
+  else ok(cudaMallocManaged(out, bytes, 1), 'cudaMallocManaged');
+  const m = gm ? gm.address : out[0];
+  if (steps >= 5) gm.view().fill(0x3f);
+  else memset(Number(m), 0x3f, bytes);
   const args = new ArrayBuffer(64);
   const d = new DataView(args);
   const base = koffi.address(args);
@@ -109,21 +135,29 @@ for (let r = 0; r < repeats; r++) {
     d.setBigUint64(32 + 8 * i, base + BigInt(8 * i), true);
   });
   const params = new Uint8Array(args, 32, 32);
-  const readAll = () => ok(cuLaunchKernel(fn, grid, 1, 1, 256, 1, 1, 0, s, params, null), 'launch');
+  const readAll =
+    steps >= 4
+      ? () => gmod.kernel('read_only').launch({ grid, block: 256, stream: gs }, gm, v, 1, sinkAllocation)
+      : () => ok(cuLaunchKernel(part === 'function' ? gmod.kernel('read_only').fn : fn, grid, 1, 1, 256, 1, 1, 0, s, params, null), 'launch');
   first.push(timed(readAll));
-  ok(cudaMemPrefetchAsync(m, bytes, { type: 2, id: 0 }, 0, s), 'prefetch host'); // cudaMemLocationTypeHost
+  if (steps >= 2) gm.prefetch('host', gs);
+  else ok(cudaMemPrefetchAsync(m, bytes, { type: 2, id: 0 }, 0, s), 'prefetch host'); // cudaMemLocationTypeHost
   if (asyncSync)
     await new Promise((resolve, reject) => cudaStreamSynchronize.async(s, (e, st) => (e || st ? reject(e ?? new Error(`status ${st}`)) : resolve())));
   else ok(cudaStreamSynchronize(s), 'sync');
-  timed(() => ok(cudaMemPrefetchAsync(m, bytes, { type: 1, id: 0 }, 0, s), 'prefetch device'));
+  timed(() => (steps >= 2 ? gm.prefetch(0, gs) : ok(cudaMemPrefetchAsync(m, bytes, { type: 1, id: 0 }, 0, s), 'prefetch device')));
   after.push(timed(readAll));
   for (let k = 0; k < 4; k++) steady.push(timed(readAll));
-  ok(cudaFree(m), 'free');
+  if (gm) gm.free();
+  else ok(cudaFree(m), 'free');
 }
 const med = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
 const thp = readFileSync('/proc/self/status', 'utf8').match(/THP_enabled:\s*(\d)/)?.[1];
 console.log(
   JSON.stringify({
+    steps,
+    part,
+    asyncSync,
     way:
       open === 0
         ? 'node + koffi, no gpumem'

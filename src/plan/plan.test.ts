@@ -139,58 +139,89 @@ test('parameter counts of catalogue models are the published exact counts', () =
   assert.ok(Math.abs(ds.activePerToken / 37e9 - 1) < 0.03, `DeepSeek-V3 activates about 37B per token, got ${ds.activePerToken}`);
 });
 
-test('against peaks measured with PyTorch on an H200, the runs the correction was not fit on: training within 5%, generation within 10%, parameters within 3%', () => {
-  const fixture = JSON.parse(readFileSync(new URL('../../fixtures/plan/measured-peaks.json', import.meta.url), 'utf8')) as {
-    rows: Array<Record<string, unknown> & { mode: string; model: string; config: Record<string, unknown>; peakAllocatedBytes: number; parameterBytes: number }>;
+type MeasuredRow = Record<string, unknown> & {
+  mode: string;
+  model: string;
+  config: Record<string, unknown>;
+  peakAllocatedBytes: number;
+  parameterBytes: number;
+};
+
+/** A measured run (benchmarks/pytorch/record_training_peaks.py) as planner options: its shape, Hugging Face's defaults. */
+function measuredOptions(r: MeasuredRow): TrainOptions | InferOptions {
+  // Every run used attn_implementation="sdpa", Hugging Face's default: the planner's default picks the kernel.
+  return r.mode === 'train'
+    ? {
+        mode: 'train',
+        precision: r.precision as TrainOptions['precision'],
+        optimizer: 'adamw',
+        fusedOptimizer: (r.fusedOptimizer as boolean | undefined) ?? false,
+        batch: r.batch as number,
+        seq: r.seq as number,
+        gradAccum: 1,
+        recompute: (r.recompute as TrainOptions['recompute'] | undefined) ?? 'none',
+        attention: 'sdpa',
+        framework: 'pytorch',
+        parallel: one,
+        offload: 'none',
+        fragmentation: 0.05,
+      }
+    : {
+        mode: 'infer',
+        batch: r.batch as number,
+        prompt: r.prompt as number,
+        newTokens: r.newTokens as number,
+        kvDtype: 'bf16',
+        blockSize: undefined,
+        weights: 'bf16',
+        attention: 'sdpa',
+        engine: 'hf',
+        serve: NO_SERVE,
+        parallel: one,
+        fragmentation: 0.05,
+      };
+}
+
+/** The planner against one measured run: its error on the peak, and its parameter bytes against the run's. */
+function against(r: MeasuredRow): { err: number; paramErr: number; what: string } {
+  const e = estimate(normaliseConfig(r.config, 'fixture', r.model), measuredOptions(r));
+  const predicted = e.totalBytes - e.overheadBytes;
+  const bytesPerParam = r.mode === 'train' && r.precision !== 'bf16-pure' ? 4 : 2;
+  return {
+    err: predicted / r.peakAllocatedBytes - 1,
+    paramErr: (e.localParams * bytesPerParam) / r.parameterBytes - 1,
+    what: `${r.mode} ${r.model} ${String(r.precision ?? '')} ${String(r.recompute ?? '')} b=${String(r.batch)}: planner ${predicted}, measured ${r.peakAllocatedBytes}`,
   };
-  assert.ok(fixture.rows.length >= 30);
+}
+
+const measured = (file: string): MeasuredRow[] =>
+  (JSON.parse(readFileSync(new URL(`../../fixtures/plan/${file}`, import.meta.url), 'utf8')) as { rows: MeasuredRow[] }).rows;
+
+test('against peaks measured with PyTorch on an H200, the runs the correction was not fit on: training within 5%, generation within 10%, parameters within 3%', () => {
+  const rows = measured('measured-peaks.json');
+  assert.ok(rows.length >= 30);
   // the activation correction was fit on the GPT-2 training runs: they are not a test of it
-  const held = fixture.rows.filter((r) => !(r.mode === 'train' && r.model === 'gpt2'));
+  const held = rows.filter((r) => !(r.mode === 'train' && r.model === 'gpt2'));
   assert.ok(held.length >= 25);
   for (const r of held) {
-    const m = normaliseConfig(r.config, 'fixture', r.model);
-    // Every run used attn_implementation="sdpa", Hugging Face's default: the planner's default picks the kernel.
-    const o: TrainOptions | InferOptions =
-      r.mode === 'train'
-        ? {
-            mode: 'train',
-            precision: r.precision as TrainOptions['precision'],
-            optimizer: 'adamw',
-            fusedOptimizer: false,
-            batch: r.batch as number,
-            seq: r.seq as number,
-            gradAccum: 1,
-            recompute: 'none',
-            attention: 'sdpa',
-            framework: 'pytorch',
-            parallel: one,
-            offload: 'none',
-            fragmentation: 0.05,
-          }
-        : {
-            mode: 'infer',
-            batch: r.batch as number,
-            prompt: r.prompt as number,
-            newTokens: r.newTokens as number,
-            kvDtype: 'bf16',
-            blockSize: undefined,
-            weights: 'bf16',
-            attention: 'sdpa',
-            engine: 'hf',
-            serve: NO_SERVE,
-            parallel: one,
-            fragmentation: 0.05,
-          };
-    const e = estimate(m, o);
-    const predicted = e.totalBytes - e.overheadBytes;
-    const err = predicted / r.peakAllocatedBytes - 1;
-    assert.ok(
-      Math.abs(err) <= (r.mode === 'train' ? 0.05 : 0.1),
-      `${r.mode} ${r.model} ${String(r.precision ?? '')} b=${String(r.batch)}: planner ${predicted}, measured ${r.peakAllocatedBytes} (${(err * 100).toFixed(1)}%)`,
-    );
-    const paramBytes = e.localParams * (r.mode === 'train' ? 4 : 2);
-    assert.ok(Math.abs(paramBytes / r.parameterBytes - 1) <= 0.03, `${r.model} parameter bytes ${paramBytes} vs ${r.parameterBytes}`);
+    const { err, paramErr, what } = against(r);
+    assert.ok(Math.abs(err) <= (r.mode === 'train' ? 0.05 : 0.1), `${what} (${(err * 100).toFixed(1)}%)`);
+    assert.ok(Math.abs(paramErr) <= 0.03, `${what}: parameter bytes off by ${(paramErr * 100).toFixed(1)}%`);
   }
+});
+
+test('against the variety runs (pure bf16, checkpointing, fused AdamW, Qwen2-0.5B), fit on nothing: close where the model holds, high (never low) where it does not', () => {
+  const rows = measured('measured-peaks-variety.json');
+  assert.ok(rows.length >= 20);
+  for (const r of rows) {
+    const { err, paramErr, what } = against(r);
+    assert.ok(Math.abs(paramErr) <= 0.03, `${what}: parameter bytes off by ${(paramErr * 100).toFixed(1)}%`);
+    // docs/plan-accuracy.md: pure bf16 and checkpointing come out 4-20% high (cause not shown); the rest within 6%.
+    const loose = r.precision === 'bf16-pure' || r.recompute === 'full';
+    assert.ok(loose ? err >= -0.02 && err <= 0.21 : Math.abs(err) <= 0.06, `${what} (${(err * 100).toFixed(1)}%)`);
+  }
+  assert.ok(rows.some((r) => r.model === 'qwen2-0.5b' && r.mode === 'infer'));
+  assert.ok(rows.some((r) => r.fusedOptimizer === true));
 });
 
 const cli = runCli;
