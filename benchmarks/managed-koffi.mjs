@@ -18,6 +18,9 @@
 // GPUMEM_STEPS=3 and GPUMEM_PART: `sink` the kernel's sink word allocated by gpumem (dev.alloc), `function` also the
 // kernel function from gpumem's loaded module, launched here with this script's own arguments.
 //
+//   node -e 'import("./dist/kernels/bench-kernels.js").then((m) => process.stdout.write(m.BENCH_KERNELS.source))' > /tmp/k.cuh
+//   nvcc -cubin -arch=sm_90 -o /tmp/k.cubin -x cu /tmp/k.cuh
+//   GPUMEM_STEPS=3 GPUMEM_PART=function node benchmarks/managed-koffi.mjs /tmp/k.cubin 1024 3
 //   node benchmarks/managed-koffi.mjs KERNELS.cubin [MiB=1024] [repeats=5]     (koffi from GPUMEM_DIST's install)
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
