@@ -6,6 +6,8 @@
 //   idle    as sync, and the host then waits 200 us before each kernel after the prefetch (the device left idle)
 //   memset  as sync, the CPU filling the memory with libc's memset (through koffi) instead of TypedArray.fill
 // interleaved over repeats, each on a fresh allocation. Prints one JSON line per way and row: median GB/s and range.
+// Every way launches with kernel.launch(...), checked and packed inside the timed window, as the bench did before
+// 2026-12-01 (docs/performance.md: that JavaScript is the likely cause of the managed rows' gap).
 //
 //   node benchmarks/managed-probe.mjs [MiB=1024] [repeats=5]     (a built gpumem, or GPUMEM_DIST=its dist/; a GPU)
 import { performance } from 'node:perf_hooks';
