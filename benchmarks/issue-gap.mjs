@@ -16,13 +16,10 @@
 //
 //   node benchmarks/issue-gap.mjs [MiB=16] [rounds=5] [reps=200]      (a built gpumem, or GPUMEM_DIST=its dist/; an NVIDIA GPU)
 import { performance } from 'node:perf_hooks';
-import { pathToFileURL } from 'node:url';
+import { fromDist, koffiOfDist } from './dist.mjs';
 
-const dist = process.env.GPUMEM_DIST ? pathToFileURL(`${process.env.GPUMEM_DIST}/`) : new URL('../dist/', import.meta.url);
-const { openRuntime, BENCH_KERNELS } = await import(new URL('index.js', dist).href);
-const { createRequire } = await import('node:module');
-const { fileURLToPath } = await import('node:url');
-const koffi = createRequire(fileURLToPath(new URL('../package.json', dist)))('koffi');
+const { openRuntime, BENCH_KERNELS } = await fromDist();
+const koffi = koffiOfDist();
 const mib = Number(process.argv[2] ?? 16);
 const rounds = Number(process.argv[3] ?? 5);
 const reps = Number(process.argv[4] ?? 200);

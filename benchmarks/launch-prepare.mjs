@@ -3,10 +3,9 @@
 // No native launch is made, so it runs on any backend (the host backend by default).
 //
 //   node benchmarks/launch-prepare.mjs [backend=host] [calls=2000]
-import { pathToFileURL } from 'node:url';
+import { fromDist } from './dist.mjs';
 
-const dist = process.env.GPUMEM_DIST ? pathToFileURL(`${process.env.GPUMEM_DIST}/`) : new URL('../dist/', import.meta.url);
-const { openRuntime, BENCH_KERNELS } = await import(new URL('index.js', dist).href);
+const { openRuntime, BENCH_KERNELS } = await fromDist();
 const rt = await openRuntime({ backend: process.argv[2] ?? 'host' });
 const calls = Number(process.argv[3] ?? 2000);
 const dev = rt.device(0);

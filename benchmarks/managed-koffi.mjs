@@ -23,11 +23,9 @@
 //   GPUMEM_STEPS=3 GPUMEM_PART=function node benchmarks/managed-koffi.mjs /tmp/k.cubin 1024 3
 //   node benchmarks/managed-koffi.mjs KERNELS.cubin [MiB=1024] [repeats=5]     (koffi from GPUMEM_DIST's install)
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fromDist, koffiOfDist } from './dist.mjs';
 
-const dist = process.env.GPUMEM_DIST ? pathToFileURL(`${process.env.GPUMEM_DIST}/`) : new URL('../dist/', import.meta.url);
-const koffi = createRequire(fileURLToPath(new URL('../package.json', dist)))('koffi');
+const koffi = koffiOfDist();
 const cubin = readFileSync(process.argv[2]);
 const steps = Number(process.env.GPUMEM_STEPS ?? 0);
 const open = steps > 0 ? 2 : Number(process.env.GPUMEM_OPEN ?? 0);
@@ -35,7 +33,7 @@ const asyncSync = process.env.GPUMEM_ASYNC_SYNC === '1';
 let gdev;
 let gmod;
 if (open >= 1) {
-  const { openRuntime, BENCH_KERNELS } = await import(new URL('index.js', dist).href);
+  const { openRuntime, BENCH_KERNELS } = await fromDist();
   const grt = await openRuntime({ backend: 'cuda' });
   gdev = grt.device(0);
   if (open >= 2) {

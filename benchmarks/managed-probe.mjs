@@ -11,16 +11,14 @@
 //
 //   node benchmarks/managed-probe.mjs [MiB=1024] [repeats=5]     (a built gpumem, or GPUMEM_DIST=its dist/; a GPU)
 import { performance } from 'node:perf_hooks';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fromDist, koffiOfDist } from './dist.mjs';
 
-const dist = process.env.GPUMEM_DIST ? pathToFileURL(`${process.env.GPUMEM_DIST}/`) : new URL('../dist/', import.meta.url);
-const { openRuntime, BENCH_KERNELS } = await import(new URL('index.js', dist).href);
+const { openRuntime, BENCH_KERNELS } = await fromDist();
 const mib = Number(process.argv[2] ?? 1024);
 const repeats = Number(process.argv[3] ?? 5);
 const bytes = mib * 2 ** 20;
 const v = bytes / 16;
-const koffi = createRequire(fileURLToPath(new URL('../package.json', dist)))('koffi');
+const koffi = koffiOfDist();
 const memset = koffi.load('libc.so.6').func('void *memset(uintptr_t s, int c, size_t n)');
 const rt = await openRuntime({ backend: process.env.GPUMEM_BACKEND ?? 'cuda' });
 const dev = rt.device(0);

@@ -41,20 +41,23 @@ static unsigned grid(unsigned perSm, double elements, unsigned block = 256) {
   return (unsigned)std::max(1.0, std::min((double)sms * perSm, want));
 }
 
+// Device time of one run of `op` between two events on the stream, the end event waited for on this thread. Ms.
+static double eventTimed(const std::function<void()>& op) {
+  CHECK(cudaEventRecord(evA, stream));
+  op();
+  CHECK(cudaEventRecord(evB, stream));
+  CHECK(cudaEventSynchronize(evB));
+  float t = 0;
+  CHECK(cudaEventElapsedTime(&t, evA, evB));
+  return t;
+}
+
 // As BenchContext.timeDevice (not gated): warm-up runs waited for on this thread, then per repeat an event pair.
 static std::vector<double> timeDevice(const std::function<void()>& op, int reps, int warmup = 3) {
   for (int i = 0; i < warmup; i++) op();
   CHECK(cudaStreamSynchronize(stream));
   std::vector<double> ms;
-  for (int i = 0; i < reps; i++) {
-    CHECK(cudaEventRecord(evA, stream));
-    op();
-    CHECK(cudaEventRecord(evB, stream));
-    CHECK(cudaEventSynchronize(evB));
-    float t = 0;
-    CHECK(cudaEventElapsedTime(&t, evA, evB));
-    ms.push_back(t);
-  }
+  for (int i = 0; i < reps; i++) ms.push_back(eventTimed(op));
   return ms;
 }
 
@@ -304,15 +307,7 @@ static void managedTests(size_t max) {
     char* m;
     CHECK(cudaMallocManaged(&m, bytes, cudaMemAttachGlobal));
     std::memset(m, 0x3f, bytes);
-    auto timed = [&](const std::function<void()>& op) {
-      CHECK(cudaEventRecord(evA, stream));
-      op();
-      CHECK(cudaEventRecord(evB, stream));
-      CHECK(cudaEventSynchronize(evB));
-      float t = 0;
-      CHECK(cudaEventElapsedTime(&t, evA, evB));
-      return (double)t;
-    };
+    const auto timed = eventTimed;
     auto readAll = [&] { read_only<<<g, 256, 0, stream>>>((const ulonglong2*)m, v, 1, sink); };
     firstTouch.push_back(timed(readAll));
     prefetch(m, bytes, -1);
@@ -440,53 +435,38 @@ static void allocTests() {
   void* heldMapped;
   CHECK(cudaHostAlloc(&heldMapped, 64, cudaHostAllocMapped | cudaHostAllocPortable));
   for (size_t bytes : {(size_t)512, MiB, 64 * MiB}) {
-    auto us = [](const std::vector<double>& ms, int n) {
-      std::vector<double> o;
-      for (double t : ms) o.push_back(t * 1000 / n);
-      return o;
+    // One row: `reps` timed runs of `pairs` allocate + free pairs each (as gpumem's loops), microseconds per pair.
+    auto row = [&](const char* kind, const char* engine, int pairs, int reps, auto pair) {
+      const auto ms = timeHost(
+          [&] {
+            for (int i = 0; i < pairs; i++) pair();
+          },
+          reps);
+      std::vector<double> us;
+      for (double t : ms) us.push_back(t * 1000 / pairs);
+      latencyRow("alloc", "allocate+free", kind, engine, bytes, us, true);
     };
-    const int n = 200, na = 20000, np = 20, nm = 100;
-    auto dm = timeHost(
-        [&] {
-          for (int i = 0; i < n; i++) {
-            void* p;
-            CHECK(cudaMalloc(&p, bytes));
-            CHECK(cudaFree(p));
-          }
-        },
-        10);
-    latencyRow("alloc", "allocate+free", "device", "driver", bytes, us(dm, n), true);
-    auto am = timeHost(
-        [&] {
-          for (int i = 0; i < na; i++) {
-            void* p;
-            CHECK(cudaMallocAsync(&p, bytes, stream));
-            CHECK(cudaFreeAsync(p, stream));
-          }
-        },
-        10);
+    row("device", "driver", 200, 10, [&] {
+      void* p;
+      CHECK(cudaMalloc(&p, bytes));
+      CHECK(cudaFree(p));
+    });
+    row("device", "stream-ordered", 20000, 10, [&] {
+      void* p;
+      CHECK(cudaMallocAsync(&p, bytes, stream));
+      CHECK(cudaFreeAsync(p, stream));
+    });
     CHECK(cudaStreamSynchronize(stream));
-    latencyRow("alloc", "allocate+free", "device", "stream-ordered", bytes, us(am, na), true);
-    auto pm = timeHost(
-        [&] {
-          for (int i = 0; i < np; i++) {
-            void* p;
-            CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
-            CHECK(cudaFreeHost(p));
-          }
-        },
-        5);
-    latencyRow("alloc", "allocate+free", "pinned", "driver", bytes, us(pm, np), true);
-    auto mm = timeHost(
-        [&] {
-          for (int i = 0; i < nm; i++) {
-            void* p;
-            CHECK(cudaMallocManaged(&p, bytes, cudaMemAttachGlobal));
-            CHECK(cudaFree(p));
-          }
-        },
-        5);
-    latencyRow("alloc", "allocate+free", "managed", "driver", bytes, us(mm, nm), true);
+    row("pinned", "driver", 20, 5, [&] {
+      void* p;
+      CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+      CHECK(cudaFreeHost(p));
+    });
+    row("managed", "driver", 100, 5, [&] {
+      void* p;
+      CHECK(cudaMallocManaged(&p, bytes, cudaMemAttachGlobal));
+      CHECK(cudaFree(p));
+    });
   }
   CHECK(cudaFree(held));
   CHECK(cudaFreeHost(heldHost));

@@ -5,7 +5,7 @@
  * ncclComm_t and cudaStream_t are pointers, ncclDataType_t and ncclRedOp_t the enums below.
  */
 import { BackendUnavailableError, ErrorCode, GpuError } from '../errors.js';
-import { Allocation, type AllocationOwner } from '../memory/allocation.js';
+import { SourcedDeviceMemory } from '../memory/allocation.js';
 import type { Runtime } from '../memory/runtime.js';
 import { checkSize } from '../memory/validate.js';
 import { cudaLibraryDirs, rocmLibraryDirs } from '../backend/library-search.js';
@@ -80,21 +80,7 @@ export function loadNccl(backend: string): NcclLibrary {
  * it in place (zero-copy, user-buffer registration) instead of copying through its own buffers. Freeing it
  * deregisters it and gives it back with ncclMemFree.
  */
-export class NcclBuffer extends Allocation {
-  constructor(
-    owner: AllocationOwner,
-    address: number,
-    bytes: number,
-    device: number,
-    private readonly giveBack: () => void,
-  ) {
-    super(owner, 'device', address, bytes, device, address);
-  }
-
-  protected release(): void {
-    this.giveBack();
-  }
-}
+export class NcclBuffer extends SourcedDeviceMemory {}
 
 /** A communicator over the GPUs of this node through NCCL or RCCL. */
 export class NcclCommunicator implements Communicator {

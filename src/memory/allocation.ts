@@ -173,11 +173,10 @@ export class DeviceAllocation extends Allocation {
 }
 
 /**
- * A range of device address space reserved through the virtual memory API (a growable pool segment), registered so
- * that copies and fills into the blocks carved from it are checked like any device allocation. Physical memory is
- * mapped into parts of it by its source; freeing it gives the address space back.
+ * Device memory that came from somewhere other than the runtime's allocator and goes back there: freeing it calls
+ * the `giveBack` its source supplied instead of the runtime's free. Checked like any device allocation meanwhile.
  */
-export class ReservedDeviceRange extends Allocation {
+export class SourcedDeviceMemory extends Allocation {
   constructor(
     owner: AllocationOwner,
     address: Address,
@@ -192,6 +191,13 @@ export class ReservedDeviceRange extends Allocation {
     this.giveBack();
   }
 }
+
+/**
+ * A range of device address space reserved through the virtual memory API (a growable pool segment), registered so
+ * that copies and fills into the blocks carved from it are checked like any device allocation. Physical memory is
+ * mapped into parts of it by its source; freeing it gives the address space back.
+ */
+export class ReservedDeviceRange extends SourcedDeviceMemory {}
 
 /** Options of pinned host memory. `coherent` and `numaUser` are AMD's. */
 export interface PinnedOptions {

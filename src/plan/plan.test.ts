@@ -11,7 +11,7 @@ import { main } from '../cli/program.js';
 import { CHROMIUM, runCli, withChromiumPage } from '../testing/harness.js';
 import { catalogueModel } from './catalogue.js';
 import { estimate, korthikantiLayerBytes, modelStateBytes, type InferOptions, type Parallelism, type TrainOptions } from './estimate.js';
-import { normaliseConfig } from './model-config.js';
+import { againstMeasured, type MeasuredRow } from './measured.js';
 import { countParams, kvBytesPerTokenPerLayer } from './params.js';
 import type { PlanResult } from './plan.js';
 
@@ -139,58 +139,13 @@ test('parameter counts of catalogue models are the published exact counts', () =
   assert.ok(Math.abs(ds.activePerToken / 37e9 - 1) < 0.03, `DeepSeek-V3 activates about 37B per token, got ${ds.activePerToken}`);
 });
 
-type MeasuredRow = Record<string, unknown> & {
-  mode: string;
-  model: string;
-  config: Record<string, unknown>;
-  peakAllocatedBytes: number;
-  parameterBytes: number;
-};
-
-/** A measured run (benchmarks/pytorch/record_training_peaks.py) as planner options: its shape, Hugging Face's defaults. */
-function measuredOptions(r: MeasuredRow): TrainOptions | InferOptions {
-  // Every run used attn_implementation="sdpa", Hugging Face's default: the planner's default picks the kernel.
-  return r.mode === 'train'
-    ? {
-        mode: 'train',
-        precision: r.precision as TrainOptions['precision'],
-        optimizer: 'adamw',
-        fusedOptimizer: (r.fusedOptimizer as boolean | undefined) ?? false,
-        batch: r.batch as number,
-        seq: r.seq as number,
-        gradAccum: 1,
-        recompute: (r.recompute as TrainOptions['recompute'] | undefined) ?? 'none',
-        attention: 'sdpa',
-        framework: 'pytorch',
-        parallel: one,
-        offload: 'none',
-        fragmentation: 0.05,
-      }
-    : {
-        mode: 'infer',
-        batch: r.batch as number,
-        prompt: r.prompt as number,
-        newTokens: r.newTokens as number,
-        kvDtype: 'bf16',
-        blockSize: undefined,
-        weights: 'bf16',
-        attention: 'sdpa',
-        engine: 'hf',
-        serve: NO_SERVE,
-        parallel: one,
-        fragmentation: 0.05,
-      };
-}
-
-/** The planner against one measured run: its error on the peak, and its parameter bytes against the run's. */
+/** The planner against one measured run, with a label for the failure message. */
 function against(r: MeasuredRow): { err: number; paramErr: number; what: string } {
-  const e = estimate(normaliseConfig(r.config, 'fixture', r.model), measuredOptions(r));
-  const predicted = e.totalBytes - e.overheadBytes;
-  const bytesPerParam = r.mode === 'train' && r.precision !== 'bf16-pure' ? 4 : 2;
+  const { predictedBytes, err, paramErr } = againstMeasured(r);
   return {
-    err: predicted / r.peakAllocatedBytes - 1,
-    paramErr: (e.localParams * bytesPerParam) / r.parameterBytes - 1,
-    what: `${r.mode} ${r.model} ${String(r.precision ?? '')} ${String(r.recompute ?? '')} b=${String(r.batch)}: planner ${predicted}, measured ${r.peakAllocatedBytes}`,
+    err,
+    paramErr,
+    what: `${r.mode} ${r.model} ${String(r.precision ?? '')} ${String(r.recompute ?? '')} b=${String(r.batch)}: planner ${predictedBytes}, measured ${r.peakAllocatedBytes}`,
   };
 }
 

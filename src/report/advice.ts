@@ -8,7 +8,7 @@
 import type { DeviceInfo } from '../backend/backend.js';
 import type { BenchReport, BenchResult } from '../bench/schema.js';
 import { formatBytes } from '../units.js';
-import { nativeVerdict } from './fidelity.js';
+import { nativeVerdict, type NativeVerdict } from './fidelity.js';
 
 export type Workload = 'training' | 'inference' | 'preprocessing';
 
@@ -45,6 +45,7 @@ const sourceOf = (r: BenchResult): string => `${r.test} ${r.direction} ${r.srcKi
 
 class Figures {
   readonly withheld: Withheld[] = [];
+  private readonly verdicts = new Map<BenchResult, NativeVerdict>();
 
   constructor(
     private readonly rows: BenchResult[],
@@ -53,10 +54,17 @@ class Figures {
     private readonly run: string,
   ) {}
 
+  /** How the row's kind compared with native C (looked up once per row). */
+  private verdict(r: BenchResult): NativeVerdict {
+    let v = this.verdicts.get(r);
+    if (!v) this.verdicts.set(r, (v = nativeVerdict(r, this.backend)));
+    return v;
+  }
+
   /** The row itself when its kind may be quoted; undefined (and listed as withheld) when it differed from native C. */
   private quotable(r: BenchResult | undefined): BenchResult | undefined {
     if (!r) return undefined;
-    const v = nativeVerdict(r, this.backend);
+    const v = this.verdict(r);
     if (v.state !== 'differs') return r;
     const source = sourceOf(r);
     if (!this.withheld.some((w) => w.source === source)) this.withheld.push({ source, reason: v.detail });
@@ -68,7 +76,7 @@ class Figures {
     if (!r) return undefined;
     const value = unit === 'GB/s' ? r.medianGBps : r.medianUs;
     if (value === undefined) return undefined;
-    const v = nativeVerdict(r, this.backend);
+    const v = this.verdict(r);
     return { label, value, unit, source: sourceOf(r), run: this.run, native: v.detail, nativeState: v.state };
   }
 
