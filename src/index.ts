@@ -44,6 +44,7 @@ export { GpuEvent, type EventCreateOptions } from './stream/event.js';
 export { KernelModule, Kernel, type LaunchOptions, type LaunchArg, type PointerArg, type PreparedLaunch } from './kernels/module.js';
 export { BENCH_KERNELS, patternWord } from './kernels/bench-kernels.js';
 export * from './pool/index.js';
+export * from './replay/index.js';
 export * from './monitor/index.js';
 export {
   Stager,

@@ -22,6 +22,7 @@ test('npm pack ships the library, its types and docs, and no tests, test cases o
     'dist/plan/index.js',
     'dist/analyze/index.js',
     'dist/pool/index.js',
+    'dist/replay/index.js',
     'README.md',
     'LICENSE',
     'package.json',
@@ -32,12 +33,12 @@ test('npm pack ships the library, its types and docs, and no tests, test cases o
   assert.deepEqual(unwanted, []);
 });
 
-test('gpumem/plan, gpumem/analyze, gpumem/pool and the main entry import without loading koffi', () => {
+test('gpumem/plan, gpumem/analyze, gpumem/pool, gpumem/replay and the main entry import without loading koffi', () => {
   const script = `
     import { createRequire } from 'node:module';
     const require = createRequire(import.meta.url);
     const out = {};
-    for (const entry of ['gpumem/plan', 'gpumem/analyze', 'gpumem/pool', 'gpumem']) {
+    for (const entry of ['gpumem/plan', 'gpumem/analyze', 'gpumem/pool', 'gpumem/replay', 'gpumem']) {
       const m = await import(entry);
       out[entry] = { exports: Object.keys(m).length, koffi: Object.keys(require.cache).some((k) => k.includes('/koffi/')) };
     }
@@ -67,7 +68,8 @@ test('the published declarations compile in a strict consumer, without the inter
       `import { openRuntime, CachingPool, DeviceResource, StatisticsAdaptor, type Runtime } from 'gpumem';
 import { plan, catalogueModel, machineFromCatalogue, type PlanResult } from 'gpumem/plan';
 import { analyzeFiles, type AnalyzeResult } from 'gpumem/analyze';
-import { replay, SimulatedResource } from 'gpumem/pool';
+import { SimulatedResource } from 'gpumem/pool';
+import { replay } from 'gpumem/replay';
 using rt: Runtime = openRuntime({ backend: 'host' });
 const pool = new StatisticsAdaptor(new CachingPool(new DeviceResource(rt.device(0))));
 // @ts-expect-error internal members are not part of the published types

@@ -3,8 +3,8 @@
  * device. Every figure carries where it came from, and the output prints it.
  */
 import { BadInputError } from '../errors.js';
-import { largestCopyRows, readBenchReport } from '../bench/read-bench.js';
-import { GPUS, type GpuSpec } from '../plan/catalogue.js';
+import { largestCopyRows, readBenchReport } from '../formats/bench-file.js';
+import { GPUS, type GpuSpec } from '../catalogue/gpus.js';
 
 export interface CopyRates {
   /** Pinned host to device, GB/s (1e9 bytes). */

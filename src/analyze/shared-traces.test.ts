@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { analyzeFiles } from './analyze.js';
 import { ErrorCode, isGpuError } from '../errors.js';
 import type { AnalyzeResult } from './result.js';
-import { readTrace } from '../replay/read-trace.js';
+import { readTrace } from '../formats/allocator-trace.js';
 import { replay } from '../replay/replay.js';
 
 const ROOT = new URL('../../../shared/traces/', import.meta.url).pathname;

@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
 import { CHROMIUM, inChromium, runCli } from '../testing/harness.js';
-import { BENCH_JSON_SCHEMA, type BenchReport } from './schema.js';
+import { BENCH_JSON_SCHEMA, type BenchReport } from '../formats/bench-schema.js';
 import type { Report } from '../report/report.js';
 
 const cli = fileURLToPath(new URL('../cli.js', import.meta.url));

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { runCli } from '../testing/harness.js';
-import type { BenchReport } from './schema.js';
+import type { BenchReport } from '../formats/bench-schema.js';
 
 const compare = fileURLToPath(new URL('../../benchmarks/compare.mjs', import.meta.url));
 

@@ -9,7 +9,7 @@ import type { Allocation } from '../memory/allocation.js';
 import type { Device } from '../memory/device.js';
 import type { Runtime } from '../memory/runtime.js';
 import type { Stream } from '../stream/stream.js';
-import type { BenchResult, Counted } from './schema.js';
+import type { BenchResult, Counted } from '../formats/bench-schema.js';
 import { summarize } from './stats.js';
 
 export interface BenchOptions {

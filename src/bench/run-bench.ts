@@ -9,7 +9,7 @@ import type { DeviceInfo } from '../backend/backend.js';
 import { numaNodes, pcieBandwidthGBps } from '../backend/sysfs.js';
 import type { Runtime } from '../memory/runtime.js';
 import { BenchAborted, BenchContext, type BenchOptions } from './context.js';
-import type { BenchEnvironment, BenchReport, BenchResult } from './schema.js';
+import type { BenchEnvironment, BenchReport, BenchResult } from '../formats/bench-schema.js';
 import { copyTests } from './suites/copies.js';
 import { accessTests, cacheSweep, latencyTests, streamTests } from './suites/device-memory.js';
 import { managedTests, zeroCopyTests } from './suites/host-visible.js';

@@ -38,7 +38,7 @@ Examples:
 }
 
 async function runPoolReplay(file: string, opts: ReplayCliOptions, io: Io): Promise<void> {
-  const { readTrace } = await import('../replay/read-trace.js');
+  const { readTrace } = await import('../formats/allocator-trace.js');
   const { replay, DEFAULT_CONFIGURATIONS } = await import('../replay/replay.js');
   const { renderReplay } = await import('../render/replay-text.js');
   let configs = DEFAULT_CONFIGURATIONS;

@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { ErrorCode, isGpuError } from '../errors.js';
 import { openRuntime } from '../memory/runtime.js';
 import { runCli } from '../testing/harness.js';
-import type { BenchReport } from '../bench/schema.js';
+import type { BenchReport } from '../formats/bench-schema.js';
 import { loadNccl, NcclCommunicator, NCCL_PROTOTYPES } from './nccl.js';
 import { StagedCommunicator } from './staged.js';
 import { bufferBytes, COLLECTIVES, ncclTestsSize, type Collective, type DType, type Reduction } from './types.js';

@@ -1,5 +1,5 @@
 /** A machine from a gpumem bench JSON (Node only: it reads the file). */
-import { largestCopyRows, readBenchReport } from '../bench/read-bench.js';
+import { largestCopyRows, readBenchReport } from '../formats/bench-file.js';
 import { BadInputError } from '../errors.js';
 import type { Machine } from './plan.js';
 

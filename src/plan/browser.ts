@@ -2,7 +2,8 @@
  * What the interactive plan page runs in the browser: the planner itself (no GPU, no Node API), bundled by
  * tools/bundle-plan.mjs into dist/plan/browser.bundle.js and inlined into the page as the global `gpumemPlan`.
  */
-export { catalogueGpu, catalogueModel, GPUS, MODEL_CONFIGS } from './catalogue.js';
+export { catalogueModel, MODEL_CONFIGS } from './catalogue.js';
+export { catalogueGpu, GPUS } from '../catalogue/gpus.js';
 export { DEFAULT_INPUTS, planOptionsFrom } from './inputs.js';
 export { parseConfigText } from './model-config.js';
 export { PRECISIONS } from './options.js';

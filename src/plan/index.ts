@@ -7,7 +7,8 @@
  * ```
  */
 export { plan, machineFromCatalogue, type Machine, type Placement, type PlanResult, type Suggestion } from './plan.js';
-export { catalogueModel, catalogueGpu, MODEL_CONFIGS, GPUS, type GpuSpec } from './catalogue.js';
+export { catalogueModel, MODEL_CONFIGS } from './catalogue.js';
+export { catalogueGpu, GPUS, type GpuSpec } from '../catalogue/gpus.js';
 export { machineFromBench } from './bench-machine.js';
 export { readConfigFile } from './config-file.js';
 export { planOptionsFrom, DEFAULT_INPUTS, type PlanInputs } from './inputs.js';

@@ -3,7 +3,7 @@
  * GPU, compares it with the GPU's capacity, places each part (device, pinned host, NVMe, managed), prices
  * offloading from the link's bandwidth, and when it does not fit, tries the cheapest changes that make it fit.
  */
-import { catalogueGpu, type GpuSpec } from './catalogue.js';
+import { catalogueGpu, type GpuSpec } from '../catalogue/gpus.js';
 import {
   estimate,
   fieldsOf,

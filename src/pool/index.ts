@@ -7,13 +7,3 @@ export type { PoolSnapshot, SnapshotSegment, SnapshotBlock } from './snapshot.js
 export { Adaptor, StatisticsAdaptor, LimitingAdaptor, LoggingAdaptor, TrackingAdaptor, type LogLine, type TrackedAllocation } from './adaptors.js';
 export { fragmentation, type PoolStats, type StatJSON } from './stats.js';
 export type { TraceEntry, TraceAction } from './trace-ring.js';
-export {
-  replay,
-  recordedFacts,
-  DEFAULT_CONFIGURATIONS,
-  type ReplayConfiguration,
-  type ReplayReport,
-  type ConfigurationResult,
-  type RecordedFacts,
-} from '../replay/replay.js';
-export { readTrace, detectFormat as detectReplayFormat, type Trace, type TraceFormat as ReplayTraceFormat } from '../replay/read-trace.js';

@@ -1,5 +1,5 @@
 /** The bench's HTML page: bandwidth against size for each kind, the peer matrix, the cache sweep, every row. */
-import type { BenchReport, BenchResult } from '../bench/schema.js';
+import type { BenchReport, BenchResult } from '../formats/bench-schema.js';
 import { formatBytes } from '../units.js';
 import { engineLabel } from './bench-text.js';
 import { chartPlaceholder, esc, htmlTable, renderPage, type ChartSpec } from './html.js';

@@ -1,5 +1,5 @@
 /** Text rendering of a bench report: copies as a size matrix, the other tests as rows. */
-import type { BenchReport, BenchResult } from '../bench/schema.js';
+import type { BenchReport, BenchResult } from '../formats/bench-schema.js';
 import { formatBytes } from '../units.js';
 import { table } from './text.js';
 

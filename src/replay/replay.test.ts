@@ -10,7 +10,7 @@ import { main } from '../cli/program.js';
 import { LoggingAdaptor } from '../pool/adaptors.js';
 import { CachingPool } from '../pool/caching-pool.js';
 import { SimulatedResource } from '../pool/sources.js';
-import { readTrace } from './read-trace.js';
+import { readTrace } from '../formats/allocator-trace.js';
 import { replay } from './replay.js';
 
 const fixture = (name: string): string => new URL(`../../fixtures/${name}`, import.meta.url).pathname;

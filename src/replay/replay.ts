@@ -7,7 +7,7 @@ import { OutOfMemoryError } from '../errors.js';
 import { CachingPool, type CachingPoolOptions } from '../pool/caching-pool.js';
 import { SimulatedGrowableSource } from '../pool/growable.js';
 import { SimulatedResource } from '../pool/sources.js';
-import { EventKind, type Extent, type Trace } from './read-trace.js';
+import { EventKind, type Extent, type Trace } from '../formats/allocator-trace.js';
 
 const MiB = 1024 * 1024;
 

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import type { BenchReport, BenchResult } from '../bench/schema.js';
+import type { BenchReport, BenchResult } from '../formats/bench-schema.js';
 import { adviseDevice, adviseDeviceWithheld } from './advice.js';
 import { nativeVerdict, type NativeAgreement } from './fidelity.js';
 import { NATIVE_AGREEMENT } from './native-agreement.js';

@@ -6,7 +6,7 @@
  * rows left out that way are listed.
  */
 import type { DeviceInfo } from '../backend/backend.js';
-import type { BenchReport, BenchResult } from '../bench/schema.js';
+import type { BenchReport, BenchResult } from '../formats/bench-schema.js';
 import { formatBytes } from '../units.js';
 import { nativeVerdict, type NativeVerdict } from './fidelity.js';
 

@@ -6,7 +6,7 @@
  * can be told apart (every round of gpumem outside the native program's rounds), not when a noisy row merely falls
  * outside the native program's own spread.
  */
-import type { BenchResult } from '../bench/schema.js';
+import type { BenchResult } from '../formats/bench-schema.js';
 import { formatBytes } from '../units.js';
 import { NATIVE_AGREEMENT } from './native-agreement.js';
 

@@ -5,7 +5,7 @@
 import type { Runtime } from '../memory/runtime.js';
 import { runBench } from '../bench/run-bench.js';
 import type { BenchOptions } from '../bench/context.js';
-import type { BenchReport } from '../bench/schema.js';
+import type { BenchReport } from '../formats/bench-schema.js';
 import { adviseDeviceWithheld, type Advice, type Withheld } from './advice.js';
 import { collectInfo, type InfoReport } from './info.js';
 import { NATIVE_AGREEMENT } from './native-agreement.js';

@@ -5,7 +5,7 @@
  */
 import { BadInputError } from '../../errors.js';
 import { isJsonObject as isObj, walkJson, type Json, type JsonObject as Obj, type PathKey } from '../../input/json-stream.js';
-import { EventKind, readTrace } from '../../replay/read-trace.js';
+import { EventKind, readTrace } from '../../formats/allocator-trace.js';
 import { AllocLevel, type SnapshotSegment, type TraceModel } from '../model.js';
 import { describe, optNumber } from '../../input/numbers.js';
 

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import { BadInputError } from '../errors.js';
-import { BENCH_JSON_SCHEMA, type BenchReport, type BenchResult } from './schema.js';
+import { BENCH_JSON_SCHEMA, type BenchReport, type BenchResult } from './bench-schema.js';
 
 /**
  * Reads and validates `gpumem bench --json` output.
