@@ -10,6 +10,7 @@ import { after, test } from 'node:test';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { createRequire } from 'node:module';
 import fc from 'fast-check';
+import { propertyParams } from '../testing/property.js';
 import { BadInputError } from '../errors.js';
 import { loadTraces } from './analyze.js';
 import { runCli } from '../testing/harness.js';
@@ -165,7 +166,7 @@ async function fuzz(name: string, original: Buffer, runs: number, wrap: (b: Buff
         rmSync(p, { force: true });
       }
     }),
-    { numRuns: runs, seed: 20261130 },
+    propertyParams(runs),
   );
 }
 

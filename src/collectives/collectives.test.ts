@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import fc from 'fast-check';
+import { propertyParams } from '../testing/property.js';
 import { ErrorCode, isGpuError } from '../errors.js';
 import { openRuntime } from '../memory/runtime.js';
 import { runCli } from '../testing/harness.js';
@@ -97,7 +98,7 @@ test('the host implementation of every collective equals the plain reference', a
         }
       },
     ),
-    { numRuns: 120 },
+    propertyParams(120),
   );
 });
 

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
+import { propertyParams } from '../testing/property.js';
 import { walkJsonChunked } from './json-chunks.js';
 import { walkJson, type Json, type JsonLimits, type PathKey } from './json-stream.js';
 
@@ -60,7 +61,7 @@ test('any document reads the same with both readers, in pieces of 1 to 64 bytes'
       assert.deepEqual(await read('chunked', file, { pieceBytes: piece }), careful);
       assert.deepEqual(await read('chunked', file), careful);
     }),
-    { numRuns: 150 },
+    propertyParams(150),
   );
 });
 

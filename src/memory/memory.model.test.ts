@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
+import { propertyParams } from '../testing/property.js';
 import { ErrorCode, GpuError } from '../errors.js';
 import type { Allocation } from './allocation.js';
 import { read } from './memory.case.js';
@@ -187,6 +188,6 @@ test('random operation sequences match the model, with errors exactly where it p
       using rt = openRuntime({ backend: 'host', host: { devices: 1, deviceBytes: 1 << 24 } });
       await run(rt, ops);
     }),
-    { numRuns: 150 },
+    propertyParams(150),
   );
 });

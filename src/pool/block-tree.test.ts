@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
+import { propertyParams } from '../testing/property.js';
 import { BlockTree, type TreeNode } from './block-tree.js';
 
 const node = (size: number, address: number): TreeNode => ({ size, address, heapIndex: -1 });
@@ -66,7 +67,7 @@ test('BlockTree agrees with a model under random inserts, removes and best-fit q
         );
       }
     }),
-    { numRuns: 200 },
+    propertyParams(200),
   );
 });
 

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
+import { propertyParams } from '../testing/property.js';
 import { CachingPool } from './caching-pool.js';
 import { SimulatedGrowableSource } from './growable.js';
 import { SimulatedResource } from './sources.js';
@@ -92,7 +93,7 @@ for (const mode of ['fixed', 'growable'] as const) {
         assert.equal(p.stats().reservedBytes.current, 0);
         p[Symbol.dispose]();
       }),
-      { numRuns: 200 },
+      propertyParams(200),
     );
   });
 }

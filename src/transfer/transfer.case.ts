@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
+import { propertyParams } from '../testing/property.js';
 import { ErrorCode, GpuError, InvalidArgumentError } from '../errors.js';
 import { BENCH_KERNELS } from '../kernels/bench-kernels.js';
 import type { Runtime } from '../memory/runtime.js';
@@ -70,7 +71,7 @@ export function transferConformance(label: string, open: () => Runtime): void {
           assert.deepEqual(new Uint8Array(view.buffer, 2, n), src.subarray(hostOff));
         },
       ),
-      { numRuns: 40, seed: 20261201 },
+      propertyParams(40),
     );
   });
 
@@ -276,7 +277,7 @@ export function transferConformance(label: string, open: () => Runtime): void {
         }
         assert.equal(refused, bad, JSON.stringify(rs));
       }),
-      { numRuns: 400, seed: 20261201 },
+      propertyParams(400),
     );
     assert.throws(() => rt.copyBatch([{ dst: a, src: b, bytes: 5000 }], { stream: s }), code(ErrorCode.OUT_OF_BOUNDS));
     assert.throws(() => rt.copyBatch([], { stream: s }), code(ErrorCode.INVALID_SIZE));

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
+import { propertyParams } from '../../testing/property.js';
 import { DisposedError } from '../../errors.js';
 import { addressOf } from './ffi.js';
 import { ThreadedHostCopier } from './host-copier.js';
@@ -34,7 +35,7 @@ test('copies land byte-exact at any size and offset, split over the threads, not
           'nothing after',
         );
       }),
-      { numRuns: 60, seed: 20261201 },
+      propertyParams(60),
     );
   } finally {
     copier.dispose();
