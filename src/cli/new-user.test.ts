@@ -44,12 +44,16 @@ test('--html to a path that cannot be written fails at once with exit code 2, be
   ]) {
     const r = await runCli([...args, '--html', '/nonexistent-folder/out.html']);
     assert.equal(r.code, 2, `${args[0]}: ${r.err}`);
-    assert.match(r.err, /--html \/nonexistent-folder\/out\.html: cannot write there \(the folder does not exist\)/);
+    assert.match(r.err, /--html \/nonexistent-folder\/out\.html: cannot write there \(no such file or folder\)/);
     assert.doesNotMatch(r.err, /copies:|reading /, `${args[0]} did no work first`);
   }
   const folder = await runCli(['plan', '--model', 'llama-2-7b', '--html', fixture('traces')]);
   assert.equal(folder.code, 2);
   assert.match(folder.err, /is a folder; give a file name/);
+  // a file used as a folder is named as such, not as a permission problem
+  const underFile = await runCli(['plan', '--model', 'llama-2-7b', '--html', join(fixture('plan/measured-peaks.json'), 'out.html')]);
+  assert.equal(underFile.code, 2);
+  assert.match(underFile.err, /cannot write there \(a part of the path is a file, not a folder\)/);
 });
 
 test('pool replay --device N on a trace without that device is refused, naming the devices it has', async () => {
