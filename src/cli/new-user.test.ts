@@ -72,3 +72,17 @@ test('monitor --serve --count N stops by itself after N samples', () => {
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /dashboard http:\/\/127\.0\.0\.1:\d+\/ .*stops after 2 sample\(s\)/);
 });
+
+test('a path the file system refuses exits 2 whichever command meets it, before or after the work', async () => {
+  const { exitCodeFor } = await import('./errors.js');
+  const errno = (code: string): NodeJS.ErrnoException => Object.assign(new Error(`${code}: x`), { code, path: '/x' });
+  for (const code of ['EACCES', 'EPERM', 'ENOENT', 'ENOTDIR', 'EISDIR', 'EROFS']) assert.equal(exitCodeFor(errno(code)), 2, code);
+  assert.equal(exitCodeFor(errno('EIO')), 1, 'a device error is a failure, not bad input');
+  assert.equal(exitCodeFor(new Error('boom')), 1);
+  // the same unreadable path read by two commands: the same code and the same words
+  const missing = '/nonexistent-folder/trace.json';
+  const a = await runCli(['analyze', missing]);
+  const b = await runCli(['pool', 'replay', missing]);
+  assert.equal(a.code, 2);
+  assert.equal(b.code, 2);
+});
