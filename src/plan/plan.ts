@@ -4,6 +4,7 @@
  * offloading from the link's bandwidth, and when it does not fit, tries the cheapest changes that make it fit.
  */
 import { catalogueGpu, type GpuSpec } from '../catalogue/gpus.js';
+import { InvalidArgumentError } from '../errors.js';
 import {
   estimate,
   fieldsOf,
@@ -54,8 +55,11 @@ export interface PlanResult {
   model: { name: string; parameters: number; activeParameters: number; layers: number; hidden: number; heads: number; kvHeads: number; vocab: number };
   options: PlanOptions;
   machine: Machine;
-  /** Each kind at its full size; totalBytes the peak (see PerGpuBytes). */
-  perGpu: PerGpuBytes;
+  /**
+   * Each kind at its full size; totalBytes the device's peak (see PerGpuBytes), allocatedPeakBytes what
+   * torch.cuda.max_memory_allocated() reports (tensors only), reservedPeakBytes what max_memory_reserved() reports.
+   */
+  perGpu: PerGpuBytes & { allocatedPeakBytes: number; reservedPeakBytes: number };
   /** The peak moment's lines by field: they add up to perGpu.totalBytes. */
   atPeak: PerGpuBytes;
   peakPhase: Estimate['peakPhase'];
@@ -118,6 +122,14 @@ function placements(m: ModelConfig, o: PlanOptions, e: Estimate, mc: Machine): P
       location: 'device',
       why: o.recompute === 'none' ? 'kept from the forward to the backward pass' : `reduced by ${o.recompute} recomputation (recomputed in the backward pass)`,
     });
+    if (e.hostActivationsBytes)
+      out.push({
+        part: 'offloaded activations',
+        bytes: e.hostActivationsBytes,
+        location: 'pinned-host',
+        why: 'activation offloading: copied out in the forward pass and back in the backward pass, overlapped with compute',
+        secondsPerStep: (2 * e.hostActivationsBytes) / link,
+      });
   } else {
     out.push({ part: 'weights', bytes: e.parametersBytes, location: 'device', why: 'read once per decode step: they belong in the fastest memory' });
     out.push({
@@ -203,6 +215,24 @@ function variants(m: ModelConfig, o: PlanOptions): Variant[] {
         cost: 'parameters cross the host link in both passes',
         apply: (x) => ({ ...(x as TrainOptions), offload: 'params' }),
       });
+    if (t.framework === 'pytorch' && (t.loss ?? 'standard') === 'standard')
+      v.push({
+        change: 'chunked cross-entropy (--loss chunked)',
+        cost: 'none: the loss upcasts one chunk of logits at a time (torchtune, LitGPT)',
+        apply: (x) => ({ ...(x as TrainOptions), loss: 'chunked' }),
+      });
+    if (t.lora && (t.lora.base === 'bf16' || t.lora.base === 'fp16' || t.lora.base === 'fp32'))
+      v.push({
+        change: 'a 4-bit base (QLoRA: --base-weights nf4)',
+        cost: 'dequantisation in every matmul (slower steps), some accuracy loss',
+        apply: (x) => ({ ...(x as TrainOptions), lora: { ...t.lora!, base: 'nf4' } }),
+      });
+    if (t.framework === 'pytorch' && !t.activationOffload)
+      v.push({
+        change: 'activation offloading to pinned host memory (--activation-offload)',
+        cost: 'activations cross the host link twice per step, overlapped with compute',
+        apply: (x) => ({ ...(x as TrainOptions), activationOffload: true }),
+      });
     if (t.precision === 'fp32')
       v.push({ change: 'bf16 mixed precision (amp-bf16)', cost: 'none on current GPUs', apply: (x) => ({ ...(x as TrainOptions), precision: 'amp-bf16' }) });
   } else {
@@ -233,12 +263,22 @@ function variants(m: ModelConfig, o: PlanOptions): Variant[] {
   return v;
 }
 
-function tryEstimate(m: ModelConfig, o: PlanOptions): Estimate | undefined {
+/** The estimate, or undefined for a layout the model does not divide (a variant tried for a suggestion). */
+function tryEstimate(m: ModelConfig, o: PlanOptions, mc?: Machine): Estimate | undefined {
   try {
-    return estimate(m, o);
-  } catch {
-    return undefined;
+    const e = estimate(m, o);
+    return mc?.hostMemoryBytes !== undefined && e.hostBytes > mc.hostMemoryBytes ? undefined : e;
+  } catch (err) {
+    if (err instanceof InvalidArgumentError) return undefined;
+    throw err;
   }
+}
+
+/** The peaks PyTorch reports: allocated (tensors: every line but the overhead and what lives outside its allocator) and reserved (plus fragmentation). */
+export function allocatorPeaks(lines: readonly Line[]): { allocatedPeakBytes: number; reservedPeakBytes: number } {
+  const allocated = lines.filter((l) => l.field !== 'overheadBytes' && !l.outsideAllocator).reduce((a, l) => a + l.bytes, 0);
+  const frag = lines.filter((l) => l.name === 'fragmentation allowance').reduce((a, l) => a + l.bytes, 0);
+  return { allocatedPeakBytes: allocated, reservedPeakBytes: allocated + frag };
 }
 
 /** The largest value of `key` (1..limit) for which the plan fits, by bisection. */
@@ -314,8 +354,8 @@ function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' 
       try {
         const r = estimateServe(m, next, engine, next.serve, mc.capacityBytes);
         suggestions.push({ change, totalBytes: Math.round(r.budgetBytes), fits: r.starts, cost: `${cost}; ${r.kvTokens} tokens of KV cache` });
-      } catch {
-        // a layout the model does not divide
+      } catch (err) {
+        if (!(err instanceof InvalidArgumentError)) throw err; // a layout the model does not divide
       }
     }
     if (s.kvTokens > 0)
@@ -333,7 +373,7 @@ function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' 
     model: modelSummary(m, c),
     options: o,
     machine: mc,
-    perGpu: fieldsOf(lines),
+    perGpu: { ...fieldsOf(lines), ...allocatorPeaks(lines) },
     atPeak: fieldsOf(lines),
     peakPhase: 'inference',
     sumBytes: total,
@@ -362,6 +402,16 @@ function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' 
 export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
   if (o.mode === 'infer' && o.engine !== 'hf') return planServe(m, o, mc, o.engine);
   const e = estimate(m, o);
+  if (mc.hostMemoryBytes !== undefined && e.hostBytes > mc.hostMemoryBytes)
+    throw new InvalidArgumentError(
+      `offloading places ${gibText(e.hostBytes)} in pinned host memory (${[
+        e.hostOptimizerBytes ? `optimizer states ${gibText(e.hostOptimizerBytes)}` : '',
+        e.hostParametersBytes ? `parameters ${gibText(e.hostParametersBytes)}` : '',
+        e.hostActivationsBytes ? `activations ${gibText(e.hostActivationsBytes)}` : '',
+      ]
+        .filter(Boolean)
+        .join(', ')}); --host-memory ${gibText(mc.hostMemoryBytes)} cannot hold it`,
+    );
   // rounded once: the fields are sums of the rounded lines, so the JSON, the text and the page add up alike
   const lines = e.lines.map(rounded);
   const cap = mc.capacityBytes;
@@ -373,7 +423,7 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
     // save the most until it fits.
     for (const v of variants(m, o)) {
       const next = v.apply(o);
-      const r = next && tryEstimate(m, next);
+      const r = next && tryEstimate(m, next, mc);
       if (r && r.totalBytes < e.totalBytes) suggestions.push({ change: v.change, totalBytes: r.totalBytes, fits: r.totalBytes <= cap, cost: v.cost });
     }
     if (!suggestions.some((s) => s.fits)) {
@@ -384,7 +434,7 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
         let best: { v: Variant; o: PlanOptions; total: number } | undefined;
         for (const v of variants(m, cur)) {
           const next = v.apply(cur);
-          const r = next && tryEstimate(m, next);
+          const r = next && tryEstimate(m, next, mc);
           if (r && r.totalBytes < curTotal && (!best || r.totalBytes < best.total)) best = { v, o: next, total: r.totalBytes };
         }
         if (!best) break;
@@ -438,7 +488,7 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
     model: modelSummary(m, e.params),
     options: o,
     machine: mc,
-    perGpu: roundedFields(e),
+    perGpu: { ...roundedFields(e), ...allocatorPeaks(lines) },
     atPeak: fieldsOf(lines),
     peakPhase: e.peakPhase,
     sumBytes: e.sumBytes,
