@@ -13,9 +13,38 @@ import { allocatorPeaks, machineFromCatalogue, plan } from './plan.js';
 import { DEFAULT_INPUTS, planOptionsFrom, type PlanInputs } from './inputs.js';
 
 /** Configs written from the published config.json of each checkpoint (hidden size, layers, heads, vocabulary). */
-const LLAMA_32_1B = { model_type: 'llama', hidden_size: 2048, intermediate_size: 8192, num_hidden_layers: 16, num_attention_heads: 32, num_key_value_heads: 8, head_dim: 64, vocab_size: 128256, tie_word_embeddings: true };
-const LLAMA_32_3B = { model_type: 'llama', hidden_size: 3072, intermediate_size: 8192, num_hidden_layers: 28, num_attention_heads: 24, num_key_value_heads: 8, head_dim: 128, vocab_size: 128256, tie_word_embeddings: true };
-const QWEN25_3B = { model_type: 'qwen2', hidden_size: 2048, intermediate_size: 11008, num_hidden_layers: 36, num_attention_heads: 16, num_key_value_heads: 2, vocab_size: 151936, tie_word_embeddings: true };
+const LLAMA_32_1B = {
+  model_type: 'llama',
+  hidden_size: 2048,
+  intermediate_size: 8192,
+  num_hidden_layers: 16,
+  num_attention_heads: 32,
+  num_key_value_heads: 8,
+  head_dim: 64,
+  vocab_size: 128256,
+  tie_word_embeddings: true,
+};
+const LLAMA_32_3B = {
+  model_type: 'llama',
+  hidden_size: 3072,
+  intermediate_size: 8192,
+  num_hidden_layers: 28,
+  num_attention_heads: 24,
+  num_key_value_heads: 8,
+  head_dim: 128,
+  vocab_size: 128256,
+  tie_word_embeddings: true,
+};
+const QWEN25_3B = {
+  model_type: 'qwen2',
+  hidden_size: 2048,
+  intermediate_size: 11008,
+  num_hidden_layers: 36,
+  num_attention_heads: 16,
+  num_key_value_heads: 2,
+  vocab_size: 151936,
+  tie_word_embeddings: true,
+};
 
 const cfg = (c: object, name: string): ModelConfig => normaliseConfig(c, 'test', name);
 const lora = (rank: number, targets: TrainOptions['lora'] extends infer L ? (L extends { targets: infer T } ? T : never) : never, dora = false) => ({
@@ -200,7 +229,10 @@ test('bad inputs are refused with the reason by the one check the CLI and the pa
   const m = catalogueModel('llama-2-7b');
   const mc = machineFromCatalogue('h200');
   assert.throws(() => plan(m, planOptionsFrom({ ...DEFAULT_INPUTS, lora: 5000 }), mc), /--lora 5000 exceeds q_proj's smaller side/);
-  assert.throws(() => plan(m, planOptionsFrom({ ...DEFAULT_INPUTS, lora: 8, loraTargets: 'c_attn' }), mc), /has no such module; its linear layers are q_proj, k_proj/);
+  assert.throws(
+    () => plan(m, planOptionsFrom({ ...DEFAULT_INPUTS, lora: 8, loraTargets: 'c_attn' }), mc),
+    /has no such module; its linear layers are q_proj, k_proj/,
+  );
   // the defaults are never a contradiction
   assert.doesNotThrow(() => planOptionsFrom({ ...DEFAULT_INPUTS, mode: 'infer' }));
 });
