@@ -147,6 +147,8 @@ def run(spec, device, versions):
     if tiny:
         batch, seq = 2, 32
     reset(cuda)
+    # the run's figures count from here, so that the weights, the adapters and the input count in the peak
+    base = torch.cuda.memory_allocated() if cuda else 0
     cfg = load_config(family, tiny)
     base_dtype = torch.float32 if method == "full" or "fp32-base" in extras else torch.bfloat16
     model = build(cfg, base_dtype, device)
@@ -173,7 +175,7 @@ def run(spec, device, versions):
     opt = torch.optim.AdamW(trainable_params, lr=1e-4)
     x = torch.randint(0, cfg.vocab_size, (batch, seq), device=device)
     reset(cuda)  # what building the model left cached is not part of the run
-    base = torch.cuda.memory_allocated() if cuda else 0
+    weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters()) + sum(b.numel() * b.element_size() for b in model.buffers())
     phases = {}
     grads_ok = None
 
@@ -216,13 +218,16 @@ def run(spec, device, versions):
             "deviceSmi": smi_used_bytes(),
             "deviceMemGetInfo": total - free,
             "reservedAtEnd": torch.cuda.memory_reserved(),
+            "weightBytes": weight_bytes,
+            "startBytes": base,
         }
     del model, opt, loss, x, trainable_params
     reset(cuda)
     name = f"{family}-{method}{'' if method == 'full' else f'-r{rank}-{targets}'}-{batch}x{seq}{''.join('-' + e for e in extras)}"
     measured = []
     if cuda:
-        measured.append({"measures": "allocated", "value": figures["allocated"], "unit": "bytes"})
+        measured.append({"measures": "allocated", "value": figures["allocated"], "unit": "bytes",
+                         "how": "max_memory_allocated over the third step, above memory_allocated before the model was built"})
         measured.append({"measures": "reserved", "value": figures["reserved"], "unit": "bytes"})
         dev = figures["deviceSmi"] if figures["deviceSmi"] is not None else figures["deviceMemGetInfo"]
         measured.append({"measures": "device", "value": dev, "unit": "bytes",
