@@ -250,18 +250,24 @@ async function cli(argv) {
     const out = [];
     for (const s of sets) {
       const results = [];
-      for (const row of s.rows) results.push(...(await evaluateRow(row)));
-      all.push(...results);
       out.push(`\n### ${s.set} (${s.rows.length} runs)\n`);
       out.push('| run | model | flags | measures | measured (GiB) | planner (GiB) | error | role |');
       out.push('|---|---|---|---|---:|---:|---:|---|');
-      for (const x of results) {
-        const model = x.row.model.endsWith('.json') ? basename(dirname(x.row.model)) : x.row.model;
-        const flags = x.row.flags.filter((f, i, a) => !(f === '--mode' || a[i - 1] === '--mode')).join(' ');
-        const planned = x.refusal === undefined ? gib(x.plannedBytes) : 'not expressible';
-        const err = x.refusal === undefined ? pct(x.err) : x.refusal.replace(/\|/g, '\\|');
-        out.push(`| ${x.row.id} | ${model} | ${flags} | ${x.figure.measures} | ${gib(x.measuredBytes)} | ${planned} | ${err} | ${x.row.role} |`);
+      for (const row of s.rows) {
+        // one line a run, its figures side by side
+        const xs = await evaluateRow(row);
+        results.push(...xs);
+        const model = row.model.endsWith('.json') ? basename(dirname(row.model)) : row.model;
+        const flags = row.flags.filter((f, i, a) => !(f === '--mode' || a[i - 1] === '--mode')).join(' ');
+        const cell = (f) => xs.map(f).join(' / ');
+        const refusal = xs[0]?.refusal;
+        const planned = refusal === undefined ? cell((x) => gib(x.plannedBytes)) : 'not expressible';
+        const err = refusal === undefined ? cell((x) => pct(x.err)) : refusal.replace(/\|/g, '\\|');
+        out.push(
+          `| ${row.id} | ${model} | ${flags} | ${cell((x) => x.figure.measures)} | ${cell((x) => gib(x.measuredBytes))} | ${planned} | ${err} | ${row.role} |`,
+        );
       }
+      all.push(...results);
       out.push(`\n${line(summarise(results))}`);
     }
     if (json) {
