@@ -135,10 +135,19 @@ export function legacyRows(doc, file, configDir) {
     if (r.recompute && r.recompute !== 'none') flags.push('--recompute', r.recompute);
     if (r.fusedOptimizer) flags.push('--fused-optimizer');
     if (r.attention && r.attention !== 'sdpa') flags.push('--attention', r.attention);
+    if (r.baseWeights) flags.push('--base-weights', r.baseWeights);
+    if (r.lora) {
+      const l = r.lora;
+      flags.push('--lora', String(l.r), '--lora-targets', Array.isArray(l.targets) ? l.targets.join(',') : l.targets);
+      if (l.adapter_dtype) flags.push('--lora-dtype', l.adapter_dtype);
+      if (l.dropout) flags.push('--lora-dropout', String(l.dropout));
+      if (l.dora) flags.push('--dora');
+    }
     const dir = join(configDir, r.model);
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'config.json'), JSON.stringify(r.config));
-    const tag = r.mode === 'train' ? `${r.precision}${r.recompute === 'full' ? '-ckpt' : ''}${r.fusedOptimizer ? '-fused' : ''}` : 'generate';
+    const adapter = r.lora ? `-${r.lora.dora ? 'dora' : 'lora'}${r.lora.r}-${Array.isArray(r.lora.targets) ? r.lora.targets.join('+') : r.lora.targets}` : '';
+    const tag = r.mode === 'train' ? `${r.precision}${adapter}${r.recompute === 'full' ? '-ckpt' : ''}${r.fusedOptimizer ? '-fused' : ''}` : 'generate';
     return {
       id: `${set}-${r.model}-${tag}-${shape}`,
       project: 'gpumem (recorded)',
@@ -149,8 +158,9 @@ export function legacyRows(doc, file, configDir) {
       method: r.mode === 'train' ? 'full' : 'infer',
       flags,
       measured: [{ measures: 'allocated', value: r.peakAllocatedBytes, unit: 'bytes' }],
-      // the activation correction of src/plan/activations.ts was fit on the GPT-2 training runs of the base set
-      role: set === 'measured-peaks' && r.mode === 'train' && r.model === 'gpt2' ? 'fit' : 'test',
+      // a row's own role, else its file's ("fit: ..." in the file's role); the base and variety sets fit nothing since the
+      // activation count lost its correction factor (src/plan/activations.ts)
+      role: r.role ?? (typeof doc.role === 'string' && doc.role.startsWith('fit') ? 'fit' : 'test'),
     };
   });
 }
