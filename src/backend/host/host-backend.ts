@@ -2,6 +2,7 @@ import { totalmem } from 'node:os';
 import { parseBytes } from '../../units.js';
 import type {
   Backend,
+  BatchOutcome,
   CompiledModule,
   EventOptions,
   Handle,
@@ -23,6 +24,9 @@ export interface HostBackendOptions {
   devices?: number;
   deviceBytes?: number;
 }
+
+/** The host's batch: one queue entry for all its copies. */
+const HOST_BATCH: BatchOutcome = Object.freeze({ path: 'batch' });
 
 class HostBackend extends HostCore implements Backend {
   // ---- streams and events ----------------------------------------------------------------------------------
@@ -131,15 +135,16 @@ class HostBackend extends HostCore implements Backend {
     return b.time - a.time;
   }
 
-  memcpyBatchAsync(batch: NativeCopyBatch, stream: Handle): void {
+  memcpyBatchAsync(batch: NativeCopyBatch, stream: Handle): BatchOutcome {
     this.guard();
-    if (this.recorded(stream, (s) => this.memcpyBatchAsync(batch, s))) return;
+    if (this.recorded(stream, (s) => this.memcpyBatchAsync(batch, s))) return HOST_BATCH;
     const at = (a: Uint32Array, i: number): number => a[2 * i]! + a[2 * i + 1]! * 2 ** 32;
     const copies = Array.from({ length: batch.count }, (_, i) => [at(batch.dsts, i), at(batch.srcs, i), at(batch.sizes, i)] as const);
     // One queue entry for the whole batch, as the runtime's one call; a bad address fails at run time, as on a GPU.
     this.scheduler.enqueue(this.queue(stream), () => {
       for (const [d, src, n] of copies) this.copyNow(d, src, n);
     });
+    return HOST_BATCH;
   }
 
   createHostCopier(threads: number): HostCopier {
@@ -265,6 +270,11 @@ class HostBackend extends HostCore implements Backend {
     const args = packed as ReadonlyArray<number | bigint>;
     const cfg = { grid: config.grid, block: config.block };
     this.scheduler.enqueue(this.queue(config.stream), () => f.kernel(this.mem, cfg, args));
+  }
+
+  /** Host memory has no coherency modes: unknown. */
+  coherencyMode(): undefined {
+    return undefined;
   }
 
   dispose(): void {

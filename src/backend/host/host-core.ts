@@ -37,6 +37,7 @@ export const CAPABILITIES: BackendCapabilities = {
   uncachedDeviceMemory: false,
   coherentHostMemory: false,
   numaHostMemory: false,
+  coherencyControl: false,
   batchCopies: true,
   graphs: true,
 };

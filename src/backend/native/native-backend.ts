@@ -65,7 +65,7 @@ export abstract class NativeBackend extends NativeCore implements Backend {
   captureHostFunc(stream: Handle, fn: () => void): () => void {
     this.guard();
     const reg = this.hostCallbacks.register(fn);
-    const status = this.fn.LaunchHostFunc!(stream, reg.ptr, null) as number;
+    const status = this.fn.LaunchHostFunc!(stream, reg.ptr, this.hostFnUserData()) as number;
     if (status !== 0) {
       reg.release();
       throw this.fail(status, `${this.name}LaunchHostFunc (captured)`);
@@ -164,7 +164,7 @@ export abstract class NativeBackend extends NativeCore implements Backend {
   launchHostFunc(stream: Handle, fn: () => void): void {
     this.guard();
     this.hostCallbacks.launchOnce(fn, (ptr) => {
-      const status = this.fn.LaunchHostFunc!(stream, ptr, null) as number;
+      const status = this.fn.LaunchHostFunc!(stream, ptr, this.hostFnUserData()) as number;
       if (status !== 0) throw this.fail(status, `${this.name}LaunchHostFunc`);
     });
   }

@@ -6,6 +6,8 @@
 import { ErrorCode, GpuError, OutOfMemoryError } from '../../errors.js';
 import type {
   Address,
+  BatchOutcome,
+  CoherencyMode,
   BackendCapabilities,
   BackendName,
   CopyKind,
@@ -21,6 +23,7 @@ import type {
   PinnedFlags,
   VirtualMemoryApi,
 } from '../backend.js';
+import { BatchCaller } from './batch-call.js';
 import { addressOf, cString, viewOf, type NativeFn } from './ffi.js';
 import { HostCallbacks } from './host-callbacks.js';
 import { ThreadedHostCopier } from './host-copier.js';
@@ -32,6 +35,9 @@ import { dropUndefined } from '../device-info.js';
 import { pciFacts } from '../sysfs.js';
 import { RUNTIME_FLAGS, type StatusTable } from './runtime-api.js';
 import { ADVICE, type DeviceAttributeIds, type NativeParts } from './native-parts.js';
+
+/** cudaMemcpyDefault / hipMemcpyDefault: the direction from the addresses (unified addressing). */
+const COPY_DEFAULT = 4;
 
 /** Errors, devices and memory of a native backend; {@link NativeBackend} completes it. */
 export abstract class NativeCore {
@@ -60,8 +66,8 @@ export abstract class NativeCore {
   protected readonly archs = new Map<number, string>();
   protected readonly outM: number[] = [0];
   private readonly attrs: DeviceAttributeIds;
-  private readonly batchFailIndex: boolean;
-  private readonly outFail: number[] = [0];
+  /** The batch copy, called as this release takes it. */
+  private readonly batch: BatchCaller | undefined;
   /** Pinned memory placed on a NUMA node by mapOnNode: address to bytes. */
   private readonly nodeMapped = new Map<number, number>();
 
@@ -85,7 +91,14 @@ export abstract class NativeCore {
         })
       : undefined;
     this.attrs = parts.deviceAttributes;
-    this.batchFailIndex = parts.batchFailIndex;
+    this.batch =
+      parts.batch && parts.fns.MemcpyBatchAsync
+        ? new BatchCaller(parts.fns.MemcpyBatchAsync, parts.batch, {
+            name: this.name,
+            fail: (status, call) => this.fail(status, call),
+            copy: (dst, src, bytes, stream) => this.check(this.fn.MemcpyAsync!(dst, src, bytes, COPY_DEFAULT, stream) as number, `${this.name}MemcpyAsync`),
+          })
+        : undefined;
   }
 
   get unusableReason(): string | undefined {
@@ -317,11 +330,12 @@ export abstract class NativeCore {
   hostAlloc(device: number, bytes: number, flags: PinnedFlags): Address {
     this.guard();
     this.use(device);
-    if (flags.numaNode !== undefined) {
-      // AMD places pinned memory on the current device's node itself; elsewhere bind a mapping, then pin it.
-      if (this.capabilities.numaHostMemory) flags = { ...flags, numaUser: true };
-      else return this.hostAllocOnNode(bytes, flags.numaNode, flags);
-    }
+    if (flags.numaNode !== undefined) return this.hostAllocNuma(bytes, flags.numaNode, flags);
+    return this.hostAllocPlain(bytes, flags);
+  }
+
+  /** Pinned memory with the vendor's flags, through the runtime. */
+  protected hostAllocPlain(bytes: number, flags: PinnedFlags): Address {
     try {
       this.check(this.hostAllocStatus(this.outP, bytes, flags), `${this.name} pinned host allocation (${bytes})`);
     } catch (e) {
@@ -330,8 +344,13 @@ export abstract class NativeCore {
     return this.outP[0]!;
   }
 
+  /** Pinned memory on NUMA node `node`: by default an mbind-bound mapping, page-locked with hostRegister. */
+  protected hostAllocNuma(bytes: number, node: number, flags: PinnedFlags): Address {
+    return this.hostAllocOnNode(bytes, node, flags);
+  }
+
   /** Pinned memory on one NUMA node: an mbind-bound mapping, page-locked with hostRegister. */
-  private hostAllocOnNode(bytes: number, node: number, flags: PinnedFlags): Address {
+  protected hostAllocOnNode(bytes: number, node: number, flags: PinnedFlags): Address {
     const address = mapOnNode(bytes, node, this.name);
     try {
       this.hostRegister(address, bytes, !!flags.mapped);
@@ -399,6 +418,16 @@ export abstract class NativeCore {
   protected abstract prefetchStatus(address: Address, bytes: number, to: MemLocation, stream: Handle): number;
   protected abstract adviseStatus(address: Address, bytes: number, advice: number, location: MemLocation): number;
 
+  /** The user-data pointer host functions are launched with (null; HIP gives a word of its own). */
+  protected hostFnUserData(): Buffer | null {
+    return null;
+  }
+
+  /** How a range is kept coherent; only HIP can tell (hipMemRangeGetAttribute). */
+  coherencyMode(_address: Address, _bytes: number): CoherencyMode | undefined {
+    return undefined;
+  }
+
   prefetch(address: Address, bytes: number, to: MemLocation, stream: Handle): void {
     this.guard();
     this.check(this.prefetchStatus(address, bytes, to, stream), `${this.name}MemPrefetchAsync`);
@@ -432,31 +461,9 @@ export abstract class NativeCore {
     this.check(this.fn.MemsetAsync!(address, value, bytes, stream) as number, `${this.name}MemsetAsync`);
   }
 
-  memcpyBatchAsync(batch: NativeCopyBatch, stream: Handle): void {
+  memcpyBatchAsync(batch: NativeCopyBatch, stream: Handle): BatchOutcome {
     this.guard();
-    const runs = batch.runs.length;
-    // cudaMemcpyAttributes / hipMemcpyAttributes: srcAccessOrder, srcLocHint {type, id}, dstLocHint {type, id}, flags.
-    const attrs = Buffer.alloc(24 * runs);
-    const idx = new Uint32Array(2 * runs);
-    batch.runs.forEach((r, i) => {
-      const o = 24 * i;
-      attrs.writeInt32LE(RUNTIME_FLAGS.srcAccessOrderStream, o);
-      attrs.writeInt32LE(r.src.type === 'device' ? RUNTIME_FLAGS.memLocationDevice : RUNTIME_FLAGS.memLocationHost, o + 4);
-      attrs.writeInt32LE(r.src.type === 'device' ? r.src.device : 0, o + 8);
-      attrs.writeInt32LE(r.dst.type === 'device' ? RUNTIME_FLAGS.memLocationDevice : RUNTIME_FLAGS.memLocationHost, o + 12);
-      attrs.writeInt32LE(r.dst.type === 'device' ? r.dst.device : 0, o + 16);
-      idx[2 * i] = r.first;
-    });
-    const f = this.fn.MemcpyBatchAsync!;
-    const status = (
-      this.batchFailIndex
-        ? f(batch.dsts, batch.srcs, batch.sizes, batch.count, attrs, idx, runs, this.outFail, stream)
-        : f(batch.dsts, batch.srcs, batch.sizes, batch.count, attrs, idx, runs, stream)
-    ) as number;
-    if (status !== 0) {
-      const at = this.batchFailIndex && this.outFail[0]! < batch.count ? ` (copy ${this.outFail[0]} of the batch)` : '';
-      throw this.fail(status, `${this.name}MemcpyBatchAsync of ${batch.count} copies${at}`);
-    }
+    return this.batch!.run(batch, stream);
   }
 
   createHostCopier(threads: number): HostCopier {

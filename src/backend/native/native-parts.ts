@@ -3,6 +3,7 @@
  * numbers, compiler and module loader; and the capabilities both runtimes derive alike from their functions.
  */
 import type { BackendCapabilities, BackendName, LibraryRecord, MemAdvice } from '../backend.js';
+import type { BatchPolicy } from './batch-call.js';
 import type { NativeFn } from './ffi.js';
 import type { RtcCompiler } from './rtc.js';
 import { RUNTIME_FLAGS, type StatusTable } from './runtime-api.js';
@@ -31,14 +32,14 @@ export interface NativeParts {
   vmm?: { fns: Record<string, NativeFn>; statusName?: (status: number) => string } | undefined;
   /** The numbers of the device attributes `deviceInfo` reads (cudaDeviceAttr / hipDeviceAttribute_t). */
   deviceAttributes: DeviceAttributeIds;
-  /** True when the bound MemcpyBatchAsync takes a failIdx out-parameter (CUDA 12.8-12.9, ROCm 7.1). */
-  batchFailIndex: boolean;
+  /** How the bound MemcpyBatchAsync is called, where it is bound. */
+  batch?: BatchPolicy | undefined;
 }
 
 /** What each vendor decides itself: kernels (which compiler and loader it has) and the AMD-only memory kinds. */
 export type VendorCapabilities = Pick<
   BackendCapabilities,
-  'kernels' | 'fineGrainedDeviceMemory' | 'uncachedDeviceMemory' | 'coherentHostMemory' | 'numaHostMemory'
+  'kernels' | 'fineGrainedDeviceMemory' | 'uncachedDeviceMemory' | 'coherentHostMemory' | 'numaHostMemory' | 'coherencyControl'
 >;
 
 /** A runtime's capabilities: what both vendors' runtimes derive alike from their functions, plus the vendor's own. */
@@ -83,4 +84,7 @@ export const ADVICE: Record<MemAdvice, number> = {
   'unset-preferred-location': RUNTIME_FLAGS.adviseUnsetPreferredLocation,
   'accessed-by': RUNTIME_FLAGS.adviseSetAccessedBy,
   'unset-accessed-by': RUNTIME_FLAGS.adviseUnsetAccessedBy,
+  // hipMemoryAdvise (hip_runtime_api.h, 5.2 to 7.x); refused before any call where !capabilities.coherencyControl
+  'coarse-grain': 100,
+  'unset-coarse-grain': 101,
 };
