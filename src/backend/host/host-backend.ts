@@ -1,4 +1,14 @@
+/**
+ * The host backend: the Backend interface implemented on the CPU, for tests and for machines without a GPU.
+ * "Device" memory is host memory counted against a configurable capacity, streams are ordered queues run on the
+ * event loop, events record performance.now(), kernels are JavaScript. Nothing it measures is a GPU figure, and
+ * everything that prints its results says `backend: host`.
+ *
+ * Environment: GPUMEM_HOST_DEVICES (logical devices, default 1), GPUMEM_HOST_DEVICE_BYTES (capacity of each,
+ * default a quarter of RAM, at most 8 GiB).
+ */
 import { totalmem } from 'node:os';
+import { InvalidArgumentError } from '../../errors.js';
 import { parseBytes } from '../../units.js';
 import type {
   Backend,
@@ -16,7 +26,6 @@ import type {
 } from '../backend.js';
 import { HostQueue } from './host-queues.js';
 import { InlineHostCopier } from './inline-host-copier.js';
-
 import { HostCore, hostError } from './host-core.js';
 
 /** Options of the host backend (defaults come from the environment). */
@@ -282,12 +291,26 @@ class HostBackend extends HostCore implements Backend {
   }
 }
 
-/** Reads the host backend's options from the environment. */
+/**
+ * Reads the host backend's options from the environment: GPUMEM_HOST_DEVICES a whole number from 1 to 64,
+ * GPUMEM_HOST_DEVICE_BYTES a size ("8GiB", "1e9") of at least 1 MiB. A value set but not valid is refused with the
+ * reason rather than replaced by the default.
+ * @throws InvalidArgumentError naming the variable, its value and what it must be.
+ */
 export function hostOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): Required<HostBackendOptions> {
-  const devices = env.GPUMEM_HOST_DEVICES ? Number(env.GPUMEM_HOST_DEVICES) : 1;
-  const parsed = env.GPUMEM_HOST_DEVICE_BYTES ? parseBytes(env.GPUMEM_HOST_DEVICE_BYTES) : undefined;
-  const deviceBytes = parsed ?? Math.min(8 * 2 ** 30, Math.floor(totalmem() / 4));
-  return { devices: Number.isInteger(devices) && devices >= 1 && devices <= 64 ? devices : 1, deviceBytes };
+  const rawDevices = env.GPUMEM_HOST_DEVICES;
+  const devices = rawDevices === undefined || rawDevices === '' ? 1 : Number(rawDevices.trim());
+  if (!Number.isInteger(devices) || devices < 1 || devices > 64 || (rawDevices !== undefined && rawDevices.trim() === ''))
+    throw new InvalidArgumentError(`GPUMEM_HOST_DEVICES="${rawDevices}": the host backend's device count must be a whole number from 1 to 64`);
+  const rawBytes = env.GPUMEM_HOST_DEVICE_BYTES;
+  let deviceBytes = Math.min(8 * 2 ** 30, Math.floor(totalmem() / 4));
+  if (rawBytes !== undefined && rawBytes !== '') {
+    const parsed = parseBytes(rawBytes);
+    if (parsed === undefined || !Number.isSafeInteger(parsed) || parsed < 2 ** 20)
+      throw new InvalidArgumentError(`GPUMEM_HOST_DEVICE_BYTES="${rawBytes}": each host device's capacity must be a size of at least 1 MiB (e.g. 8GiB)`);
+    deviceBytes = parsed;
+  }
+  return { devices, deviceBytes };
 }
 
 /** Creates the host backend. */
