@@ -63,6 +63,7 @@ export function renderReportHtml(r: Report): string {
     d.link ? `gen ${d.link.generation} x${d.link.width}` : 'unknown',
     d.numaNode ?? 'unknown',
     d.concurrentManagedAccess === undefined ? 'unknown' : d.concurrentManagedAccess ? 'yes' : 'no',
+    d.xnack?.enabled === undefined ? '' : d.xnack.enabled ? 'on' : 'off',
   ]);
   const advice = r.advice
     .map(
@@ -90,7 +91,7 @@ export function renderReportHtml(r: Report): string {
       ...(r.hostNotice ? [{ heading: 'Host backend', html: `<p class="warn">${esc(r.hostNotice)}</p>` }] : []),
       {
         heading: 'This machine',
-        html: htmlTable(['device', 'name', 'arch', 'memory', 'SMs / CUs', 'PCIe link', 'NUMA node', 'concurrent managed access'], devices),
+        html: htmlTable(['device', 'name', 'arch', 'memory', 'SMs / CUs', 'PCIe link', 'NUMA node', 'concurrent managed access', 'XNACK (AMD)'], devices),
       },
       {
         heading: 'Strategy',
