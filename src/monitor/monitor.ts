@@ -48,7 +48,7 @@ export interface DeviceSample {
   usedBytes: number;
   /** Set aside by the driver and firmware (neither used nor free), where known. */
   reservedBytes?: number;
-  /** nvml, rocm-smi, runtime (memGetInfo) or host. */
+  /** nvml, amd-smi, rocm-smi, runtime (memGetInfo) or host. */
   source: DeviceMemoryUse['source'];
   note?: string;
   /** Absent where the backend cannot list processes. */
