@@ -1,5 +1,5 @@
 /** `gpumem plan`: options to a plan, printed. Loads no GPU library. */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { PlanInputs } from '../plan/inputs.js';
 import { PRECISIONS, type Attention } from '../plan/options.js';
@@ -33,8 +33,8 @@ export function definePlan(program: Command, io: Io): void {
     .command('plan')
     .description('LLM memory planner: what a model needs per GPU for training or inference, and where each part should live (loads no GPU library)')
     .option(
-      '--model <name|config.json>',
-      'a catalogue name (llama-2-7b, llama-3.1-70b, mixtral-8x7b, gpt-3-175b, deepseek-v3, ...) or a Hugging Face config.json',
+      '--model <name|config.json|folder>',
+      'a catalogue name (llama-2-7b, llama-3.1-70b, mixtral-8x7b, gemma-2-9b, qwen3-8b, deepseek-v3, ...), a Hugging Face config.json, or a model folder holding one',
     )
     .addOption(new Option('--mode <mode>', 'train or infer').choices(['train', 'infer']).default('train'))
     .addOption(new Option('--optimizer <name>').choices(['adamw', 'adam', 'sgd', 'adam8bit']).default('adamw'))
@@ -125,19 +125,21 @@ export function definePlan(program: Command, io: Io): void {
 }
 
 async function runPlan(opts: Record<string, unknown>, io: Io): Promise<void> {
-  if (opts.model === undefined) throw new UsageError("required option '--model <name|config.json>' not specified");
+  if (opts.model === undefined) throw new UsageError("required option '--model <name|config.json|folder>' not specified");
   checkWritable(opts.html as string | undefined, '--html');
   if (opts.serve && opts.json) throw new UsageError('choose --json or --serve');
   const { catalogueModel } = await import('../plan/catalogue.js');
-  const { readConfigFile } = await import('../plan/config-file.js');
+  const { readConfigSource } = await import('../plan/config-file.js');
+  const { parseConfigText } = await import('../plan/model-config.js');
   const { machineFromBench } = await import('../plan/bench-machine.js');
   const { machineFromCatalogue, plan } = await import('../plan/plan.js');
   const { DEFAULT_INPUTS, planOptionsFrom } = await import('../plan/inputs.js');
   const { renderPlanText } = await import('../render/plan-render.js');
   const { renderPlanPage } = await import('../render/plan-page.js');
   const modelArg = String(opts.model);
-  const fromFile = modelArg.endsWith('.json') || existsSync(modelArg);
-  const model = fromFile ? readConfigFile(modelArg) : catalogueModel(modelArg);
+  // a config.json, or a Hugging Face model folder holding one
+  const source = modelArg.endsWith('.json') || existsSync(modelArg) ? readConfigSource(modelArg) : undefined;
+  const model = source ? parseConfigText(source.text, source.file, source.name) : catalogueModel(modelArg);
   if (opts.gpu && opts.fromBench) throw new UsageError('give --gpu or --from-bench, not both');
   const machine = opts.fromBench ? machineFromBench(String(opts.fromBench)) : machineFromCatalogue(String(opts.gpu ?? 'h200'));
   if (opts.hostMemory !== undefined) machine.hostMemoryBytes = opts.hostMemory as number;
@@ -155,7 +157,7 @@ async function runPlan(opts: Record<string, unknown>, io: Io): Promise<void> {
   const page = (): string =>
     renderPlanPage({
       inputs,
-      model: fromFile ? { configText: readFileSync(modelArg, 'utf8'), name: model.name } : { catalogue: modelArg },
+      model: source ? { configText: source.text, name: model.name } : { catalogue: modelArg },
       gpu: opts.fromBench ? { machine } : { catalogue: String(opts.gpu ?? 'h200') },
     });
   if (opts.html) {
