@@ -1,5 +1,7 @@
 /** Activation memory per layer: PyTorch's saved tensors counted (with a measured correction), and Korthikanti et al.'s formula. */
+import { familyLayerDeltaBytesPerToken } from './family-activations.js';
 import type { ModelConfig } from './model-config.js';
+import { moeExtraBytesPerTokenPerLayer } from './moe-activations.js';
 import type { Precision, Recompute } from './options.js';
 
 /**
@@ -28,7 +30,9 @@ export function pytorchLayerBytesPerToken(m: ModelConfig, precision: Precision):
     fCoef = fp32 ? 16 : 8;
   }
   const f = m.moe ? (m.moe.expertsPerToken + m.moe.sharedExperts) * m.moe.expertIntermediate : m.intermediate;
-  return { perToken: hCoef * m.hidden + fCoef * f, hCoef, fCoef };
+  // family hooks (family-activations.ts, moe-activations.ts): 0 for GPT-2 and Llama themselves
+  const extra = familyLayerDeltaBytesPerToken(m, precision) + moeExtraBytesPerTokenPerLayer(m, precision);
+  return { perToken: hCoef * m.hidden + fCoef * f + extra, hCoef, fCoef };
 }
 
 /**

@@ -6,6 +6,7 @@
 import { formatCount } from '../units.js';
 import type { ModelConfig } from './model-config.js';
 import { korthikantiLayerBytes, pytorchCorrection, pytorchLayerBytesPerToken } from './activations.js';
+import { finalSoftcapLines, softcapScoreBytes } from './family-activations.js';
 import { bytesPerParam, isLastStageOf, localParams, modelStateBytes } from './model-states.js';
 import { checkParallel, fieldsOf, fieldsOver, fusedAttention, type Estimate, type Line, type Moment, type TrainOptions } from './options.js';
 import { overheads } from './overheads.js';
@@ -74,7 +75,7 @@ export function estimateTrain(m: ModelConfig, o: TrainOptions): Estimate {
     const correction = o.activationCorrection ?? pytorchCorrection(o.precision);
     const perLayer = (count.perToken * correction * tokens) / p.tp;
     const scoreBytes = o.precision === 'fp32' ? 4 : 2;
-    const perScore = m.dropout ? 2 * scoreBytes + 1 : scoreBytes;
+    const perScore = (m.dropout ? 2 * scoreBytes + 1 : scoreBytes) + softcapScoreBytes(m, o.precision);
     const attnScores = fused || o.recompute !== 'none' ? 0 : perScore * o.batch * (m.heads / p.tp) * o.seq * o.seq;
     const kernel =
       o.attention === 'sdpa'
@@ -142,6 +143,7 @@ export function estimateTrain(m: ModelConfig, o: TrainOptions): Estimate {
         note: 'two fp32 logit-sized tensors at the start of the backward pass',
         field: 'logitsBytes',
       },
+      ...finalSoftcapLines(m, o.precision, tokens / p.tp),
     );
 
   // The optimizer step: gradients held, activations freed; a foreach step needs parameter-sized temporaries in the

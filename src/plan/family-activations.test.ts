@@ -1,0 +1,165 @@
+/** The per-family and MoE activation hooks: zero for the archetypes they are measured against, and each family's difference. */
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { pytorchLayerBytesPerToken } from './activations.js';
+import { catalogueModel } from './catalogue.js';
+import { readConfigFile } from './config-file.js';
+import { estimate, type Parallelism, type Precision, type TrainOptions } from './estimate.js';
+import { activationBytes, familyLayerDeltaBytesPerToken, finalSoftcapBytesPerToken, softcapScoreBytes } from './family-activations.js';
+import { normaliseConfig } from './model-config.js';
+import { moeExtraBytesPerTokenPerLayer, moeLayerExtraBytesPerToken } from './moe-activations.js';
+
+const CONFIGS = fileURLToPath(new URL('../../fixtures/plan/configs/', import.meta.url));
+const PRECISIONS: Precision[] = ['fp32', 'amp-bf16', 'bf16', 'bf16-pure'];
+const one: Parallelism = { gpus: 1, nodes: 1, zero: 0, tp: 1, sp: false, pp: 1, ep: 1, inFlight: 1 };
+const train = (over: Partial<TrainOptions> = {}): TrainOptions => ({
+  mode: 'train',
+  precision: 'amp-bf16',
+  optimizer: 'adamw',
+  fusedOptimizer: false,
+  batch: 1,
+  seq: 2048,
+  gradAccum: 1,
+  recompute: 'none',
+  attention: 'sdpa',
+  framework: 'pytorch',
+  parallel: one,
+  offload: 'none',
+  fragmentation: 0.05,
+  ...over,
+});
+
+test('the hooks add nothing to the blocks the activation count was measured on (GPT-2, Llama, Qwen2, Mistral)', () => {
+  const measured = [
+    catalogueModel('gpt-2'),
+    catalogueModel('gpt-2-medium'),
+    catalogueModel('llama-3-8b'),
+    catalogueModel('llama-2-7b'),
+    catalogueModel('mistral-7b'),
+    catalogueModel('qwen2.5-7b'),
+    normaliseConfig(
+      {
+        model_type: 'qwen2',
+        hidden_size: 896,
+        num_hidden_layers: 24,
+        num_attention_heads: 14,
+        num_key_value_heads: 2,
+        intermediate_size: 4864,
+        vocab_size: 151936,
+      },
+      'qwen2-0.5b',
+    ),
+  ];
+  for (const m of measured)
+    for (const p of PRECISIONS) {
+      assert.equal(familyLayerDeltaBytesPerToken(m, p), 0, `${m.name} ${p}`);
+      assert.equal(moeExtraBytesPerTokenPerLayer(m, p), 0, `${m.name} ${p}`);
+      assert.equal(softcapScoreBytes(m, p) + finalSoftcapBytesPerToken(m, p), 0, `${m.name} ${p}`);
+    }
+});
+
+test('MoE layers keep, per (token, expert) pair, the gathered input and the expert output, and the router its fp32 probabilities', () => {
+  const mix = catalogueModel('mixtral-8x7b');
+  for (const p of PRECISIONS) {
+    const e = activationBytes(p);
+    const extra = moeLayerExtraBytesPerToken(mix, p);
+    // at least two hidden states per pair (the gathered input, the output the routing weight multiplies)
+    assert.ok(extra >= 2 * mix.moe!.expertsPerToken * mix.hidden * e, `${p}: ${extra}`);
+    assert.ok(extra >= mix.moe!.experts * 4, 'the router softmax in fp32');
+    // and it grows with every expert a token visits, by at least those two hidden states
+    const top4 = { ...mix, moe: { ...mix.moe!, expertsPerToken: 4 } };
+    assert.ok(moeLayerExtraBytesPerToken(top4, p) - extra >= 2 * 2 * mix.hidden * e, p);
+  }
+  // DeepSeek-V2-Lite: its first layer is dense, so the average over layers is 26/27 of an MoE layer's
+  const ds = catalogueModel('deepseek-v2-lite');
+  assert.equal(moeExtraBytesPerTokenPerLayer(ds, 'bf16'), (moeLayerExtraBytesPerToken(ds, 'bf16') * 26) / 27);
+  // Qwen2-MoE's shared expert gate keeps the shared expert's output: more than without the gate
+  const q = catalogueModel('qwen1.5-moe-a2.7b');
+  assert.ok(moeLayerExtraBytesPerToken(q, 'bf16') - moeLayerExtraBytesPerToken({ ...q, moe: { ...q.moe!, sharedExpertGate: false } }, 'bf16') >= q.hidden * 2);
+  // activations.ts adds it to every layer's count
+  const count = pytorchLayerBytesPerToken(mix, 'amp-bf16');
+  const experts = mix.moe!.expertsPerToken * mix.moe!.expertIntermediate;
+  assert.equal(count.perToken - count.hCoef * mix.hidden - count.fCoef * experts, moeExtraBytesPerTokenPerLayer(mix, 'amp-bf16'));
+});
+
+test('family differences: a fused GELU keeps two MLP tensors not five, parallel blocks share their norm, wider heads and extra norms keep more', () => {
+  const gpt = { model_type: 'gpt2', n_embd: 1024, n_layer: 4, n_head: 16, vocab_size: 1000, n_positions: 1024 };
+  const pythonGelu = normaliseConfig(gpt, 'gelu_new');
+  const fusedGelu = normaliseConfig({ ...gpt, activation_function: 'gelu' }, 'gelu');
+  for (const p of PRECISIONS) {
+    const f = pythonGelu.intermediate;
+    const python = pytorchLayerBytesPerToken(pythonGelu, p).perToken;
+    const fused = pytorchLayerBytesPerToken(fusedGelu, p).perToken;
+    assert.ok(fused < python, p);
+    const mlpFused = pytorchLayerBytesPerToken(fusedGelu, p).fCoef * f + familyLayerDeltaBytesPerToken(fusedGelu, p);
+    assert.ok(mlpFused >= 2 * activationBytes(p) * f, `${p}: the fused GELU's input and output remain`);
+  }
+  // Phi and Falcon-7B: one norm feeds attention and MLP; GPT-NeoX: two norms of one input
+  const falcon = catalogueModel('falcon-7b');
+  const falconSerial = normaliseConfig({ ...readJson('falcon-7b'), parallel_attn: false }, 'serial');
+  assert.ok(familyLayerDeltaBytesPerToken(falcon, 'amp-bf16') < familyLayerDeltaBytesPerToken(falconSerial, 'amp-bf16'));
+  // GPT-NeoX keeps its fused q,k,v output (the value is a view of it) and rotated copies of q and k
+  const neox = catalogueModel('pythia-1.4b');
+  const neoxNoRotary = { ...neox, arch: { ...neox.arch, rotaryFraction: 0 } };
+  assert.equal(
+    familyLayerDeltaBytesPerToken(neox, 'bf16') - familyLayerDeltaBytesPerToken(neoxNoRotary, 'bf16'),
+    2 * neox.hidden * 2,
+    'q and k rotated copies',
+  );
+  // Gemma 2: four norms and 16 heads of 256 (4096 wide) over a 3584 hidden state: more than the Llama block
+  const g2 = catalogueModel('gemma-2-9b');
+  assert.ok(familyLayerDeltaBytesPerToken(g2, 'amp-bf16') >= 2 * g2.hidden * 10);
+  // Qwen3's q and k norms keep their inputs: more than the same model without them
+  const q3 = catalogueModel('qwen3-8b');
+  assert.ok(familyLayerDeltaBytesPerToken(q3, 'bf16') > familyLayerDeltaBytesPerToken({ ...q3, arch: { ...q3.arch, qkNorm: 'none' } }, 'bf16'));
+});
+
+test("Gemma 2's softcapping: eager attention keeps tanh's output per score, the loss a softcapped logit tensor; Gemma 3 has neither", () => {
+  const g2 = catalogueModel('gemma-2-9b');
+  const noCap = { ...g2, arch: { ...g2.arch, attnSoftcap: undefined, finalSoftcap: undefined } };
+  const lines = (m: typeof g2, o: TrainOptions) => {
+    const e = estimate(m, o);
+    return [...e.lines, ...(e.otherMoment?.lines ?? [])];
+  };
+  const eager = train({ attention: 'eager', seq: 1024 });
+  const matrices = (m: typeof g2) => lines(m, eager).find((l) => /attention matrices/.test(l.name))?.bytes ?? 0;
+  assert.ok(matrices(noCap) > 0);
+  assert.equal(matrices(g2) / matrices(noCap), (2 + 2) / 2, 'the softmax (2 bytes as counted) and tanh (2 bytes) per score');
+  // SDPA, transformers' default, runs a fused kernel and drops the cap: no matrices
+  assert.equal(lines(g2, train({ seq: 1024 })).filter((l) => /attention matrices/.test(l.name)).length, 0);
+  const capLine = lines(g2, train({ seq: 1024 })).find((l) => /softcapped logits/.test(l.name));
+  assert.equal(capLine?.bytes, g2.vocab * 2 * 1024);
+  assert.equal(lines(catalogueModel('gemma-3-1b'), train({ seq: 1024 })).filter((l) => /softcapped/.test(l.name)).length, 0);
+});
+
+test('every checkpoint family plans training and inference with positive, finite figures', () => {
+  for (const name of readdirSync(CONFIGS, { withFileTypes: true }).filter((d) => d.isDirectory())) {
+    const m = readConfigFile(join(CONFIGS, name.name));
+    for (const precision of PRECISIONS) {
+      const e = estimate(m, train({ precision, seq: 512 }));
+      assert.ok(Number.isFinite(e.totalBytes) && e.activationsBytes > 0, `${name.name} ${precision}`);
+    }
+    const i = estimate(m, {
+      mode: 'infer',
+      batch: 4,
+      prompt: 8192,
+      newTokens: 512,
+      kvDtype: 'bf16',
+      blockSize: undefined,
+      weights: 'bf16',
+      attention: 'sdpa',
+      engine: 'hf',
+      serve: { memoryFraction: undefined, maxModelLen: undefined, blockSize: undefined, maxNumBatchedTokens: 8192, maxNumSeqs: 256 },
+      parallel: one,
+      fragmentation: 0.05,
+    });
+    assert.ok(Number.isFinite(i.totalBytes) && i.kvCacheBytes > 0, `${name.name} inference`);
+  }
+});
+
+function readJson(name: string): Record<string, unknown> {
+  return JSON.parse(readFileSync(join(CONFIGS, name, 'config.json'), 'utf8')) as Record<string, unknown>;
+}
