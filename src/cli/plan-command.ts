@@ -92,8 +92,15 @@ export function definePlan(program: Command, io: Io): void {
     .option('--max-model-len <n>', "vllm/sglang: longest request in tokens (default: the model's positions)", (v) =>
       bounded(v, '--max-model-len', TOKENS_LIMIT),
     )
-    .option('--max-num-batched-tokens <n>', 'vllm: tokens of the profiling forward pass', (v) => bounded(v, '--max-num-batched-tokens', TOKENS_LIMIT), 8192)
-    .option('--max-num-seqs <n>', 'vllm: sequences scheduled at once', (v) => bounded(v, '--max-num-seqs', BATCH_LIMIT), 256)
+    .option('--max-num-batched-tokens <n>', "vllm: tokens of the profiling forward pass (default: the release's, by GPU)", (v) =>
+      bounded(v, '--max-num-batched-tokens', TOKENS_LIMIT),
+    )
+    .option('--max-num-seqs <n>', "vllm: sequences scheduled at once (default: the release's, by GPU)", (v) => bounded(v, '--max-num-seqs', BATCH_LIMIT))
+    .option(
+      '--engine-version <v>',
+      'vllm/sglang: the release whose start-up the plan follows (vLLM 0.6 to 0.27: V0 before 0.8, V1 from 0.8; SGLang 0.3 to 0.5.4; default the newest)',
+    )
+    .option('--enforce-eager', 'vllm/sglang: no CUDA graphs (vLLM --enforce-eager, SGLang --disable-cuda-graph)')
     .option('--gpus <n>', 'GPUs in all', (v) => bounded(v, '--gpus', GPUS_LIMIT), 1)
     .option('--nodes <n>', 'nodes', (v) => bounded(v, '--nodes', GPUS_LIMIT), 1)
     .addOption(new Option('--zero <stage>', 'ZeRO stage').choices(['0', '1', '2', '3']).default('0'))
@@ -151,6 +158,7 @@ async function runPlan(opts: Record<string, unknown>, io: Io): Promise<void> {
     fsdp: !!opts.fsdp,
     sp: !!opts.sp,
     fusedOptimizer: !!opts.fusedOptimizer,
+    enforceEager: !!opts.enforceEager,
     attention: (opts.flashAttention ? 'flash' : opts.attention) as Attention,
   };
   const result = plan(model, planOptionsFrom(inputs), machine);
@@ -179,4 +187,14 @@ async function runPlan(opts: Record<string, unknown>, io: Io): Promise<void> {
 }
 
 /** Inputs without a default: taken from the options only when given. */
-const OPTIONAL_INPUTS = new Set(['context', 'blockSize', 'gpuMemoryUtilization', 'memFractionStatic', 'maxModelLen', 'inFlight']);
+const OPTIONAL_INPUTS = new Set([
+  'context',
+  'blockSize',
+  'gpuMemoryUtilization',
+  'memFractionStatic',
+  'maxModelLen',
+  'inFlight',
+  'maxNumBatchedTokens',
+  'maxNumSeqs',
+  'engineVersion',
+]);

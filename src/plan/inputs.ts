@@ -4,6 +4,7 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import type { Attention, Framework, InferOptions, KvDtype, OptimizerName, Parallelism, PlanOptions, Precision, Recompute, WeightFormat } from './options.js';
+import { parseEngineVersion } from './engine-versions.js';
 import type { Engine } from './serve.js';
 
 export interface PlanInputs {
@@ -29,8 +30,13 @@ export interface PlanInputs {
   gpuMemoryUtilization?: number | undefined;
   memFractionStatic?: number | undefined;
   maxModelLen?: number | undefined;
-  maxNumBatchedTokens: number;
-  maxNumSeqs: number;
+  /** vLLM's profiling run; undefined: the release's default. */
+  maxNumBatchedTokens?: number | undefined;
+  maxNumSeqs?: number | undefined;
+  /** The vLLM or SGLang release the plan follows; undefined: the newest. */
+  engineVersion?: string | undefined;
+  /** No CUDA graphs (vLLM's --enforce-eager, SGLang's --disable-cuda-graph). */
+  enforceEager: boolean;
   gpus: number;
   nodes: number;
   zero: 0 | 1 | 2 | 3;
@@ -62,8 +68,7 @@ export const DEFAULT_INPUTS: PlanInputs = {
   kvDtype: 'bf16',
   weights: 'bf16',
   engine: 'hf',
-  maxNumBatchedTokens: 8192,
-  maxNumSeqs: 256,
+  enforceEager: false,
   gpus: 1,
   nodes: 1,
   zero: 0,
@@ -87,6 +92,8 @@ export function planOptionsFrom(i: PlanInputs): PlanOptions {
   if (i.mode === 'train' && i.engine !== 'hf') fail('--engine is for --mode infer');
   if (i.gpuMemoryUtilization !== undefined && i.engine !== 'vllm') fail("--gpu-memory-utilization is vLLM's: give --engine vllm");
   if (i.memFractionStatic !== undefined && i.engine !== 'sglang') fail("--mem-fraction-static is SGLang's: give --engine sglang");
+  if ((i.engineVersion !== undefined || i.enforceEager) && i.engine === 'hf') fail('--engine-version and --enforce-eager are for --engine vllm or sglang');
+  if (i.engine !== 'hf') parseEngineVersion(i.engine, i.engineVersion);
   const parallel: Parallelism = {
     gpus: i.gpus,
     nodes: i.nodes,
@@ -134,6 +141,8 @@ export function planOptionsFrom(i: PlanInputs): PlanOptions {
       blockSize: i.blockSize,
       maxNumBatchedTokens: i.maxNumBatchedTokens,
       maxNumSeqs: i.maxNumSeqs,
+      engineVersion: i.engineVersion,
+      enforceEager: i.enforceEager,
     },
     parallel,
     fragmentation: i.fragmentation,

@@ -287,7 +287,7 @@ const gibText = (b: number): string => `${(b / 2 ** 30).toFixed(2)} GiB`;
 /** The KV cache vLLM or SGLang would give the model on this machine, and what would let it start or hold more. */
 function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' | 'sglang'): PlanResult {
   estimate(m, o); // checks the parallel layout
-  const s = estimateServe(m, o, engine, o.serve, mc.capacityBytes);
+  const s = estimateServe(m, o, engine, o.serve, mc.capacityBytes, mc.name);
   const lines = s.lines.map(rounded);
   const total = lines.reduce((a, l) => a + l.bytes, 0);
   const c = countParams(m);
@@ -312,7 +312,7 @@ function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' 
     }
     for (const [change, cost, next] of tries) {
       try {
-        const r = estimateServe(m, next, engine, next.serve, mc.capacityBytes);
+        const r = estimateServe(m, next, engine, next.serve, mc.capacityBytes, mc.name);
         suggestions.push({ change, totalBytes: Math.round(r.budgetBytes), fits: r.starts, cost: `${cost}; ${r.kvTokens} tokens of KV cache` });
       } catch {
         // a layout the model does not divide
