@@ -69,11 +69,13 @@ export interface ServeEstimate {
  */
 export function servedWeightBytes(m: ModelConfig, o: InferOptions): number {
   const c = countParams(m);
+  // a vision tower (Gemma 3) loads with the language model, in 16 bits
   const P = localParams(c, m, o.parallel);
   const wb = weightBytes(o.weights);
-  if (wb >= 2) return P * wb;
+  const extra = (c.extra / o.parallel.tp) * Math.max(wb, 2);
+  if (wb >= 2) return P * wb + extra;
   const ends = (o.parallel.pp === 1 ? c.embedding + c.lmHead : Math.max(c.embedding, c.lmHead)) / o.parallel.tp;
-  return (P - ends) * wb + ends * 2;
+  return (P - ends) * wb + ends * 2 + extra;
 }
 
 /**
