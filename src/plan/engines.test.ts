@@ -4,11 +4,12 @@
  * behaviours each release's accounting implies.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { runCli } from '../testing/harness.js';
+import { CHROMIUM, runCli, withChromiumPage } from '../testing/harness.js';
 import { catalogueModel } from './catalogue.js';
 import { parseEngineVersion } from './engine-versions.js';
 import type { InferOptions, Parallelism } from './options.js';
@@ -185,4 +186,34 @@ test('--engine-version and --enforce-eager: refused for Hugging Face generate an
   const p = JSON.parse(ok.out) as PlanResult;
   assert.equal(p.serving?.version, '0.8');
   assert.ok(!p.lines.some((l) => /CUDA graphs/.test(l.name)));
+});
+
+test('the plan page offers the engine release and eager mode and re-plans with them offline, as the CLI does', async (t) => {
+  if (!CHROMIUM) return t.skip('chromium is not installed (.ci/run installs it)');
+  const dir = mkdtempSync(join(tmpdir(), 'gpumem-engines-page-'));
+  try {
+    const html = join(dir, 'plan.html');
+    const base = ['plan', '--model', 'llama-3.1-8b', '--mode', 'infer', '--engine', 'vllm', '--gpu', 'h100'];
+    const cli = async (args: string[]) => JSON.parse((await runCli([...base, ...args, '--json'])).out) as PlanResult;
+    assert.equal((await runCli([...base, '--html', html])).code, 0);
+    const want = { v08: await cli(['--engine-version', '0.8']), eager: await cli(['--engine-version', '0.8', '--enforce-eager']) };
+    const { value, errors } = await withChromiumPage(html, async (page) => {
+      const read = () => page.evaluate('window.gpumemPlanResult') as Promise<PlanResult | undefined>;
+      await page.fill('#engineVersion', '0.8');
+      const v08 = await read();
+      await page.check('#enforceEager');
+      const eager = await read();
+      await page.fill('#engineVersion', '0.1');
+      const bad = { result: await read(), error: (await page.evaluate('document.getElementById("error").textContent')) as string };
+      return { v08, eager, bad };
+    });
+    assert.deepEqual(errors, []);
+    assert.equal(value.v08?.serving?.kvTokens, want.v08.serving?.kvTokens);
+    assert.equal(value.eager?.perGpu.totalBytes, want.eager.perGpu.totalBytes);
+    assert.ok((value.eager?.perGpu.totalBytes ?? 0) < (value.v08?.perGpu.totalBytes ?? 0), 'no graphs outside the budget in 0.8');
+    assert.equal(value.bad.result, undefined);
+    assert.match(value.bad.error, /gpumem follows vLLM/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -323,7 +323,7 @@ function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' 
     suggestions.sort((a, b) => Number(b.fits) - Number(a.fits));
   }
   const notes = [
-    `${engine === 'vllm' ? 'vLLM' : 'SGLang'} takes ${(s.memoryFraction * 100).toFixed(0)}% of the GPU (${s.memoryFractionSource}) and gives the KV cache what the weights and its working memory leave`,
+    `${engine === 'vllm' ? 'vLLM' : 'SGLang'} ${s.version} (--engine-version) takes ${(s.memoryFraction * 100).toFixed(0)}% of the GPU (${s.memoryFractionSource}) and gives the KV cache what the weights and its working memory leave`,
     `estimated, not exact: ${s.estimated.join(', ')}; the engine measures them at start-up and prints them`,
   ];
   if (!s.starts)

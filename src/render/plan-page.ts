@@ -55,6 +55,8 @@ const CONTROLS = `
 <label>tensor parallel<input id="tp" type="number" min="1"></label>
 <label>pipeline parallel<input id="pp" type="number" min="1"></label>
 <label class="infer">engine<select id="engine"><option>hf</option><option>vllm</option><option>sglang</option></select></label>
+<label class="infer">engine release<input id="engineVersion" placeholder="newest" size="6"></label>
+<label class="infer">no CUDA graphs<input id="enforceEager" type="checkbox"></label>
 <label class="infer">context<input id="context" type="number" min="2"></label>
 <label class="infer">new tokens<input id="newTokens" type="number" min="1"></label>
 <label class="infer">weights<select id="weights"><option>bf16</option><option>fp16</option><option>fp8</option><option>int8</option><option>int4</option><option>fp32</option></select></label>
@@ -85,6 +87,8 @@ for (const id of NUMBERS) if (i0[id] !== undefined) $(id).value = i0[id];
 if (i0.context === undefined) $('context').value = i0.prompt + i0.newTokens;
 for (const id of CHOICES) $(id).value = i0[id];
 $('zero').value = String(i0.fsdp ? 3 : i0.zero);
+$('engineVersion').value = i0.engineVersion ?? '';
+$('enforceEager').checked = !!i0.enforceEager;
 let chart;
 function inputs() {
   const i = { ...S.inputs };
@@ -93,6 +97,9 @@ function inputs() {
   i.zero = Number($('zero').value);
   i.fsdp = false;
   if (i.mode === 'train') i.context = undefined;
+  // the engine's release and eager mode apply to vllm and sglang only
+  i.engineVersion = i.engine === 'hf' ? undefined : $('engineVersion').value.trim() || undefined;
+  i.enforceEager = i.engine !== 'hf' && $('enforceEager').checked;
   return i;
 }
 function model() {
