@@ -251,6 +251,19 @@ export const FAMILIES: Record<string, Family> = {
       traits: { qkvBias: true, outBias: true, mlpBias: true, fusedQkv: true, rotaryFraction: 0 },
       dropout: (f.real('resid_pdrop', 0.1) ?? 0) > 0,
     }),
+  // not a Hugging Face model_type: gpumem's name for a GPT as Megatron-LM builds it (GPT-2's layout, grouped-query
+  // attention allowed), for --framework megatron plans
+  gpt3: (f) =>
+    decoder(f, {
+      names: { ...GPT2_NAMES, kvHeads: ['num_key_value_heads'] },
+      tiedDefault: true,
+      gated: false,
+      norm: 'layernorm',
+      positionEmbeddings: true,
+      activation: { field: ['activation_function'], dflt: 'gelu' },
+      traits: { qkvBias: true, outBias: true, mlpBias: true, fusedQkv: true, rotaryFraction: 0 },
+      dropout: (f.real('resid_pdrop', 0.1) ?? 0) > 0,
+    }),
   gpt_bigcode: (f) =>
     decoder(f, {
       names: GPT2_NAMES,

@@ -1,6 +1,6 @@
 /** The per-family and MoE activation hooks: zero for the archetypes they are measured against, and each family's difference. */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -136,7 +136,10 @@ test("Gemma 2's softcapping: eager attention keeps tanh's output per score, the 
 });
 
 test('every checkpoint family plans training and inference with positive, finite figures', () => {
-  for (const name of readdirSync(CONFIGS, { withFileTypes: true }).filter((d) => d.isDirectory())) {
+  const sources = JSON.parse(readFileSync(join(CONFIGS, 'sources.json'), 'utf8')) as Record<string, unknown>;
+  for (const name of Object.keys(sources)
+    .filter((k) => !k.startsWith('_'))
+    .map((k) => ({ name: k }))) {
     const m = readConfigFile(join(CONFIGS, name.name));
     for (const precision of PRECISIONS) {
       const e = estimate(m, train({ precision, seq: 512 }));
