@@ -183,6 +183,8 @@ export async function loadSets(files, configDir) {
   const sets = [];
   for (const file of all) {
     const doc = JSON.parse(readFileSync(file, 'utf8'));
+    // serving start-ups (KV tokens, weights) have their own figures and test (src/plan/engines.test.ts)
+    if (doc.schema === 'gpumem.engine-fixture/1') continue;
     if (doc.schema === 'gpumem.measured-peaks/1') {
       sets.push({ file, set: doc.set && doc.set !== 'all' ? `measured-peaks-${doc.set}` : basename(file, '.json'), rows: legacyRows(doc, file, configDir) });
       continue;

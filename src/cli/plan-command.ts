@@ -1,6 +1,5 @@
 /** `gpumem plan`: options to a plan, printed. Loads no GPU library. */
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, writeFileSync } from 'node:fs';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { LIMITS, type PlanInputs } from '../plan/inputs.js';
 import { PRECISIONS, type Attention } from '../plan/options.js';
@@ -33,7 +32,7 @@ export function definePlan(program: Command, io: Io): void {
     .description('LLM memory planner: what a model needs per GPU for training or inference, and where each part should live (loads no GPU library)')
     .option(
       '--model <name|config.json|folder>',
-      'a catalogue name (llama-2-7b, llama-3.1-70b, mixtral-8x7b, gpt-3-175b, deepseek-v3, ...), a Hugging Face config.json, or a model folder holding one',
+      'a catalogue name (llama-2-7b, llama-3.1-70b, mixtral-8x7b, gemma-2-9b, qwen3-8b, deepseek-v3, ...), a Hugging Face config.json, or a model folder holding one',
     )
     .addOption(new Option('--mode <mode>', 'train or infer').choices(['train', 'infer']).default('train'))
     .addOption(
@@ -136,8 +135,15 @@ export function definePlan(program: Command, io: Io): void {
     .option('--max-model-len <n>', "vllm/sglang: longest request in tokens (default: the model's positions)", (v) =>
       bounded(v, '--max-model-len', TOKENS_LIMIT),
     )
-    .option('--max-num-batched-tokens <n>', 'vllm: tokens of the profiling forward pass', (v) => bounded(v, '--max-num-batched-tokens', TOKENS_LIMIT), 8192)
-    .option('--max-num-seqs <n>', 'vllm: sequences scheduled at once', (v) => bounded(v, '--max-num-seqs', BATCH_LIMIT), 256)
+    .option('--max-num-batched-tokens <n>', "vllm: tokens of the profiling forward pass (default: the release's, by GPU)", (v) =>
+      bounded(v, '--max-num-batched-tokens', TOKENS_LIMIT),
+    )
+    .option('--max-num-seqs <n>', "vllm: sequences scheduled at once (default: the release's, by GPU)", (v) => bounded(v, '--max-num-seqs', BATCH_LIMIT))
+    .option(
+      '--engine-version <v>',
+      'vllm/sglang: the release whose start-up the plan follows (vLLM 0.6 to 0.27: V0 before 0.8, V1 from 0.8; SGLang 0.3 to 0.5.4; default the newest)',
+    )
+    .option('--enforce-eager', 'vllm/sglang: no CUDA graphs (vLLM --enforce-eager, SGLang --disable-cuda-graph)')
     .option('--gpus <n>', 'GPUs in all', (v) => bounded(v, '--gpus', GPUS_LIMIT), 1)
     .option('--nodes <n>', 'nodes', (v) => bounded(v, '--nodes', GPUS_LIMIT), 1)
     .addOption(new Option('--zero <stage>', 'ZeRO stage').choices(['0', '1', '2', '3']).default('0'))
@@ -180,17 +186,17 @@ async function runPlan(opts: Record<string, unknown>, cmd: Command, io: Io): Pro
   checkWritable(opts.html as string | undefined, '--html');
   if (opts.serve && opts.json) throw new UsageError('choose --json or --serve');
   const { catalogueModel } = await import('../plan/catalogue.js');
-  const { readConfigFile } = await import('../plan/config-file.js');
+  const { readConfigSource } = await import('../plan/config-file.js');
+  const { parseConfigText } = await import('../plan/model-config.js');
   const { machineFromBench } = await import('../plan/bench-machine.js');
   const { machineFromCatalogue, plan } = await import('../plan/plan.js');
   const { DEFAULT_INPUTS, planOptionsFrom } = await import('../plan/inputs.js');
   const { renderPlanText } = await import('../render/plan-render.js');
   const { renderPlanPage } = await import('../render/plan-page.js');
-  let modelArg = String(opts.model);
-  // a Hugging Face model folder: its config.json
-  if (existsSync(modelArg) && statSync(modelArg).isDirectory()) modelArg = join(modelArg, 'config.json');
-  const fromFile = modelArg.endsWith('.json') || existsSync(modelArg);
-  const model = fromFile ? readConfigFile(modelArg) : catalogueModel(modelArg);
+  const modelArg = String(opts.model);
+  // a config.json, or a Hugging Face model folder holding one
+  const source = modelArg.endsWith('.json') || existsSync(modelArg) ? readConfigSource(modelArg) : undefined;
+  const model = source ? parseConfigText(source.text, source.file, source.name) : catalogueModel(modelArg);
   if (opts.gpu && opts.fromBench) throw new UsageError('give --gpu or --from-bench, not both');
   const machine = opts.fromBench ? machineFromBench(String(opts.fromBench)) : machineFromCatalogue(String(opts.gpu ?? 'h200'));
   // commander's option names are the inputs' names; the rest come from the defaults
@@ -207,6 +213,7 @@ async function runPlan(opts: Record<string, unknown>, cmd: Command, io: Io): Pro
     doubleQuant: !!opts.doubleQuant,
     optimizerInBackward: !!opts.optimizerInBackward,
     activationOffload: !!opts.activationOffload,
+    enforceEager: !!opts.enforceEager,
     // the options given on the command line: contradictions are refused between them, never with a default
     given: Object.keys(opts).filter((k) => cmd.getOptionValueSource(k) === 'cli'),
   };
@@ -217,7 +224,7 @@ async function runPlan(opts: Record<string, unknown>, cmd: Command, io: Io): Pro
   const page = (): string =>
     renderPlanPage({
       inputs,
-      model: fromFile ? { configText: readFileSync(modelArg, 'utf8'), name: model.name } : { catalogue: modelArg },
+      model: source ? { configText: source.text, name: model.name } : { catalogue: modelArg },
       gpu: opts.fromBench ? { machine } : { catalogue: String(opts.gpu ?? 'h200') },
     });
   if (opts.html) {
@@ -251,4 +258,7 @@ const OPTIONAL_INPUTS = new Set([
   'loraDtype',
   'loraDropout',
   'baseWeights',
+  'maxNumBatchedTokens',
+  'maxNumSeqs',
+  'engineVersion',
 ]);

@@ -1,6 +1,7 @@
 /** Activation memory per layer: PyTorch's saved tensors counted op by op, and Korthikanti et al.'s formula. */
 import { linearModules, type InputSite } from './adapters.js';
 import type { ModelConfig } from './model-config.js';
+import { moeLayerExtraBytesPerToken } from './moe-activations.js';
 import type { Precision, Recompute } from './options.js';
 
 /** What decides which tensors autograd keeps in a block: the dtypes, autocast, and which weights train. */
@@ -75,11 +76,25 @@ export function savedBytesPerToken(m: ModelConfig, ctx: SavedContext, moeLayer =
   const vDim = m.mla ? m.heads * m.mla.vHeadDim : m.kvHeads * m.headDim;
   const oDim = m.mla ? vDim : qDim;
   const lse = 4 * m.heads;
+  // a mixture-of-experts layer's router and gathered expert inputs (moe-activations.ts)
+  const moe = moeLayer && m.moe ? moeLayerExtraBytesPerToken(m, ctx.precision, full) : 0;
   if (m.family === 'gpt') {
     const ln = autocast ? 4 : R; // layer_norm runs in fp32 under autocast: its input cast and its output are fp32
     const gelu = autocast ? 4 : C;
     const masks = m.dropout ? 2 * h : 0;
+    // The family's own block (model-config.ts ArchTraits): a parallel block's norms read one residual state, kept once
+    // (with one norm, its output feeds attention and MLP alike); a fused GELU kernel keeps its input and output, not
+    // GPT-2's four Python tensors; rotary families keep rotated copies of q and k beside the fused projection.
+    let family = 0;
+    if (m.arch.parallelResidual) {
+      family -= ln * h;
+      if (m.arch.normsPerLayer === 1) family -= inputKept(h, ln, readers('mlp-norm'), ctx);
+    }
+    if (m.arch.fusedActivation) family += -3 * gelu * f + inputKept(f, C, readers('mlp-act'), ctx) - inputKept(f, gelu, readers('mlp-act'), ctx);
+    if (m.arch.rotaryFraction > 0) family += C * (qDim + kDim);
     return (
+      family +
+      moe +
       2 * ln * h +
       inputKept(h, ln, readers('attn-norm'), ctx) +
       C * (qDim + 2 * kDim + 2 * kDim + oDim) +
@@ -97,7 +112,14 @@ export function savedBytesPerToken(m: ModelConfig, ctx: SavedContext, moeLayer =
   }
   const norm = 4 * h + (full ? R * h : 0);
   const mlp = moeLayer && !m.moe ? 0 : 3 * C * f + inputKept(f, C, readers('mlp-act'), ctx);
+  // Gemma 2/3's and OLMo-2's norms after attention and MLP; Qwen3's and Gemma 3's RMSNorm of each query and key head
+  // (OLMo-2's over the whole projection): each keeps its fp32 input and, when its weight trains, its output
+  const extraNorms = Math.max(0, m.arch.normsPerLayer - 2) * norm;
+  const qkNorm = m.arch.qkNorm === 'none' ? 0 : (qDim + kDim) * (4 + (full ? R : 0));
   return (
+    moe +
+    extraNorms +
+    qkNorm +
     2 * norm +
     inputKept(h, R, readers('attn-norm'), ctx) +
     C * (qDim + kDim + vDim + oDim) +

@@ -18,6 +18,7 @@ import type {
   Recompute,
   WeightFormat,
 } from './options.js';
+import { parseEngineVersion } from './engine-versions.js';
 import type { Engine } from './serve.js';
 
 export interface PlanInputs {
@@ -44,8 +45,13 @@ export interface PlanInputs {
   gpuMemoryUtilization?: number | undefined;
   memFractionStatic?: number | undefined;
   maxModelLen?: number | undefined;
-  maxNumBatchedTokens: number;
-  maxNumSeqs: number;
+  /** vLLM's profiling run; undefined: the release's default. */
+  maxNumBatchedTokens?: number | undefined;
+  maxNumSeqs?: number | undefined;
+  /** The vLLM or SGLang release the plan follows; undefined: the newest. */
+  engineVersion?: string | undefined;
+  /** No CUDA graphs (vLLM's --enforce-eager, SGLang's --disable-cuda-graph). */
+  enforceEager: boolean;
   gpus: number;
   nodes: number;
   zero: 0 | 1 | 2 | 3;
@@ -100,8 +106,7 @@ export const DEFAULT_INPUTS: PlanInputs = {
   kvDtype: 'bf16',
   weights: 'bf16',
   engine: 'hf',
-  maxNumBatchedTokens: 8192,
-  maxNumSeqs: 256,
+  enforceEager: false,
   gpus: 1,
   nodes: 1,
   zero: 0,
@@ -220,6 +225,8 @@ export function checkInputs(i: PlanInputs): void {
   if (i.mode === 'train') for (const k of INFER_ONLY) if (has(k)) fail(`${flag(k)} is for --mode infer: it contradicts training`);
   if (i.gpuMemoryUtilization !== undefined && i.engine !== 'vllm') fail("--gpu-memory-utilization is vLLM's: give --engine vllm");
   if (i.memFractionStatic !== undefined && i.engine !== 'sglang') fail("--mem-fraction-static is SGLang's: give --engine sglang");
+  if ((i.engineVersion !== undefined || i.enforceEager) && i.engine === 'hf') fail('--engine-version and --enforce-eager are for --engine vllm or sglang');
+  if (i.engine !== 'hf') parseEngineVersion(i.engine, i.engineVersion);
   if (i.fsdp && has('zero') && i.zero !== 3) fail(`--fsdp is ZeRO stage 3: it contradicts --zero ${i.zero}`);
   if (i.flashAttention && has('attention') && i.attention !== 'flash') fail(`--flash-attention contradicts --attention ${i.attention}`);
   if (i.mode !== 'train') return;
@@ -329,6 +336,8 @@ export function planOptionsFrom(i: PlanInputs): PlanOptions {
       blockSize: i.blockSize,
       maxNumBatchedTokens: i.maxNumBatchedTokens,
       maxNumSeqs: i.maxNumSeqs,
+      engineVersion: i.engineVersion,
+      enforceEager: i.enforceEager,
     },
     parallel,
     fragmentation: i.fragmentation,

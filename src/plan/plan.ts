@@ -220,7 +220,7 @@ const gibText = (b: number): string => `${(b / 2 ** 30).toFixed(2)} GiB`;
 /** The KV cache vLLM or SGLang would give the model on this machine, and what would let it start or hold more. */
 function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' | 'sglang'): PlanResult {
   estimate(m, o); // checks the parallel layout
-  const s = estimateServe(m, o, engine, o.serve, mc.capacityBytes);
+  const s = estimateServe(m, o, engine, o.serve, mc.capacityBytes, mc.name);
   const lines = s.lines.map(rounded);
   const total = lines.reduce((a, l) => a + l.bytes, 0);
   const c = countParams(m);
@@ -245,7 +245,7 @@ function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' 
     }
     for (const [change, cost, next] of tries) {
       try {
-        const r = estimateServe(m, next, engine, next.serve, mc.capacityBytes);
+        const r = estimateServe(m, next, engine, next.serve, mc.capacityBytes, mc.name);
         suggestions.push({ change, totalBytes: Math.round(r.budgetBytes), fits: r.starts, cost: `${cost}; ${r.kvTokens} tokens of KV cache` });
       } catch (err) {
         if (!(err instanceof InvalidArgumentError)) throw err; // a layout the model does not divide
@@ -256,7 +256,7 @@ function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' 
     suggestions.sort((a, b) => Number(b.fits) - Number(a.fits));
   }
   const notes = [
-    `${engine === 'vllm' ? 'vLLM' : 'SGLang'} takes ${(s.memoryFraction * 100).toFixed(0)}% of the GPU (${s.memoryFractionSource}) and gives the KV cache what the weights and its working memory leave`,
+    `${engine === 'vllm' ? 'vLLM' : 'SGLang'} ${s.version} (--engine-version) takes ${(s.memoryFraction * 100).toFixed(0)}% of the GPU (${s.memoryFractionSource}) and gives the KV cache what the weights and its working memory leave`,
     `estimated, not exact: ${s.estimated.join(', ')}; the engine measures them at start-up and prints them`,
   ];
   if (!s.starts)

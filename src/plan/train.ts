@@ -6,6 +6,7 @@
 import { formatCount } from '../units.js';
 import { korthikantiLayerBytes, dtypes, finalSavedBytesPerToken, pytorchCorrection, savedBytesPerToken, type SavedContext } from './activations.js';
 import { adaptedModules, adapterBytes, linearModules } from './adapters.js';
+import { finalSoftcapLines, softcapScoreBytes } from './family-activations.js';
 import type { ModelConfig } from './model-config.js';
 import { isLastStageOf } from './model-states.js';
 import { checkParallel, fieldsOf, fieldsOver, fusedAttention, type Estimate, type Line, type Moment, type TrainOptions } from './options.js';
@@ -62,7 +63,8 @@ function activationLines(m: ModelConfig, o: TrainOptions, fused: boolean, last: 
   const correction = o.activationCorrection ?? pytorchCorrection(o.precision);
   const perLayer = (perToken * correction * tokens) / p.tp;
   const scoreBytes = o.precision === 'fp32' ? 4 : 2;
-  const perScore = m.dropout ? 2 * scoreBytes + 1 : scoreBytes;
+  // the math kernel keeps the softmax (and the dropout mask and dropped copy); Gemma 2's softcap its tanh output too
+  const perScore = (m.dropout ? 2 * scoreBytes + 1 : scoreBytes) + softcapScoreBytes(m, o.precision);
   const scores = fused ? 0 : perScore * o.batch * (m.heads / p.tp) * o.seq * o.seq;
   const final = last ? (finalSavedBytesPerToken(m, ctx) * tokens) / p.tp : 0;
   const what = `${formatCount(Math.round(perToken))} bytes per token and layer, counted tensor by tensor${ctx.lora ? ' (frozen base: only what the adapters and the gradient flowing to them need)' : ''}`;
@@ -162,6 +164,7 @@ function lossLines(m: ModelConfig, o: TrainOptions, gradBytes: number): { kept: 
         note: `4 bytes x ${m.vocab} vocabulary x ${tokens} tokens${tp}${chunks > 1 ? ', every chunk' : ''}`,
         field,
       },
+      ...finalSoftcapLines(m, o.precision, tokens / p.tp),
     ],
     backward: [
       {

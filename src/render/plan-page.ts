@@ -68,6 +68,8 @@ const CONTROLS = `
 <label>tensor parallel<input id="tp" type="number" min="1"></label>
 <label>pipeline parallel<input id="pp" type="number" min="1"></label>
 <label class="infer">engine<select id="engine"><option>hf</option><option>vllm</option><option>sglang</option></select></label>
+<label class="infer">engine release<input id="engineVersion" placeholder="newest" size="6"></label>
+<label class="infer">no CUDA graphs<input id="enforceEager" type="checkbox"></label>
 <label class="infer">context<input id="context" type="number" min="2"></label>
 <label class="infer">new tokens<input id="newTokens" type="number" min="1"></label>
 <label class="infer">weights<select id="weights"><option>bf16</option><option>fp16</option><option>fp8</option><option>int8</option><option>int4</option><option>fp32</option></select></label>
@@ -106,6 +108,8 @@ for (const id of CHECKS) $(id).checked = !!i0[id];
 if (i0.hostMemoryBytes !== undefined) $('hostMemory').value = i0.hostMemoryBytes / 2 ** 30;
 if (i0.flashAttention) $('attention').value = 'flash';
 $('zero').value = String(i0.fsdp ? 3 : i0.zero);
+$('engineVersion').value = i0.engineVersion ?? '';
+$('enforceEager').checked = !!i0.enforceEager;
 let chart;
 const shown = (id) => $(id).closest('label').style.display !== 'none';
 function inputs() {
@@ -123,6 +127,9 @@ function inputs() {
   // the controls set on the page, as the options given on a command line
   i.given = [...NUMBERS, ...CHOICES, 'zero', ...OPTIONAL_NUMBERS, ...OPTIONAL_TEXT, ...CHECKS].filter((id) => shown(id) && (CHECKS.includes(id) ? $(id).checked : $(id).value !== ''));
   if (i.mode === 'infer') i.given = i.given.filter((id) => id !== 'context' || $('context').value !== '');
+  // the engine's release and eager mode apply to vllm and sglang only
+  i.engineVersion = i.engine === 'hf' ? undefined : $('engineVersion').value.trim() || undefined;
+  i.enforceEager = i.engine !== 'hf' && $('enforceEager').checked;
   return i;
 }
 function model() {
