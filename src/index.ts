@@ -80,18 +80,17 @@ export {
   layoutSafetensors,
   parseHeader as parseSafetensorsHeader,
   parseSafetensors,
-  parseShardIndex,
   serializeSafetensors,
   tensorByteSize,
   type SafetensorsDtype,
   type SafetensorsEntry,
   type SafetensorsHeader,
   type SafetensorsHostTensor,
-  type SafetensorsIndex,
   type SafetensorsLayout,
   type SafetensorsProblem,
   type SafetensorsTensorInfo,
 } from './formats/safetensors.js';
+export { parseShardIndex, type SafetensorsIndex } from './formats/safetensors-index.js';
 export {
   loadSafetensors,
   saveSafetensors,

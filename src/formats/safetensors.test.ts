@@ -8,11 +8,11 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { ErrorCode, isGpuError } from '../errors.js';
 import { propertyParams } from '../testing/property.js';
+import { parseShardIndex } from './safetensors-index.js';
 import {
   dtypeBits,
   layoutSafetensors,
   parseSafetensors,
-  parseShardIndex,
   SAFETENSORS_DTYPES,
   SafetensorsError,
   serializeSafetensors,

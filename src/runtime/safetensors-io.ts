@@ -7,7 +7,7 @@
  * is read into by libuv's threads (fs `read`, several pieces in flight) while `rt.upload` copies the piece before
  * to the device, directly from pinned memory. SWITCH TO rt.uploadFile / rt.downloadFile: {@link runtimeFileMover}.
  */
-import type { FileHandle } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { ErrorCode, GpuError, InvalidArgumentError } from '../errors.js';
 import { SafetensorsError } from '../formats/safetensors.js';
 import type { Allocation, PinnedAllocation } from '../memory/allocation.js';
@@ -199,3 +199,53 @@ export async function readRange(fh: FileHandle, position: number, bytes: number)
 }
 
 export { writeFully };
+
+/** What {@link verifyLoaded} found. */
+export interface VerifyResult {
+  readonly ok: boolean;
+  readonly tensors: number;
+  readonly bytes: number;
+  /** The first tensor whose device bytes differ from its file bytes. */
+  readonly mismatch?: { name: string; byte: number };
+}
+
+/**
+ * Reads every loaded tensor back from the device and compares it with its bytes in its file, piece by piece.
+ * @throws (rejects) SafetensorsError when a file cannot be read again; what rt.download throws.
+ */
+export async function verifyLoaded(
+  rt: Runtime,
+  tensors: Iterable<{ name: string; allocation: Allocation; byteOffset: number; bytes: number; file: string; fileOffset: number }>,
+): Promise<VerifyResult> {
+  const handles = new Map<string, FileHandle>();
+  const piece = 64 * MiB;
+  let count = 0;
+  let bytes = 0;
+  try {
+    for (const t of tensors) {
+      count++;
+      let fh = handles.get(t.file);
+      if (!fh) {
+        fh = await open(t.file, 'r').catch((e: unknown) => {
+          throw new SafetensorsError('read-failed', `cannot open it again to verify (${(e as NodeJS.ErrnoException).code ?? e})`, t.file, e);
+        });
+        handles.set(t.file, fh);
+      }
+      for (let at = 0; at < t.bytes; at += piece) {
+        const n = Math.min(piece, t.bytes - at);
+        const fromFile = await readRange(fh, t.fileOffset + at, n);
+        const fromDevice = new Uint8Array(n);
+        await rt.download(fromDevice, t.allocation, { srcOffset: t.byteOffset + at, bytes: n });
+        if (!Buffer.from(fromFile.buffer, 0, n).equals(Buffer.from(fromDevice.buffer, 0, n))) {
+          let i = 0;
+          while (fromFile[i] === fromDevice[i]) i++;
+          return { ok: false, tensors: count, bytes: bytes + at + i, mismatch: { name: t.name, byte: at + i } };
+        }
+      }
+      bytes += t.bytes;
+    }
+  } finally {
+    await Promise.allSettled([...handles.values()].map((h) => h.close()));
+  }
+  return { ok: true, tensors: count, bytes };
+}

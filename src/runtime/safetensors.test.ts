@@ -27,7 +27,7 @@ import { openRuntime, type Runtime } from '../memory/runtime.js';
 import { CachingPool, DeviceResource } from '../pool/index.js';
 import { propertyParams } from '../testing/property.js';
 import { loadSafetensors, saveSafetensors, type LoadedSafetensors } from './safetensors.js';
-import { PinnedFileMover, type FileMover } from './safetensors-io.js';
+import { PinnedFileMover, verifyLoaded, type FileMover } from './safetensors-io.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gpumem-safetensors-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -465,4 +465,19 @@ test('saving: host buffers and device views together; bad input and failures lea
   assert.deepEqual(readdirSync(folder).sort(), before, 'no partial or temporary file');
   assert.deepEqual(readFileSync(out), Buffer.from(expected), 'a failed save leaves the file it would have replaced as it was');
   assert.equal(rt.liveMemory().pinned.count, 0);
+});
+
+test('verifyLoaded finds every byte equal after a load, and names the tensor a changed byte is in', async () => {
+  using rt = host();
+  const p = fresh();
+  const tensors = ['a', 'b', 'c'].map((name, i) => ({ name, dtype: 'U8' as const, shape: [1000], data: new Uint8Array(1000).fill(i + 1) }));
+  writeFileSync(p, serializeSafetensors(tensors));
+  using loaded = await loadSafetensors(p, rt.device(0));
+  const good = await verifyLoaded(rt, loaded.tensors.values());
+  assert.deepEqual(good, { ok: true, tensors: 3, bytes: 3000 });
+  const b = loaded.tensors.get('b')!;
+  rt.fill(loaded.allocation, 0, { offset: b.byteOffset + 700, bytes: 1 });
+  const bad = await verifyLoaded(rt, loaded.tensors.values());
+  assert.equal(bad.ok, false);
+  assert.deepEqual(bad.mismatch, { name: 'b', byte: 700 });
 });

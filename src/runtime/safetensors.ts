@@ -19,7 +19,6 @@ import { ErrorCode, GpuError, InvalidArgumentError, isGpuError } from '../errors
 import {
   layoutSafetensors,
   parseHeader,
-  parseShardIndex,
   readHeaderLength,
   SAFETENSORS_PREFIX_BYTES,
   SafetensorsError,
@@ -27,6 +26,7 @@ import {
   type SafetensorsHeader,
   type SafetensorsTensorInfo,
 } from '../formats/safetensors.js';
+import { parseShardIndex } from '../formats/safetensors-index.js';
 import { Allocation } from '../memory/allocation.js';
 import type { Device } from '../memory/device.js';
 import { Runtime } from '../memory/runtime.js';
