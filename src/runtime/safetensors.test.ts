@@ -226,6 +226,10 @@ test('a missing shard, a shard without a tensor its index names, a bad index: re
   index.weight_map['c.weight'] = 'model-00001-of-00002.safetensors';
   writeFileSync(join(b.folder, 'model.safetensors.index.json'), JSON.stringify(index));
   await refused(rt, () => loadSafetensors(b.folder, rt.device(0)), 'missing-tensor');
+  const huge = join(b.folder, 'huge.index.json');
+  writeFileSync(huge, '{}');
+  truncateSync(huge, 100_000_001);
+  await refused(rt, () => loadSafetensors(huge, rt.device(0)), 'bad-index');
   index.weight_map['c.weight'] = '../model-00001-of-00002.safetensors';
   writeFileSync(join(b.folder, 'model.safetensors.index.json'), JSON.stringify(index));
   await refused(rt, () => loadSafetensors(b.folder, rt.device(0)), 'bad-index');
@@ -331,6 +335,13 @@ test('a file truncated during the read, or a read failing midway: typed error, n
     const e = await refused(rt, () => loadSafetensors(p, rt.device(0), { mover }), 'read-failed', 1);
     assert.match(e.message, /EIO/);
   }
+  // A file removed while it is read: the open descriptor still reads it whole (POSIX), so the load completes.
+  {
+    using mover = faulty(rt, 2, async () => rmSync(p, { force: true }));
+    using loaded = await loadSafetensors(p, rt.device(0), { mover });
+    assert.deepEqual(await deviceBytes(rt, loaded.allocation, loaded.tensors.get('t7')!.byteOffset, 8192), Buffer.alloc(8192, 8));
+  }
+  writeFileSync(p, file);
   // Into a destination of our own: after the failure, every byte outside the tensors' range is as it was.
   using dst = rt.device(0).alloc(file.byteLength + 4096);
   rt.fill(dst, 0xee);
@@ -420,6 +431,8 @@ test('an abort stops the load with ABORTED and frees what it took', async () => 
   ac.abort();
   const fds = openFds();
   await assert.rejects(loadSafetensors(p, rt.device(0), { signal: ac.signal }), (e) => isGpuError(e, ErrorCode.ABORTED));
+  await assert.rejects(loadSafetensors(p, 0 as never), (e) => isGpuError(e, ErrorCode.INVALID_ARGUMENT));
+  await assert.rejects(loadSafetensors('', rt.device(0)), (e) => isGpuError(e, ErrorCode.INVALID_ARGUMENT));
   assert.equal(rt.liveMemory().device.count, 0);
   assert.equal(openFds(), fds);
 });

@@ -20,6 +20,7 @@ import {
   layoutSafetensors,
   parseHeader,
   readHeaderLength,
+  SAFETENSORS_MAX_HEADER_BYTES,
   SAFETENSORS_PREFIX_BYTES,
   SafetensorsError,
   type SafetensorsDtype,
@@ -28,7 +29,7 @@ import {
 } from '../formats/safetensors.js';
 import { parseShardIndex } from '../formats/safetensors-index.js';
 import { Allocation } from '../memory/allocation.js';
-import type { Device } from '../memory/device.js';
+import { Device } from '../memory/device.js';
 import { Runtime } from '../memory/runtime.js';
 import { readRange, runtimeFileMover, writeFully, type FileMover, type FilePath } from './safetensors-io.js';
 
@@ -139,7 +140,10 @@ async function resolveSources(path: string): Promise<{ files: string[]; wanted: 
     throw notFound(index, e);
   });
   try {
-    if (!(await fh.stat()).isFile()) throw new SafetensorsError('not-a-file', 'not a regular file', index);
+    const st = await fh.stat();
+    if (!st.isFile()) throw new SafetensorsError('not-a-file', 'not a regular file', index);
+    // An index lists names and file names (a few hundred KiB for the largest models): the header's limit bounds it too.
+    if (st.size > SAFETENSORS_MAX_HEADER_BYTES) throw new SafetensorsError('bad-index', `${st.size} bytes: larger than any index of names could be`, index);
     text = await fh.readFile('utf8');
   } finally {
     await fh.close();
@@ -168,6 +172,7 @@ interface Run {
  */
 export async function loadSafetensors(path: string, device: Device, options: LoadSafetensorsOptions = {}): Promise<LoadedSafetensors> {
   const t0 = performance.now();
+  if (!(device instanceof Device)) throw new InvalidArgumentError('loadSafetensors: expected a device (rt.device(n))');
   const rt = device.runtime;
   rt.assertOpen();
   if (typeof path !== 'string' || path === '') throw new InvalidArgumentError('loadSafetensors: expected a path');
