@@ -6,6 +6,7 @@ import { interruptible, withRuntime, type Io } from './context.js';
 import { UsageError } from './errors.js';
 import { backendOption, parseIntOption, parsePositive } from './options.js';
 
+/** The options of `load-weights` as commander parses them. */
 export interface LoadWeightsCliOptions {
   backend?: string;
   device: number;
@@ -15,6 +16,7 @@ export interface LoadWeightsCliOptions {
   json?: boolean;
 }
 
+/** Adds `load-weights` to the program. */
 export function defineLoadWeights(program: Command, io: Io): void {
   program
     .command('load-weights')

@@ -23,6 +23,7 @@ export interface LoadWeightsReport {
 
 const SHOWN = 12;
 
+/** The text `load-weights` prints: a summary, each run, the verification, and the first tensors. */
 export function renderLoadWeights(r: LoadWeightsReport): string {
   const out: string[] = [];
   const files = r.files.length === 1 ? '1 file' : `${r.files.length} files`;

@@ -78,6 +78,10 @@ async function readFully(fh: FileHandle, buf: Uint8Array, position: number): Pro
   }
 }
 
+/**
+ * Writes all of `buf` at `position`.
+ * @throws (rejects) SafetensorsError write-failed
+ */
 async function writeFully(fh: FileHandle, buf: Uint8Array, position: number): Promise<void> {
   let done = 0;
   while (done < buf.byteLength) {
@@ -191,7 +195,10 @@ export function runtimeFileMover(rt: Runtime, largestRange: number): FileMover {
   return new PinnedFileMover(rt, { largestRange });
 }
 
-/** The byte reader for headers: exactly `bytes` at `position`, or a SafetensorsError. */
+/**
+ * Exactly `bytes` of the file at `position`.
+ * @throws (rejects) SafetensorsError truncated (the file ends first), read-failed
+ */
 export async function readRange(fh: FileHandle, position: number, bytes: number): Promise<Uint8Array> {
   const buf = new Uint8Array(bytes);
   await readFully(fh, buf, position);

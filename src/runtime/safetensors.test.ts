@@ -1,76 +1,23 @@
 /**
  * safetensors files to device memory and back on the host backend, with real files: byte-exact loads of files built
- * here from the format's rules, round trips through the writer, filters, sharded checkpoints, destinations and
- * pools, and every failure (bad headers, missing shards, a FIFO, a file truncated or failing during the read, a
- * destination too small, an abort) leaving no allocation, no pinned slot and no file descriptor behind.
+ * here from the format's rules, round trips through the writer over random checkpoints and filters, sharded
+ * checkpoints, destinations and pools, saving. The failures are in safetensors-faults.test.ts.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import fc from 'fast-check';
 import { ErrorCode, isGpuError } from '../errors.js';
-import {
-  dtypeBits,
-  parseSafetensors,
-  SAFETENSORS_DTYPES,
-  SafetensorsError,
-  serializeSafetensors,
-  type SafetensorsHostTensor,
-  type SafetensorsProblem,
-} from '../formats/safetensors.js';
-import type { Allocation } from '../memory/allocation.js';
-import { openRuntime, type Runtime } from '../memory/runtime.js';
+import { dtypeBits, parseSafetensors, SAFETENSORS_DTYPES, serializeSafetensors, type SafetensorsHostTensor } from '../formats/safetensors.js';
 import { CachingPool, DeviceResource } from '../pool/index.js';
 import { propertyParams } from '../testing/property.js';
+import { deviceBytes, hostRuntime, openFds, scratchFolder, sharded, specFile } from '../testing/safetensors-files.js';
 import { loadSafetensors, saveSafetensors, type LoadedSafetensors } from './safetensors.js';
 import { PinnedFileMover, verifyLoaded, type FileMover } from './safetensors-io.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'gpumem-safetensors-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
-let seq = 0;
-const fresh = (name = 'model.safetensors'): string => {
-  const d = join(dir, `t${seq++}`);
-  spawnSync('mkdir', ['-p', d]);
-  return join(d, name);
-};
-
-const openFds = (): number => readdirSync('/proc/self/fd').length;
-const host = (): Runtime => openRuntime({ backend: 'host', host: { devices: 2, deviceBytes: 1 << 28 } });
-
-async function deviceBytes(rt: Runtime, a: Allocation, offset: number, bytes: number): Promise<Buffer> {
-  if (bytes === 0) return Buffer.alloc(0);
-  const out = new Uint8Array(bytes);
-  await rt.download(out, a, { srcOffset: offset, bytes });
-  return Buffer.from(out);
-}
-
-/** A file as the format's README describes it, written here byte by byte. */
-function specFile(path: string, header: string, data: number[] | Uint8Array): Buffer {
-  const h = Buffer.from(header, 'utf8');
-  const prefix = Buffer.alloc(8);
-  prefix.writeBigUInt64LE(BigInt(h.byteLength));
-  const bytes = Buffer.concat([prefix, h, Buffer.from(data)]);
-  writeFileSync(path, bytes);
-  return bytes;
-}
-
-/** Asserts that `p` rejects with a SafetensorsError of `problem` and that nothing was left allocated or open. */
-async function refused(rt: Runtime, p: () => Promise<unknown>, problem: SafetensorsProblem, pinned = 0): Promise<SafetensorsError> {
-  const fds = openFds();
-  let caught: unknown;
-  await p().catch((e: unknown) => (caught = e));
-  assert.ok(caught instanceof SafetensorsError, `expected a SafetensorsError, got ${String(caught)}`);
-  assert.equal(caught.problem, problem, caught.message);
-  assert.equal(caught.code, ErrorCode.BAD_INPUT);
-  assert.equal(rt.liveMemory().device.count, 0, 'no device memory left allocated');
-  assert.equal(rt.liveMemory().pinned.count, pinned, 'no pinned slot left allocated but those of a mover given');
-  assert.equal(openFds(), fds, 'no file descriptor left open');
-  return caught;
-}
+const { fresh, folder: newFolder } = scratchFolder();
+const host = hostRuntime;
 
 test('a file built by hand from the README loads in one read, each tensor byte-exact where the file had it', async () => {
   using rt = host();
@@ -173,32 +120,9 @@ test('round trip: random checkpoints and filters load byte-exact in as many read
   assert.equal(rt.liveMemory().pinned.count, 0);
 });
 
-/** A sharded checkpoint: two shards and their index, in a folder of its own. */
-function sharded(): { folder: string; tensors: Map<string, Uint8Array> } {
-  const folder = join(dir, `t${seq++}`);
-  spawnSync('mkdir', ['-p', folder]);
-  const tensors = new Map<string, Uint8Array>();
-  const shard = (names: string[], n: number): SafetensorsHostTensor[] =>
-    names.map((name, i) => {
-      const data = Uint8Array.from({ length: 64 * (i + 1) }, (_, k) => (k + n * 13 + i) & 0xff);
-      tensors.set(name, data);
-      return { name, dtype: 'F32', shape: [16 * (i + 1)], data };
-    });
-  writeFileSync(join(folder, 'model-00001-of-00002.safetensors'), serializeSafetensors(shard(['a.weight', 'a.bias'], 1), { format: 'pt' }));
-  writeFileSync(join(folder, 'model-00002-of-00002.safetensors'), serializeSafetensors(shard(['b.weight', 'b.bias', 'extra'], 2), { format: 'pt' }));
-  const weightMap = {
-    'a.weight': 'model-00001-of-00002.safetensors',
-    'a.bias': 'model-00001-of-00002.safetensors',
-    'b.weight': 'model-00002-of-00002.safetensors',
-    'b.bias': 'model-00002-of-00002.safetensors',
-  };
-  writeFileSync(join(folder, 'model.safetensors.index.json'), JSON.stringify({ metadata: { total_size: 448 }, weight_map: weightMap }));
-  return { folder, tensors };
-}
-
 test('a sharded checkpoint loads through its index into one allocation; the index decides which tensors', async () => {
   using rt = host();
-  const { folder, tensors } = sharded();
+  const { folder, tensors } = sharded(newFolder());
   for (const path of [folder, join(folder, 'model.safetensors.index.json')]) {
     using loaded = await loadSafetensors(path, rt.device(0));
     assert.deepEqual([...loaded.tensors.keys()].sort(), ['a.bias', 'a.weight', 'b.bias', 'b.weight'], 'a tensor the index does not list is not loaded');
@@ -213,156 +137,6 @@ test('a sharded checkpoint loads through its index into one allocation; the inde
   using some = await loadSafetensors(folder, rt.device(0), { filter: (n) => n.endsWith('.bias') });
   assert.deepEqual([...some.tensors.keys()].sort(), ['a.bias', 'b.bias']);
   assert.equal(some.reads, 2);
-});
-
-test('a missing shard, a shard without a tensor its index names, a bad index: refused before any allocation', async () => {
-  using rt = host();
-  const a = sharded();
-  rmSync(join(a.folder, 'model-00002-of-00002.safetensors'));
-  const e = await refused(rt, () => loadSafetensors(a.folder, rt.device(0)), 'missing-shard');
-  assert.match(e.message, /model-00002-of-00002\.safetensors.*no such file/);
-  const b = sharded();
-  const index = JSON.parse(readFileSync(join(b.folder, 'model.safetensors.index.json'), 'utf8'));
-  index.weight_map['c.weight'] = 'model-00001-of-00002.safetensors';
-  writeFileSync(join(b.folder, 'model.safetensors.index.json'), JSON.stringify(index));
-  await refused(rt, () => loadSafetensors(b.folder, rt.device(0)), 'missing-tensor');
-  const huge = join(b.folder, 'huge.index.json');
-  writeFileSync(huge, '{}');
-  truncateSync(huge, 100_000_001);
-  await refused(rt, () => loadSafetensors(huge, rt.device(0)), 'bad-index');
-  index.weight_map['c.weight'] = '../model-00001-of-00002.safetensors';
-  writeFileSync(join(b.folder, 'model.safetensors.index.json'), JSON.stringify(index));
-  await refused(rt, () => loadSafetensors(b.folder, rt.device(0)), 'bad-index');
-  await refused(rt, () => loadSafetensors(join(dir, 'nothing-here.safetensors'), rt.device(0)), 'not-a-file');
-  const empty = join(dir, `t${seq++}`);
-  spawnSync('mkdir', ['-p', empty]);
-  await refused(rt, () => loadSafetensors(empty, rt.device(0)), 'not-a-file');
-});
-
-test('lying headers are refused with their problem, nothing allocated, no descriptor left open', async () => {
-  using rt = host();
-  const cases: Array<[string, (p: string) => void, SafetensorsProblem]> = [
-    [
-      'a header of gigabytes',
-      (p) => {
-        const b = Buffer.alloc(64);
-        b.writeBigUInt64LE(3n * 2n ** 30n);
-        writeFileSync(p, b);
-      },
-      'header-too-large',
-    ],
-    [
-      'a header length past the end of the file',
-      (p) => {
-        const b = Buffer.alloc(64, 0x20);
-        b.writeBigUInt64LE(1000n);
-        writeFileSync(p, b);
-      },
-      'header-length',
-    ],
-    [
-      'overlapping tensors',
-      (p) => specFile(p, '{"a":{"dtype":"U8","shape":[3],"data_offsets":[0,3]},"b":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}}', [1, 2, 3, 4]),
-      'invalid-offset',
-    ],
-    ['an unknown dtype', (p) => specFile(p, '{"a":{"dtype":"Q4","shape":[4],"data_offsets":[0,4]}}', [1, 2, 3, 4]), 'unknown-dtype'],
-    ['a shape that does not match the size', (p) => specFile(p, '{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}}', [1, 2, 3, 4]), 'size-mismatch'],
-    ['offsets past the end', (p) => specFile(p, '{"a":{"dtype":"U8","shape":[400],"data_offsets":[0,400]}}', [1, 2, 3, 4]), 'incomplete-buffer'],
-    [
-      'a file shorter than its header says',
-      (p) => writeFileSync(p, serializeSafetensors([{ name: 'a', dtype: 'U8', shape: [64], data: new Uint8Array(64) }]).subarray(0, 90)),
-      'incomplete-buffer',
-    ],
-    ['an empty file', (p) => writeFileSync(p, ''), 'header-too-small'],
-  ];
-  for (const [what, make, problem] of cases) {
-    const p = fresh();
-    make(p);
-    await refused(rt, () => loadSafetensors(p, rt.device(0)), problem).catch((e: unknown) => assert.fail(`${what}: ${String(e)}`));
-  }
-});
-
-test('a FIFO is refused at once, not waited on', async () => {
-  using rt = host();
-  const p = fresh('pipe.safetensors');
-  assert.equal(spawnSync('mkfifo', [p]).status, 0, 'mkfifo');
-  // Nobody writes to the FIFO: a load that opened it for a blocking read would never settle.
-  await refused(rt, () => loadSafetensors(p, rt.device(0)), 'not-a-file');
-});
-
-/** A mover that hands the real one a file handle whose reads misbehave after the first `after` calls. */
-function faulty(rt: Runtime, after: number, fault: (fh: FileHandle) => Promise<void>): FileMover & { inner: PinnedFileMover } {
-  const inner = new PinnedFileMover(rt, { pieceBytes: 4096, slots: 2 });
-  let calls = 0;
-  const wrap = (fh: FileHandle): FileHandle =>
-    new Proxy(fh, {
-      get(target, prop) {
-        if (prop === 'read') {
-          return async (...args: Parameters<FileHandle['read']>) => {
-            if (++calls > after) await fault(target);
-            return (target.read as (...a: unknown[]) => unknown)(...args);
-          };
-        }
-        const v = Reflect.get(target, prop) as unknown;
-        return typeof v === 'function' ? v.bind(target) : v;
-      },
-    });
-  return {
-    inner,
-    toDevice: (dst, fh, r) => inner.toDevice(dst, wrap(fh), r),
-    toFile: inner.toFile,
-    [Symbol.dispose]: () => inner[Symbol.dispose](),
-  };
-}
-
-test('a file truncated during the read, or a read failing midway: typed error, nothing past the destination written, all freed', async () => {
-  using rt = host();
-  const tensors = Array.from({ length: 8 }, (_, i) => ({ name: `t${i}`, dtype: 'U8' as const, shape: [8192], data: new Uint8Array(8192).fill(i + 1) }));
-  const file = serializeSafetensors(tensors);
-  const p = fresh();
-  writeFileSync(p, file);
-  {
-    using mover = faulty(rt, 3, async () => truncateSync(p, 20000));
-    const e = await refused(rt, () => loadSafetensors(p, rt.device(0), { mover }), 'truncated', 1);
-    assert.equal(e.file, p);
-  }
-  assert.equal(rt.liveMemory().pinned.count, 0, "the mover's slots are freed with it");
-  writeFileSync(p, file);
-  {
-    using mover = faulty(rt, 5, async () => {
-      throw Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' });
-    });
-    const e = await refused(rt, () => loadSafetensors(p, rt.device(0), { mover }), 'read-failed', 1);
-    assert.match(e.message, /EIO/);
-  }
-  // A file removed while it is read: the open descriptor still reads it whole (POSIX), so the load completes.
-  {
-    using mover = faulty(rt, 2, async () => rmSync(p, { force: true }));
-    using loaded = await loadSafetensors(p, rt.device(0), { mover });
-    assert.deepEqual(await deviceBytes(rt, loaded.allocation, loaded.tensors.get('t7')!.byteOffset, 8192), Buffer.alloc(8192, 8));
-  }
-  writeFileSync(p, file);
-  // Into a destination of our own: after the failure, every byte outside the tensors' range is as it was.
-  using dst = rt.device(0).alloc(file.byteLength + 4096);
-  rt.fill(dst, 0xee);
-  {
-    using mover = faulty(rt, 4, async () => truncateSync(p, 30000));
-    await assert.rejects(
-      loadSafetensors(p, rt.device(0), { mover, into: { allocation: dst, offset: 1024 } }),
-      (e) => e instanceof SafetensorsError && e.problem === 'truncated',
-    );
-  }
-  const after = await deviceBytes(rt, dst, 0, dst.bytes);
-  const need = 8 * 8192;
-  assert.ok(
-    after.subarray(0, 1024).every((x) => x === 0xee),
-    'before the range',
-  );
-  assert.ok(
-    after.subarray(1024 + need).every((x) => x === 0xee),
-    'after the range',
-  );
-  assert.equal(dst.disposed, false, 'a destination given is never freed');
 });
 
 test('into a destination: placed at its offset; too small or of another device: refused before any read', async () => {
@@ -421,20 +195,6 @@ test('from a pool: the allocation comes from the resource and goes back to it on
   assert.equal(a.disposed, true);
   loaded = undefined;
   await assert.rejects(loadSafetensors(p, rt.device(1), { resource: pool }), (e) => isGpuError(e, ErrorCode.WRONG_DEVICE));
-});
-
-test('an abort stops the load with ABORTED and frees what it took', async () => {
-  using rt = host();
-  const p = fresh();
-  writeFileSync(p, serializeSafetensors([{ name: 'w', dtype: 'U8', shape: [100000], data: new Uint8Array(100000) }]));
-  const ac = new AbortController();
-  ac.abort();
-  const fds = openFds();
-  await assert.rejects(loadSafetensors(p, rt.device(0), { signal: ac.signal }), (e) => isGpuError(e, ErrorCode.ABORTED));
-  await assert.rejects(loadSafetensors(p, 0 as never), (e) => isGpuError(e, ErrorCode.INVALID_ARGUMENT));
-  await assert.rejects(loadSafetensors('', rt.device(0)), (e) => isGpuError(e, ErrorCode.INVALID_ARGUMENT));
-  assert.equal(rt.liveMemory().device.count, 0);
-  assert.equal(openFds(), fds);
 });
 
 test('saving: host buffers and device views together; bad input and failures leave no file behind', async () => {

@@ -110,6 +110,10 @@ function ddDirect(path: string): number | undefined {
   return r.status === 0 ? (performance.now() - t0) / 1e3 : undefined;
 }
 
+/**
+ * The file-HtoD rows (see the module comment), for `bench --only transfer`.
+ * @throws GpuError UNSUPPORTED when the folder has no room for the checkpoint (the bench records it as a failed group)
+ */
 export async function safetensorsTests(ctx: BenchContext, max: number): Promise<void> {
   const quick = ctx.options.quick;
   const target = quick ? Math.max(MiB, Math.min(max, 64 * MiB)) : 2 * GiB;
