@@ -159,6 +159,7 @@ test('every broken rule is refused with its own problem', () => {
     ['a header that is not UTF-8', spec('{"ab":1}').map((x, i) => (i === 10 ? 0xff : x)), 'header-utf8'],
     ['a header that is not JSON', spec('{"t":'), 'header-json'],
     ['a header that is an array', spec('[]'), 'header-json'],
+    ['a header nested a million deep', spec(`{"a":${'['.repeat(1e6)}${']'.repeat(1e6)}}`), 'header-json'],
     [
       'a duplicate tensor',
       spec('{"t":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"t":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}', [1, 2]),
