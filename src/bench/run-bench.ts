@@ -15,6 +15,7 @@ import { accessTests, cacheSweep, latencyTests, streamTests } from './suites/dev
 import { managedTests, zeroCopyTests } from './suites/host-visible.js';
 import { allocTests, peerTests } from './suites/peer-alloc.js';
 import { transferTests } from './suites/transfer.js';
+import { safetensorsTests } from './suites/safetensors.js';
 import { collectiveTests } from './suites/collectives.js';
 
 /** Test groups, in the order they run. */
@@ -185,6 +186,7 @@ export async function runBench(rt: Runtime, options: BenchOptions): Promise<Benc
           ['latency', only.has('latency') && kernels, () => latencyTests(ctx, max)],
           ['alloc', only.has('alloc'), () => allocTests(ctx)],
           ['transfer', only.has('transfer'), () => transferTests(ctx, max)],
+          ['safetensors', only.has('transfer'), () => safetensorsTests(ctx, max)],
         ];
         for (const [name, wanted, fn] of groups) if (wanted) await guarded(ctx, name, fn);
       }

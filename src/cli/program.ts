@@ -10,6 +10,7 @@ import type { Io } from './context.js';
 import { exitCodeFor, Interrupted } from './errors.js';
 import { fsReason } from '../input/fs-errors.js';
 import { defineInfo } from './info-command.js';
+import { defineLoadWeights } from './load-weights-command.js';
 import { defineMonitor } from './monitor-command.js';
 import { definePlan } from './plan-command.js';
 import { definePool } from './replay-command.js';
@@ -48,6 +49,7 @@ Examples:
   $ gpumem plan --model llama-3.1-8b --mode train --gpus 8 --zero 3   what fits, and where it lives
   $ gpumem pool replay snapshot.json.gz   replay a PyTorch allocator trace against pool configurations
   $ gpumem monitor --serve           live memory per GPU and process: web dashboard and Prometheus /metrics
+  $ gpumem load-weights ./model      a safetensors checkpoint to the GPU, checked and timed
 
 Environment:
   GPUMEM_BACKEND                     default backend (auto, cuda, hip, host)
@@ -64,6 +66,7 @@ Environment:
   defineAnalyze(program, io);
   defineMonitor(program, io);
   definePool(program, io);
+  defineLoadWeights(program, io);
   return program;
 }
 
