@@ -151,3 +151,36 @@ test('managed-memory advice on AMD with XNACK off says pages are not migrated on
   assert.ok(on && !/XNACK is off/.test(on.title));
   assert.match(on.recommendation, /migrates them on demand/);
 });
+
+test('every rule reads through the native filter: transfer rows whose kind differed from native C are left out too (invented rows and table)', () => {
+  const GiB = 2 ** 30;
+  const transfer = (direction: string, srcKind: string, dstKind: string, engine: string, gbps: number): BenchResult => ({
+    test: 'transfer',
+    direction,
+    srcKind,
+    dstKind,
+    engine,
+    bytes: GiB,
+    device: device.index,
+    counted: 'one-way',
+    medianGBps: gbps,
+    minGBps: gbps,
+    maxGBps: gbps,
+    cv: 0,
+    repeats: 3,
+    verified: true,
+  });
+  const rows = [transfer('HtoD', 'pageable', 'device', 'runtime-direct', 7), transfer('HtoD', 'pageable', 'device', 'gpumem-upload', 45)];
+  const withRows: BenchReport = { ...bench, environment: { ...bench.environment, backend: 'cuda' }, results: [...bench.results, ...rows] };
+  const table = (verdict: 'agrees' | 'differs'): NativeAgreement => ({
+    measured: '2026-12-01',
+    machine: 'NVIDIA H200',
+    evidence: 'invented',
+    rows: { [`transfer|HtoD|pageable|device|gpumem-upload|${GiB}`]: verdict, [`transfer|HtoD|pageable|device|runtime-direct|${GiB}`]: 'agrees' },
+  });
+  const agreed = adviseDeviceWithheld(device, withRows, table('agrees'));
+  assert.ok(agreed.items.some((a) => a.id === 'stage-pageable-transfers'));
+  const differed = adviseDeviceWithheld(device, withRows, table('differs'));
+  assert.ok(!differed.items.some((a) => a.id === 'stage-pageable-transfers'), 'the staged row is not quoted');
+  assert.ok(differed.withheld.some((w) => w.source === 'transfer HtoD pageable->device gpumem-upload 1 GiB'));
+});

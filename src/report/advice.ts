@@ -9,6 +9,7 @@
 import type { DeviceInfo } from '../backend/backend.js';
 import type { BenchReport } from '../formats/bench-schema.js';
 import { copyAdvice } from './advice-copies.js';
+import type { NativeAgreement } from './fidelity.js';
 import { linkAdvice } from './advice-links.js';
 import { memoryAdvice } from './advice-memory.js';
 import { transferAdvice } from './advice-transfer.js';
@@ -24,9 +25,9 @@ export function adviseDevice(info: DeviceInfo, bench: BenchReport): Advice[] {
   return adviseDeviceWithheld(info, bench).items;
 }
 
-/** The advice for one device, and the rows its rules left out because their kind differed from native C. */
-export function adviseDeviceWithheld(info: DeviceInfo, bench: BenchReport): { items: Advice[]; withheld: Withheld[] } {
-  const F = figuresFor(info, bench);
+/** The advice for one device, and the rows its rules left out because their kind differed from native C (in `table`, the published comparison by default). */
+export function adviseDeviceWithheld(info: DeviceInfo, bench: BenchReport, table?: NativeAgreement): { items: Advice[]; withheld: Withheld[] } {
+  const F = figuresFor(info, bench, table);
   const items: Advice[] = [];
   const add: RuleContext['add'] = (a) => items.push({ ...a, evidence: a.evidence.filter((e): e is Evidence => !!e) });
   for (const rule of RULES) rule({ info, bench, F, add });

@@ -6,7 +6,8 @@
 import type { DeviceInfo } from '../backend/backend.js';
 import type { BenchReport, BenchResult } from '../formats/bench-schema.js';
 import { formatBytes } from '../units.js';
-import { nativeVerdict, type NativeVerdict } from './fidelity.js';
+import { nativeVerdict, type NativeAgreement, type NativeVerdict } from './fidelity.js';
+import { NATIVE_AGREEMENT } from './native-agreement.js';
 
 export type Workload = 'training' | 'inference' | 'preprocessing';
 
@@ -71,12 +72,13 @@ export class Figures {
     readonly device: number,
     private readonly backend: string,
     private readonly run: string,
+    private readonly table: NativeAgreement = NATIVE_AGREEMENT,
   ) {}
 
   /** How the row's kind compared with native C (looked up once per row). */
   private verdict(r: BenchResult): NativeVerdict {
     let v = this.verdicts.get(r);
-    if (!v) this.verdicts.set(r, (v = nativeVerdict(r, this.backend)));
+    if (!v) this.verdicts.set(r, (v = nativeVerdict(r, this.backend, this.table)));
     return v;
   }
 
@@ -146,8 +148,8 @@ export class Figures {
   }
 }
 
-/** Figures of one device of a bench, with the run named for every piece of evidence. */
-export function figuresFor(info: DeviceInfo, bench: BenchReport): Figures {
+/** Figures of one device of a bench, with the run named for every piece of evidence, judged against `table`. */
+export function figuresFor(info: DeviceInfo, bench: BenchReport, table: NativeAgreement = NATIVE_AGREEMENT): Figures {
   const env = bench.environment;
   const name = env.devices.find((d) => d.index === info.index)?.name ?? info.name;
   return new Figures(
@@ -155,5 +157,6 @@ export function figuresFor(info: DeviceInfo, bench: BenchReport): Figures {
     info.index,
     env.backend,
     `gpumem bench (${env.mode}) on this machine, ${env.date}, device ${info.index}${name ? ` (${name})` : ''}`,
+    table,
   );
 }
