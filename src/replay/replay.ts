@@ -8,6 +8,7 @@ import { CachingPool, type CachingPoolOptions } from '../pool/caching-pool.js';
 import { SimulatedGrowableSource } from '../pool/growable.js';
 import { SimulatedResource } from '../pool/sources.js';
 import { EventKind, type Extent, type Trace } from '../formats/allocator-trace.js';
+import { RangeSet } from './ranges.js';
 
 const MiB = 1024 * 1024;
 
@@ -51,13 +52,16 @@ export interface StartState {
 
 /**
  * What was live when recording began, from the snapshot's state at its end undone event by event, last first: a
- * block allocated during the recording did not exist before it, a block freed during it did; the same for segments.
+ * block allocated during the recording did not exist before it, a block freed during it did. Reserved memory is
+ * undone as address ranges, not segments: an expandable segment maps and unmaps pieces of one range (segment_map /
+ * segment_unmap), and the snapshot lists its mapped ranges, which need not start where any map event did.
  * Empty when the trace carries no end state (logs, snapshots without `segments`).
  */
 export function stateAtStart(trace: Trace): StartState {
   if (!trace.atEnd) return { blocks: [], segments: [] };
   const blocks = new Map(trace.atEnd.blocks.map((b) => [b.address, b]));
-  const segments = new Map(trace.atEnd.segments.map((x) => [x.address, x]));
+  const reserved = new RangeSet();
+  for (const x of trace.atEnd.segments) reserved.add(x.address, x.address + x.size, x.stream);
   const ev = trace.events;
   const freeKind = trace.hasFreeCompleted ? EventKind.Free : EventKind.FreeRequested;
   for (let i = ev.length - 1; i >= 0; i--) {
@@ -65,11 +69,11 @@ export function stateAtStart(trace: Trace): StartState {
     const e = { address: ev.addr[i]!, size: ev.size[i]!, stream: ev.stream[i]! };
     if (k === EventKind.Alloc) blocks.delete(e.address);
     else if (k === freeKind) blocks.set(e.address, e);
-    else if (k === EventKind.SegmentAlloc || k === EventKind.SegmentMap) segments.delete(e.address);
-    else if (k === EventKind.SegmentFree || k === EventKind.SegmentUnmap) segments.set(e.address, e);
+    else if (k === EventKind.SegmentAlloc || k === EventKind.SegmentMap) reserved.remove(e.address, e.address + e.size);
+    else if (k === EventKind.SegmentFree || k === EventKind.SegmentUnmap) reserved.add(e.address, e.address + e.size, e.stream);
   }
   const byAddress = (a: Extent, b: Extent): number => a.address - b.address;
-  return { blocks: [...blocks.values()].sort(byAddress), segments: [...segments.values()].sort(byAddress) };
+  return { blocks: [...blocks.values()].sort(byAddress), segments: reserved.extents() };
 }
 
 const total = (xs: readonly Extent[]): number => xs.reduce((s, x) => s + x.size, 0);
