@@ -6,6 +6,7 @@
 import { statSync } from 'node:fs';
 import { BadInputError } from '../errors.js';
 import { sniffBytes } from '../input/files.js';
+import { isPickle } from '../input/pickle.js';
 import { readLines } from '../input/lines.js';
 import { reqNumber } from '../input/numbers.js';
 import { deviceTrace, readPytorchSnapshot } from './pytorch-snapshot.js';
@@ -51,8 +52,10 @@ export async function detectFormat(file: string): Promise<TraceFormat> {
     .trimStart();
   if (/^Thread\s*,\s*Time\s*,\s*Action/i.test(t)) return 'rmm';
   if (/^\{\s*"t"\s*:/.test(t)) return 'gpumem';
-  snapshotEncoding(file); // refuses JSON and pickles that are not snapshots, naming what they are
-  if (t.startsWith('{') || head[0] === 0x80) return 'pytorch';
+  if (t.startsWith('{') || t.startsWith('[') || isPickle(head)) {
+    snapshotEncoding(file); // refuses JSON and pickles that are not snapshots, naming what they are
+    return 'pytorch';
+  }
   throw new BadInputError(
     `not a recognised allocation trace (expected a PyTorch memory snapshot as pickle or JSON, a gpumem NDJSON log or an RMM CSV log)${head.includes(0) ? ': a binary file' : `; it starts ${JSON.stringify(t.slice(0, 40))}`}`,
     file,
@@ -65,9 +68,9 @@ function num(v: unknown, what: string, file: string): number {
 }
 
 /** Reads gpumem's NDJSON log (one object per line: { t, action, address, bytes, stream }). */
-async function readNdjson(file: string): Promise<Trace> {
+async function readNdjson(file: string, progress?: (bytes: number) => void): Promise<Trace> {
   const events = new TraceEvents();
-  for await (const [text, line] of readLines(file, { maxLine: 1 << 16 })) {
+  for await (const [text, line] of readLines(file, { maxLine: 1 << 16, progress })) {
     if (text.trim() === '') continue;
     let o: { action?: unknown; address?: unknown; bytes?: unknown; stream?: unknown };
     try {
@@ -88,10 +91,10 @@ async function readNdjson(file: string): Promise<Trace> {
 }
 
 /** Reads RMM's CSV log. */
-async function readRmmCsv(file: string): Promise<Trace> {
+async function readRmmCsv(file: string, progress?: (bytes: number) => void): Promise<Trace> {
   const events = new TraceEvents();
   let cols: Record<string, number> | undefined;
-  for await (const [text, line] of readLines(file, { maxLine: 1 << 16 })) {
+  for await (const [text, line] of readLines(file, { maxLine: 1 << 16, progress })) {
     if (text.trim() === '') continue;
     const cells = text.split(',').map((c) => c.trim());
     if (!cols) {
@@ -116,7 +119,8 @@ async function readRmmCsv(file: string): Promise<Trace> {
 }
 
 /**
- * Reads an allocation trace of any supported format.
+ * Reads an allocation trace of any supported format. `progress(bytes, size)` is called as the file is read (bytes as
+ * read, which for gzip can pass the file's size).
  * @throws BadInputError naming the file and what is wrong with it.
  */
 export async function readTrace(
@@ -133,12 +137,13 @@ export async function readTrace(
   let trace: Trace;
   try {
     const format = !options.format || options.format === 'auto' ? await detectFormat(file) : options.format;
+    const progress = (n: number): void => options.progress?.(n, size);
     trace =
       format === 'pytorch'
-        ? deviceTrace(await readPytorchSnapshot(file, { progress: (n) => options.progress?.(n, size) }), options.device)
+        ? deviceTrace(await readPytorchSnapshot(file, { progress }), options.device)
         : format === 'gpumem'
-          ? await readNdjson(file)
-          : await readRmmCsv(file);
+          ? await readNdjson(file, progress)
+          : await readRmmCsv(file, progress);
   } catch (e) {
     if (e instanceof BadInputError) throw e;
     throw new BadInputError(`cannot read it: ${(e as Error).message} (truncated or corrupt?)`, file, { cause: e });

@@ -17,6 +17,12 @@ export function renderReplay(r: ReplayReport): string {
     out.push(
       `note: the recording started mid-run: ${t.startedMidRun.blocks} blocks (${formatBytes(t.startedMidRun.bytes, 2)}) in ${t.startedMidRun.segments} segments (${formatBytes(t.startedMidRun.reservedBytes, 2)} reserved) were live before its first event; the figures and the replay start from them`,
     );
+  if (t.devices.length > 1)
+    out.push(`note: the trace holds GPUs ${t.devices.join(', ')}; this is GPU ${t.device} alone (each GPU has its own memory; --device N for another)`);
+  if (t.expandableSegments)
+    out.push(
+      'note: the recording allocator had expandable segments on (it mapped and unmapped pieces of growable segments); pytorch-like replays the default fixed segments, gpumem-growable is the nearer match',
+    );
   if (t.untrackedFrees > 0) out.push(`note: ${t.untrackedFrees} frees of memory allocated before the trace began were ignored`);
   out.push('');
   out.push('replayed on a simulated device (no GPU; bytes counted, not measured):');

@@ -111,7 +111,16 @@ export interface ConfigurationResult {
 }
 
 export interface ReplayReport {
-  trace: RecordedFacts & { file: string; format: string; device: number; events: number };
+  trace: RecordedFacts & {
+    file: string;
+    format: string;
+    device: number;
+    /** Every device the trace holds events of; the replay is of `device` alone (each GPU has its own memory). */
+    devices: number[];
+    events: number;
+    /** The recording allocator had expandable segments on (its settings, or segment_map / segment_unmap events). */
+    expandableSegments: boolean;
+  };
   configurations: ConfigurationResult[];
 }
 
@@ -271,7 +280,15 @@ export function replay(trace: Trace, configurations: readonly ReplayConfiguratio
     };
   });
   return {
-    trace: { file: trace.file, format: trace.format, device: trace.device, events: trace.events.length, ...facts },
+    trace: {
+      file: trace.file,
+      format: trace.format,
+      device: trace.device,
+      devices: trace.devices,
+      events: trace.events.length,
+      expandableSegments: trace.expandableSegments === true || trace.events.count(EventKind.SegmentMap) > 0,
+      ...facts,
+    },
     configurations: results,
   };
 }
