@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { BadInputError } from '../errors.js';
 import { propertyParams } from '../testing/property.js';
-import { Raw, Tuple, writePickle, type PickleInput } from '../testing/pickle-writer.js';
+import { Tuple, writePickle, type PickleInput } from '../testing/pickle-writer.js';
 import { isPickle, parsePickle, pickleHead, UnsafePickleError, walkPickle, type PickleValue } from './pickle.js';
 
 const PROTOCOLS = [2, 3, 4, 5] as const;
