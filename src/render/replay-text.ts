@@ -10,7 +10,11 @@ export function renderReplay(r: ReplayReport): string {
     `trace: ${t.file} (${t.format}, device ${t.device}, ${t.events} events, ${t.allocations} allocations on ${t.streams} stream${t.streams === 1 ? '' : 's'})`,
   );
   const rec = [`peak requested ${formatBytes(t.peakRequestedBytes, 2)}`];
-  if (t.peakReservedBytes !== undefined) rec.push(`peak reserved ${formatBytes(t.peakReservedBytes, 2)}`, `${t.segmentAllocs} segment allocations`);
+  if (t.peakReservedBytes !== undefined)
+    rec.push(
+      `peak reserved ${formatBytes(t.peakReservedBytes, 2)}`,
+      t.segmentMaps ? `${t.segmentAllocs} segment allocations and ${t.segmentMaps} maps of expandable segments` : `${t.segmentAllocs} segment allocations`,
+    );
   else rec.push("(the trace has no segment events: the recording allocator's reserved memory is unknown)");
   out.push(`recorded: ${rec.join(', ')}`);
   if (t.startedMidRun)

@@ -89,6 +89,8 @@ export interface RecordedFacts {
   /** From segment_alloc / segment_free (and map / unmap) events; undefined when the trace has none. */
   peakReservedBytes: number | undefined;
   segmentAllocs: number | undefined;
+  /** segment_map events (expandable segments grow by mapping, not by segment_alloc); undefined when none. */
+  segmentMaps: number | undefined;
   allocations: number;
   streams: number;
   /** Frees of addresses allocated before the trace began (ignored in replay). */
@@ -134,6 +136,7 @@ export function recordedFacts(trace: Trace, start: StartState = stateAtStart(tra
   let reserved = total(start.segments);
   let peakReserved = reserved;
   let segmentAllocs = 0;
+  let segmentMaps = 0;
   let sawSegments = start.segments.length > 0;
   let untracked = 0;
   let allocations = 0;
@@ -158,6 +161,7 @@ export function recordedFacts(trace: Trace, start: StartState = stateAtStart(tra
     } else if (k === EventKind.SegmentAlloc || k === EventKind.SegmentMap) {
       sawSegments = true;
       if (k === EventKind.SegmentAlloc) segmentAllocs++;
+      else segmentMaps++;
       reserved += s;
       if (reserved > peakReserved) peakReserved = reserved;
     } else if (k === EventKind.SegmentFree || k === EventKind.SegmentUnmap) {
@@ -173,6 +177,7 @@ export function recordedFacts(trace: Trace, start: StartState = stateAtStart(tra
     peakRequestedBytes: peakRequested,
     peakReservedBytes: sawSegments ? peakReserved : undefined,
     segmentAllocs: sawSegments ? segmentAllocs : undefined,
+    segmentMaps: segmentMaps > 0 ? segmentMaps : undefined,
     allocations,
     streams: streams.size,
     untrackedFrees: untracked,
