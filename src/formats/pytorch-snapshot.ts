@@ -200,13 +200,14 @@ export function expandableSegmentsOn(snap: PytorchSnapshot): boolean {
   return snap.devices.some((d) => d.segments.some((x) => x.expandable));
 }
 
-/** Blocks live at the end (allocated, or freed but waiting on a stream) and segments, as extents. */
+/** Blocks live at the end (allocated, or freed but waiting on a stream, by the bytes requested) and segments, as extents. */
 function atEndOf(d: DeviceSnapshot): { segments: Extent[]; blocks: Extent[] } {
   const segments: Extent[] = [];
   const blocks: Extent[] = [];
   for (const s of d.segments) {
     if (s.size > 0) segments.push({ address: s.address, size: s.size, stream: s.stream });
-    for (const b of s.blocks) if (b.state !== 'inactive') blocks.push({ address: b.address, size: b.size, stream: s.stream });
+    // the requested size, as alloc events give it: the block's own size is the allocator's rounding of it
+    for (const b of s.blocks) if (b.state !== 'inactive') blocks.push({ address: b.address, size: b.requested, stream: s.stream });
   }
   return { segments, blocks };
 }
