@@ -227,7 +227,8 @@ export abstract class PoolSegments extends ResourceBase {
     try {
       this.ensureMapped(seg, block.address, block.address + size);
     } catch (e) {
-      this.free.insert(block);
+      // the block goes back as it came, joined again with the free neighbours it may have been cut from
+      this.insertMerged(block);
       throw this.poolOom(requested, key, e);
     }
   }
@@ -298,6 +299,12 @@ export abstract class PoolSegments extends ResourceBase {
     this.trace.record('free_completed', b.userAddress, b.requested, b.stream, at);
     b.allocated = false;
     b.requested = 0;
+    this.insertMerged(b);
+    if (this.reserved.current - this.allocated.current > this.releaseThresholdBytes) this.releaseCached(this.releaseThresholdBytes);
+  }
+
+  /** Puts a free block on its free list, merged first with free neighbours it may join. */
+  protected insertMerged(b: Block): void {
     const seg = b.segment;
     // A free neighbour of another stream merges once this stream is ordered after that one (an event, on a GPU).
     const prev = b.prev;
@@ -322,7 +329,6 @@ export abstract class PoolSegments extends ResourceBase {
       this.blocks.give(next);
     }
     this.free.insert(b);
-    if (this.reserved.current - this.allocated.current > this.releaseThresholdBytes) this.releaseCached(this.releaseThresholdBytes);
   }
 
   /** Returns whole free segments (and the free tail of growable segments) upstream until at most `keepBytes` of free memory is cached. Answers the bytes released. */
