@@ -71,7 +71,10 @@ test('plan refuses impossible sizes with the limit, suggests a mistyped option, 
   assert.equal(typo.code, 2);
   assert.match(typo.err, /Did you mean .*--model/);
   const help = (await cli(['plan', '--help'])).out.replace(/\s+/g, ' ');
-  assert.match(help, /allocator fragmentation, in percent of the estimate \(default: 5\)/);
+  assert.match(
+    help,
+    /allocator fragmentation, in percent of the estimate \(default: training replays the step through PyTorch's caching allocator; inference sets aside 5%\)/,
+  );
   assert.doesNotMatch(help, /0\.05/);
   const dir = mkdtempSync(join(tmpdir(), 'gpumem-plan-bench-'));
   try {

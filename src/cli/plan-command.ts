@@ -152,9 +152,10 @@ export function definePlan(program: Command, io: Io): void {
     .option('--from-bench <file>', 'a gpumem bench JSON: measured capacity and link bandwidth')
     .option('--host-memory <size>', 'host memory available for offloading, e.g. 512GiB', (v) => parseSizeOption(v, '--host-memory'))
     .addOption(
-      new Option('--fragmentation <percent>', 'allowance for allocator fragmentation, in percent of the estimate')
-        .argParser((v) => parsePercent(v, '--fragmentation'))
-        .default(0.05, '5'),
+      new Option(
+        '--fragmentation <percent>',
+        "a flat allowance for allocator fragmentation, in percent of the estimate (default: training replays the step through PyTorch's caching allocator; inference sets aside 5%)",
+      ).argParser((v) => parsePercent(v, '--fragmentation')),
     )
     .option('--json', 'print JSON: { perGpu: {...}, capacityBytes, fits, placement: [...], suggestions: [...] }')
     .option('--html <file>', 'also write the interactive page: the planner runs in it, every control re-plans (works offline)')
@@ -251,4 +252,5 @@ const OPTIONAL_INPUTS = new Set([
   'loraDtype',
   'loraDropout',
   'baseWeights',
+  'fragmentation',
 ]);

@@ -56,8 +56,11 @@ export interface PlanInputs {
   inFlight?: number | undefined;
   ep: number;
   offload: 'none' | 'optimizer' | 'params';
-  /** Share of the estimate set aside for fragmentation (0.05 = 5%). */
-  fragmentation: number;
+  /**
+   * Share of the estimate set aside for fragmentation (0.05 = 5%); undefined (the default): training replays the
+   * step through PyTorch's caching allocator, inference sets aside 5%.
+   */
+  fragmentation?: number | undefined;
   /** --flash-attention: the same as attention 'flash' (refused beside another --attention). */
   flashAttention: boolean;
   /** LoRA rank; undefined: full fine-tuning. */
@@ -111,7 +114,6 @@ export const DEFAULT_INPUTS: PlanInputs = {
   pp: 1,
   ep: 1,
   offload: 'none',
-  fragmentation: 0.05,
   flashAttention: false,
   dora: false,
   doubleQuant: false,
@@ -205,7 +207,8 @@ export function checkInputs(i: PlanInputs): void {
   }
   if (i.hostMemoryBytes !== undefined && !(i.hostMemoryBytes >= 1))
     fail(`--host-memory must be a size of at least 1 byte such as 512GiB, got ${i.hostMemoryBytes}`);
-  if (!(i.fragmentation >= 0 && i.fragmentation <= 1)) fail(`--fragmentation must be a percentage from 0 to 100, got ${i.fragmentation * 100}`);
+  if (i.fragmentation !== undefined && !(i.fragmentation >= 0 && i.fragmentation <= 1))
+    fail(`--fragmentation must be a percentage from 0 to 100, got ${i.fragmentation * 100}`);
   for (const [k, v] of [
     ['gpuMemoryUtilization', i.gpuMemoryUtilization],
     ['memFractionStatic', i.memFractionStatic],

@@ -83,8 +83,11 @@ export interface TrainOptions {
   framework: Framework;
   parallel: Parallelism;
   offload: 'none' | 'optimizer' | 'params';
-  /** Share of the estimate set aside for allocator fragmentation. */
-  fragmentation: number;
+  /**
+   * Share of the estimate set aside for allocator fragmentation; undefined (the default): the step is replayed
+   * through PyTorch's caching allocator (step-replay.ts) and what it holds without tensors is counted instead.
+   */
+  fragmentation?: number | undefined;
   /** The activation count's correction factor (default: pytorchCorrection, fit on measured runs); for fitting it. */
   activationCorrection?: number | undefined;
   /** Adapter fine-tuning; undefined = full fine-tuning. */
@@ -111,7 +114,8 @@ export interface InferOptions {
   engine: Engine;
   serve: ServeOptions;
   parallel: Parallelism;
-  fragmentation: number;
+  /** Share of the estimate set aside for allocator fragmentation (5% when undefined). */
+  fragmentation?: number | undefined;
 }
 
 export type PlanOptions = TrainOptions | InferOptions;
@@ -139,6 +143,8 @@ export interface Line {
   field: LineField;
   /** Held outside PyTorch's caching allocator (CUDA managed memory, the context): not in max_memory_allocated. */
   outsideAllocator?: boolean;
+  /** Reserved by the caching allocator without a tensor in it: in max_memory_reserved, not in max_memory_allocated. */
+  cached?: boolean;
 }
 
 /**

@@ -167,11 +167,14 @@ function tryEstimate(m: ModelConfig, o: PlanOptions, mc?: Machine): Estimate | u
   }
 }
 
-/** The peaks PyTorch reports: allocated (tensors: every line but the overhead and what lives outside its allocator) and reserved (plus fragmentation). */
+/**
+ * The peaks PyTorch reports: allocated (tensors: every line but the overhead and what lives outside its allocator)
+ * and reserved (plus what the caching allocator holds without tensors).
+ */
 export function allocatorPeaks(lines: readonly Line[]): { allocatedPeakBytes: number; reservedPeakBytes: number } {
   const allocated = lines.filter((l) => l.field !== 'overheadBytes' && !l.outsideAllocator).reduce((a, l) => a + l.bytes, 0);
-  const frag = lines.filter((l) => l.name === 'fragmentation allowance').reduce((a, l) => a + l.bytes, 0);
-  return { allocatedPeakBytes: allocated, reservedPeakBytes: allocated + frag };
+  const cached = lines.filter((l) => l.cached).reduce((a, l) => a + l.bytes, 0);
+  return { allocatedPeakBytes: allocated, reservedPeakBytes: allocated + cached };
 }
 
 /** The largest value of `key` (1..limit) for which the plan fits, by bisection. */
@@ -305,6 +308,10 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
         .filter(Boolean)
         .join(', ')}); --host-memory ${gibText(mc.hostMemoryBytes)} cannot hold it`,
     );
+  // The suggestions and the largest batch and sequence try many variants: they set aside the share of the peak the
+  // replay through the caching allocator found for this plan instead of replaying each variant.
+  const cachedShare = e.lines.filter((l) => l.cached).reduce((a, l) => a + l.bytes, 0) / Math.max(1, allocatorPeaks(e.lines).allocatedPeakBytes);
+  const quick = (x: PlanOptions): PlanOptions => (x.mode === 'train' && x.fragmentation === undefined ? { ...x, fragmentation: cachedShare } : x);
   // rounded once: the fields are sums of the rounded lines, so the JSON, the text and the page add up alike
   const lines = e.lines.map(rounded);
   const cap = mc.capacityBytes;
@@ -316,7 +323,7 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
     // save the most until it fits.
     for (const v of variants(m, o)) {
       const next = v.apply(o);
-      const r = next && tryEstimate(m, next, mc);
+      const r = next && tryEstimate(m, quick(next), mc);
       if (r && r.totalBytes < e.totalBytes) suggestions.push({ change: v.change, totalBytes: r.totalBytes, fits: r.totalBytes <= cap, cost: v.cost });
     }
     if (!suggestions.some((s) => s.fits)) {
@@ -327,7 +334,7 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
         let best: { v: Variant; o: PlanOptions; total: number } | undefined;
         for (const v of variants(m, cur)) {
           const next = v.apply(cur);
-          const r = next && tryEstimate(m, next, mc);
+          const r = next && tryEstimate(m, quick(next), mc);
           if (r && r.totalBytes < curTotal && (!best || r.totalBytes < best.total)) best = { v, o: next, total: r.totalBytes };
         }
         if (!best) break;
@@ -347,9 +354,9 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
   }
   const largest: PlanResult['largest'] = {};
   if (o.mode === 'train') {
-    const b = largestFitting(m, o, cap, (x, n) => ({ ...(x as TrainOptions), batch: n }), 4096);
+    const b = largestFitting(m, quick(o), cap, (x, n) => ({ ...(x as TrainOptions), batch: n }), 4096);
     if (b !== undefined) largest.batch = b;
-    const s = largestFitting(m, o, cap, (x, n) => ({ ...(x as TrainOptions), seq: n }), m.maxPositions ?? 1 << 20);
+    const s = largestFitting(m, quick(o), cap, (x, n) => ({ ...(x as TrainOptions), seq: n }), m.maxPositions ?? 1 << 20);
     if (s !== undefined) largest.seq = s;
   } else {
     const b = largestFitting(m, o, cap, (x, n) => ({ ...(x as InferOptions), batch: n }), 1 << 16);

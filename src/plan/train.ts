@@ -9,8 +9,9 @@ import { adaptedModules, adapterBytes, linearModules } from './adapters.js';
 import type { ModelConfig } from './model-config.js';
 import { isLastStageOf } from './model-states.js';
 import { checkParallel, fieldsOf, fieldsOver, fusedAttention, type Estimate, type Line, type Moment, type TrainOptions } from './options.js';
-import { overheads } from './overheads.js';
+import { CUBLAS_WORKSPACE_BYTES, overheads } from './overheads.js';
 import { countParams } from './params.js';
+import { replayTraining } from './step-replay.js';
 import { trainStates } from './train-states.js';
 
 const total = (lines: readonly Line[]): number => lines.reduce((s, l) => s + l.bytes, 0);
@@ -224,6 +225,13 @@ export function estimateTrain(m: ModelConfig, o: TrainOptions): Estimate {
       note: 'each gradient is stepped and freed as the backward pass makes it: one gradient and its step temporary at a time',
       field: 'gradientsBytes',
     });
+  if (o.framework !== 'megatron')
+    extra.push({
+      name: 'cuBLAS workspace',
+      bytes: CUBLAS_WORKSPACE_BYTES,
+      note: "PyTorch's cuBLAS/cuBLASLt workspace for the stream, allocated through its caching allocator (32 MiB on Hopper)",
+      field: 'workspaceBytes',
+    });
   const held: Line[] = [...s.parameters];
   if (o.gradAccum > 1) held.push(s.gradients(`held through ${o.gradAccum} accumulated micro-batches`));
   held.push(s.optimizer);
@@ -234,12 +242,16 @@ export function estimateTrain(m: ModelConfig, o: TrainOptions): Estimate {
   if (!o.optimizerInBackward) {
     const step: Line[] = [...s.parameters, s.gradients('held from the backward pass to the optimizer step'), s.optimizer];
     if (s.stepTemporaries) step.push(s.stepTemporaries);
+    step.push(...extra.filter((l) => l.name === 'cuBLAS workspace'));
     moments.push({ phase: 'optimizer-step', lines: step });
   }
   const peak = moments.reduce((a, b) => (total(b.lines) > total(a.lines) ? b : a));
   const otherM = moments.find((x) => x !== peak);
   const peakLines = peak.lines.filter((l) => l.bytes > 0);
-  const over = overheads(o, s.P, s.weightBytes, largestLayer, total(peakLines));
+  // what the caching allocator holds without tensors: the step replayed through it (unless a flat share is asked for)
+  const replay = o.fragmentation === undefined ? replayTraining(m, o) : undefined;
+  const cached = replay && Math.max(0, replay.peakReservedBytes - replay.peakAllocatedBytes);
+  const over = overheads(o, s.P, s.weightBytes, largestLayer, total(peakLines), cached);
   const lines = [...peakLines, ...over];
   const fields = fieldsOver(
     moments.map((x) => x.lines),
