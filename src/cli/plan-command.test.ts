@@ -93,7 +93,7 @@ test('plan refuses impossible sizes with the limit, suggests a mistyped option, 
 test('every bad input of the training options exits 2 with its reason, before anything is printed', async () => {
   for (const [args, why] of [
     [['--lora', '0'], /--lora must be at least 1/],
-    [['--lora', '5000'], /--lora 5000 exceeds q_proj's smaller side \(4096 -> 4096\)/],
+    [['--lora', '5000'], /--lora 5000 exceeds the smaller side of every wrapped layer \(at most 4096\)/],
     [['--lora', '8', '--lora-targets', 'c_attn'], /no such module; its linear layers are q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj/],
     [['--lora', '8', '--lora-targets', 'q_proj,,v_proj'], /module names separated by commas/],
     [['--base-weights', 'nf4'], /4-bit base .* cannot be fine-tuned in full: give --lora R/],

@@ -7,7 +7,17 @@ import type { Precision, Recompute } from './options.js';
 export interface SavedContext {
   precision: Precision;
   /** Adapters on a frozen base: the wrapped layers' paths, the adapters' bytes per value, dropout, DoRA. */
-  lora?: { paths: ReadonlySet<string>; adapterBytes: number; dropout: boolean; dora: boolean; baseBytes: number } | undefined;
+  lora?:
+    | {
+        paths: ReadonlySet<string>;
+        adapterBytes: number;
+        dropout: boolean;
+        dora: boolean;
+        baseBytes: number;
+        /** The output layer is wrapped too (PEFT's lm_head target). */
+        output?: boolean | undefined;
+      }
+    | undefined;
 }
 
 /** Bytes per value of the residual stream (R) and of the matmuls' outputs (C), and whether autocast casts. */
@@ -114,11 +124,12 @@ export function savedBytesPerToken(m: ModelConfig, ctx: SavedContext, moeLayer =
 
 /** What the final norm and the output layer's input keep per token (once, after the last block). */
 export function finalSavedBytesPerToken(m: ModelConfig, ctx: SavedContext): number {
-  const { R } = dtypes(ctx);
+  const { R, autocast } = dtypes(ctx);
   const full = !ctx.lora;
   const h = m.hidden;
-  if (m.family === 'gpt') return (dtypes(ctx).autocast ? 4 : R) * h + inputKept(h, dtypes(ctx).autocast ? 4 : R, [{ trains: full, adapted: false }], ctx);
-  return 4 * h + (full ? R * h : 0) + inputKept(h, R, [{ trains: full, adapted: false }], ctx);
+  const output = [{ trains: full, adapted: !!ctx.lora?.output }];
+  if (m.family === 'gpt') return (autocast ? 4 : R) * h + inputKept(h, autocast ? 4 : R, output, ctx);
+  return 4 * h + (full ? R * h : 0) + inputKept(h, R, output, ctx);
 }
 
 /**

@@ -151,26 +151,32 @@ function llamaForward(t: Tape, x: BlockContext, input: H, k: Keeper, moe: boolea
   const h = m.hidden;
   const lins = modules(x, moe);
   const site = (s: InputSite): Lin[] => lins.filter((l) => l.site === s);
-  const attnIn = site('attn-norm');
-  const [qDim, kDim, vDim] = attnIn.map((l) => l.out);
+  const { qDim, kDim, vDim, f } = dims(x, moe);
   const n1 = rmsNorm(t, x, input, k, 'attn-norm');
-  const [q, kk, v] = linears(t, x, n1, R, attnIn, k, 'attn-in');
-  const qe = rope(t, x, q!, qDim!);
-  let ke = rope(t, x, kk!, kDim!);
-  let vv = v!;
+  const outs = linears(t, x, n1, R, site('attn-norm'), k, 'attn-in');
+  if (m.mla) {
+    // latent attention: the projections' outputs become the queries, keys and values SDPA reads
+    t.f(...outs.splice(0));
+    outs.push(t.a(C * qDim), t.a(C * kDim), t.a(C * vDim));
+  }
+  // one fused q,k,v projection: q and k are views RoPE copies, v a view that keeps the whole output alive
+  const fused = outs.length === 1;
+  const qe = rope(t, x, fused ? 0 : outs[0]!, qDim);
+  let ke = rope(t, x, fused ? 0 : outs[1]!, kDim);
+  let vv = fused ? outs[0]! : outs[2]!;
   if (x.kvCacheCopies) {
-    const kc = t.a(C * kDim!);
-    const vc = t.a(C * vDim!);
+    const kc = t.a(C * kDim);
+    const vc = t.a(C * vDim);
     t.f(ke, vv);
     ke = kc;
     vv = vc;
   }
   const heads = m.heads / x.tp;
-  const attn = t.a(C * qDim!);
-  k.keep(qe, C * qDim!, 'attn');
-  k.keep(ke, C * kDim!, 'attn');
-  k.keep(vv, C * vDim!, 'attn');
-  k.keep(attn, C * qDim!, 'attn');
+  const attn = t.a(C * qDim);
+  k.keep(qe, C * qDim, 'attn');
+  k.keep(ke, C * kDim, 'attn');
+  k.keep(vv, C * (fused && !x.kvCacheCopies ? qDim + kDim + vDim : vDim), 'attn');
+  k.keep(attn, C * qDim, 'attn');
   k.keep(t.a(4 * heads), 4 * heads, 'attn');
   if (!x.fusedAttention) k.keep(t.p(scoreBytes(x) * x.batch * heads * x.seq * x.seq), 0, 'attn');
   const [o] = linears(t, x, attn, C, site('attn-out'), k, 'attn-out', true);
@@ -181,23 +187,41 @@ function llamaForward(t: Tape, x: BlockContext, input: H, k: Keeper, moe: boolea
   k.flush();
   const n2 = rmsNorm(t, x, r1, k, 'mlp-norm');
   const readers = site('mlp-norm');
-  const outs = linears(t, x, n2, R, readers, k, 'mlp-in');
+  const ups = linears(t, x, n2, R, readers, k, 'mlp-in');
   // a mixture-of-experts block's router reads the same input: its logits are small and go into the routing
   const router = readers.findIndex((l) => l.path === 'mlp.gate');
-  if (router >= 0) t.f(...outs.splice(router, 1));
-  const f = readers.find((l) => l.path !== 'mlp.gate')?.out ?? 0;
-  const [gate, upOut] = outs;
-  const act = t.a(C * f);
-  k.keep(gate!, C * f, 'mlp-mid');
-  k.keep(act, C * f, 'mlp-mid');
-  k.keep(upOut!, C * f, 'mlp-mid');
-  const mid = t.a(C * f);
+  if (router >= 0) t.f(...ups.splice(router, 1));
+  let mid: H;
+  if (ups.length >= 2 || m.gatedMlp) {
+    // SwiGLU: the gate's output (or the fused gate_up output it is a view of), SiLU's output and the up projection
+    const [gate, up] = ups;
+    const act = t.a(C * f);
+    k.keep(gate!, C * (up ? f : 2 * f), 'mlp-mid');
+    k.keep(act, C * f, 'mlp-mid');
+    if (up) k.keep(up, C * f, 'mlp-mid');
+    mid = t.a(C * f);
+  } else {
+    // a plain MLP: GELU keeps its input, its output is the down projection's input
+    k.keep(ups[0]!, C * f, 'mlp-mid');
+    mid = t.a(C * f);
+  }
   const [d] = linears(t, x, mid, C, site('mlp-act'), k, 'mlp-act');
   const r2 = t.a(R * h);
   t.f(d!);
   if (R !== 4) t.f(r1);
   k.flush();
   return r2;
+}
+
+/** Widths per token of the block's attention and MLP tensors on this GPU. */
+function dims(x: BlockContext, moe: boolean): { qDim: number; kDim: number; vDim: number; f: number } {
+  const m = x.m;
+  const mla = m.mla;
+  const qDim = (mla ? m.heads * (mla.qkNopeHeadDim + mla.qkRopeHeadDim) : m.heads * m.headDim) / x.tp;
+  const kDim = mla ? qDim : (m.kvHeads * m.headDim) / x.tp;
+  const vDim = mla ? (m.heads * mla.vHeadDim) / x.tp : kDim;
+  const f = (moe && m.moe ? (m.moe.expertsPerToken + m.moe.sharedExperts) * m.moe.expertIntermediate : m.intermediate) / x.tp;
+  return { qDim, kDim, vDim, f };
 }
 
 /** GPT-2's block: LayerNorm, the fused c_attn, its cache's key and value copies, tanh GELU, dropout. */

@@ -26,6 +26,8 @@ export interface MoeShape {
 
 export interface ModelConfig {
   name: string;
+  /** The config's model_type (names the modules LoRA targets); undefined for catalogue models of no one config. */
+  modelType?: string | undefined;
   family: 'gpt' | 'llama';
   hidden: number;
   layers: number;
@@ -124,6 +126,7 @@ export function normaliseConfig(cfg: unknown, file: string, name = 'custom'): Mo
   const qkvBias = c.attention_bias === true || type === 'qwen2';
   return {
     name,
+    modelType: typeof c.model_type === 'string' ? c.model_type : undefined,
     family: gptLike ? 'gpt' : 'llama',
     hidden,
     layers,

@@ -18,6 +18,7 @@ import {
   type TrainOptions,
 } from './estimate.js';
 import type { ModelConfig } from './model-config.js';
+import { rankNotes } from './adapters.js';
 import { countParams, type ParamCounts } from './params.js';
 import { estimateServe, type ServeEstimate } from './serve.js';
 import { variants, type Variant } from './variants.js';
@@ -380,6 +381,7 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
     );
     if (o.framework === 'pytorch')
       notes.push('activations follow PyTorch eager with Hugging Face blocks (see the note on each line); --framework megatron uses Korthikanti et al. 2022');
+    if (o.lora) notes.push(...rankNotes(m, o.lora));
   }
   if (o.mode === 'infer' && m.maxPositions && o.prompt + o.newTokens > m.maxPositions)
     notes.push(`the context ${o.prompt + o.newTokens} exceeds the model's ${m.maxPositions} positions`);

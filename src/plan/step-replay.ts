@@ -8,7 +8,7 @@
  * gradients and the next step's activations, the second and third reuse the cache the first left. Reserved memory
  * only grows in a run (segments go back to the driver only on empty_cache()), so the third step's figure is the run's.
  */
-import { adaptedModules, linearModules, quantisedBase, quantisedBytesPerWeight } from './adapters.js';
+import { adaptedModules, linearModules, outputAdapted, quantisedBase, quantisedBytesPerWeight } from './adapters.js';
 import { blockBackward, blockForward, finalNorm, type BlockContext, type GradStore, type H, type KeptBlock, Tape } from './block-replay.js';
 import { dtypes } from './activations.js';
 import type { ModelConfig } from './model-config.js';
@@ -115,6 +115,7 @@ function setup(m: ModelConfig, o: TrainOptions): Setup {
   }
   add('norm', c.finalNorm, full, other);
   if (c.lmHead) add('lm_head', c.lmHead / p.tp, full, other);
+  if (lora && outputAdapted(m, lora)) add('lm_head.lora', (lora.rank * (m.hidden + m.vocab)) / p.tp, true, ab);
   const lb = lora ? ab : b.grads;
   const foreach = o.offload === 'none' && !o.fusedOptimizer && o.optimizer !== 'sgd' && !o.optimizer.includes('8bit') && !o.optimizerInBackward;
   return {

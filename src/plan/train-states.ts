@@ -4,7 +4,7 @@
  * root unit and its unsharded gradients under accumulation, paged and 8-bit optimizers, offloading.
  */
 import { formatCount } from '../units.js';
-import { adapterBytes, adapterParams, linearModules, quantisableParams, quantisedBase, quantisedBytesPerWeight } from './adapters.js';
+import { adapterBytes, adapterParams, linearModules, outputAdapted, quantisableParams, quantisedBase, quantisedBytesPerWeight } from './adapters.js';
 import type { ModelConfig } from './model-config.js';
 import { bytesPerParam, localParams, modelStateBytes, optimizerStateBytes, pagedOptimizer } from './model-states.js';
 import type { Line, TrainOptions } from './options.js';
@@ -127,7 +127,9 @@ export function trainStates(m: ModelConfig, c: ParamCounts, o: TrainOptions): Tr
   };
   const eightBit = o.optimizer.includes('8bit');
   const foreach = onGpuOptimizer && !o.fusedOptimizer && !megatron && o.optimizer !== 'sgd' && !eightBit && !o.optimizerInBackward;
-  const largestTrainable = lora ? Math.max(...linearModules(m).map((l) => lora.rank * Math.max(l.in, l.out))) : c.largestTensor;
+  const largestTrainable = lora
+    ? Math.max(...linearModules(m).map((l) => lora.rank * Math.max(l.in, l.out)), outputAdapted(m, lora) ? lora.rank * m.vocab : 0)
+    : c.largestTensor;
   const temp = foreach ? (trainable * stepBytes) / shard(1) + (largestTrainable * stepBytes) / p.tp : 0;
   const quantLayer = lora && quantisedBase(lora.base) ? Math.max(...linearModules(m).map((l) => l.in * l.out)) / p.tp : 0;
   const offloadBytesPerStep =

@@ -5,7 +5,7 @@
  */
 import { formatCount } from '../units.js';
 import { korthikantiLayerBytes, dtypes, finalSavedBytesPerToken, pytorchCorrection, savedBytesPerToken, type SavedContext } from './activations.js';
-import { adaptedModules, adapterBytes, linearModules } from './adapters.js';
+import { adaptedModules, adapterBytes, linearModules, outputAdapted } from './adapters.js';
 import type { ModelConfig } from './model-config.js';
 import { isLastStageOf } from './model-states.js';
 import { checkParallel, fieldsOf, fieldsOver, fusedAttention, type Estimate, type Line, type Moment, type TrainOptions } from './options.js';
@@ -23,7 +23,14 @@ export function savedContext(m: ModelConfig, o: TrainOptions): SavedContext {
   const paths = new Set([...adaptedModules(m, l), ...(m.moe ? adaptedModules(m, l, true) : [])].map((x) => x.path));
   return {
     precision: o.precision,
-    lora: { paths, adapterBytes: adapterBytes(l.dtype ?? 'fp32'), dropout: l.dropout, dora: l.dora, baseBytes: l.base === 'fp32' ? 4 : 2 },
+    lora: {
+      paths,
+      adapterBytes: adapterBytes(l.dtype ?? 'fp32'),
+      dropout: l.dropout,
+      dora: l.dora,
+      baseBytes: l.base === 'fp32' ? 4 : 2,
+      output: outputAdapted(m, l),
+    },
   };
 }
 
