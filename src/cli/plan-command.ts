@@ -63,11 +63,15 @@ export function definePlan(program: Command, io: Io): void {
     .addOption(
       new Option(
         '--base-weights <format>',
-        "the frozen base under --lora: fp32, bf16, fp16, nf4 or fp4 (bitsandbytes 4-bit with its quant state; the rest cast to fp32 as PEFT's prepare_model_for_kbit_training does), int8 (LLM.int8()); default the checkpoint's bf16",
+        "the frozen base under --lora: fp32, bf16, fp16, nf4 or fp4 (bitsandbytes 4-bit with its quant state; the other parameters in 16 bits as loaded), int8 (LLM.int8()); default the checkpoint's bf16",
       ).choices(['fp32', 'bf16', 'fp16', 'nf4', 'fp4', 'int8']),
     )
     .option('--double-quant', "bitsandbytes' bnb_4bit_use_double_quant: the 4-bit absmax in 8 bits (default off, as BitsAndBytesConfig)")
     .option('--activation-offload', "torchtune's activation offloading: kept activations go to pinned host memory (about two layers stay)")
+    .option(
+      '--compile',
+      'torch.compile on the blocks, with --recompute full or op (the checkpoint decides what is kept; the plan, counted eager, is an upper bound)',
+    )
     .addOption(
       new Option(
         '--loss <kind>',
@@ -208,6 +212,7 @@ async function runPlan(opts: Record<string, unknown>, cmd: Command, io: Io): Pro
     doubleQuant: !!opts.doubleQuant,
     optimizerInBackward: !!opts.optimizerInBackward,
     activationOffload: !!opts.activationOffload,
+    compile: !!opts.compile,
     // the options given on the command line: contradictions are refused between them, never with a default
     given: Object.keys(opts).filter((k) => cmd.getOptionValueSource(k) === 'cli'),
   };

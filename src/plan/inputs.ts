@@ -76,6 +76,8 @@ export interface PlanInputs {
   doubleQuant: boolean;
   optimizerInBackward: boolean;
   activationOffload: boolean;
+  /** torch.compile on the blocks (only with --recompute full or op). */
+  compile: boolean;
   loss: LossKind;
   /** Host memory that offloading may fill (bytes); undefined: not checked. */
   hostMemoryBytes?: number | undefined;
@@ -119,6 +121,7 @@ export const DEFAULT_INPUTS: PlanInputs = {
   doubleQuant: false,
   optimizerInBackward: false,
   activationOffload: false,
+  compile: false,
   loss: 'standard',
 };
 
@@ -170,6 +173,7 @@ const TRAIN_ONLY = [
   'doubleQuant',
   'optimizerInBackward',
   'activationOffload',
+  'compile',
   'loss',
   'inFlight',
 ];
@@ -241,6 +245,10 @@ export function checkInputs(i: PlanInputs): void {
       fail("--double-quant quantises a 4-bit base's absmax: give --base-weights nf4 or fp4");
     if (i.baseWeights === 'fp32' && i.precision !== 'fp32' && i.precision !== 'amp-bf16') fail(`an fp32 base contradicts --precision ${i.precision}`);
   }
+  if (i.compile && i.recompute !== 'full' && i.recompute !== 'op')
+    fail(
+      "--compile needs --recompute full or op: without a checkpoint, torch.compile's partitioner decides which activations the backward pass keeps, and gpumem cannot know which before the run",
+    );
   if (i.optimizerInBackward) {
     if (i.gradAccum > 1) fail('--optimizer-in-backward steps each gradient as it is made: it cannot accumulate (--grad-accum 1), as torchtune refuses');
     if (i.offload !== 'none') fail('--optimizer-in-backward steps on the GPU: it contradicts --offload');
@@ -248,6 +256,7 @@ export function checkInputs(i: PlanInputs): void {
   if (i.framework === 'megatron') {
     if (i.recompute === 'op') fail("--recompute op is torchtitan's per-op checkpointing: it contradicts --framework megatron");
     if (i.activationOffload) fail("--activation-offload is torchtune's: it contradicts --framework megatron");
+    if (i.compile) fail('--compile is for --framework pytorch');
     if (i.loss !== 'standard') fail(`--loss ${i.loss} is for --framework pytorch`);
     if (i.precision === 'fp8-torchao') fail('--precision fp8-torchao is for --framework pytorch (Megatron-style fp8 is --precision fp8)');
   }
@@ -309,6 +318,7 @@ export function planOptionsFrom(i: PlanInputs): PlanOptions {
             },
       optimizerInBackward: i.optimizerInBackward,
       activationOffload: i.activationOffload,
+      compile: i.compile,
       loss: i.loss,
     };
   let prompt = i.prompt;

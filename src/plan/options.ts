@@ -96,6 +96,11 @@ export interface TrainOptions {
   optimizerInBackward?: boolean | undefined;
   /** torchtune's activation offloading: kept activations go to pinned host memory during the forward pass. */
   activationOffload?: boolean | undefined;
+  /**
+   * torch.compile on the blocks, planned only under a checkpoint that decides what is kept (--recompute full or op):
+   * the count, made for PyTorch eager, is then an upper bound (compile fuses away eager's transients).
+   */
+  compile?: boolean | undefined;
   /** How the loss is computed (default standard). */
   loss?: LossKind | undefined;
 }

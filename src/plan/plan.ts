@@ -382,6 +382,10 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
     if (o.framework === 'pytorch')
       notes.push('activations follow PyTorch eager with Hugging Face blocks (see the note on each line); --framework megatron uses Korthikanti et al. 2022');
     if (o.lora) notes.push(...rankNotes(m, o.lora));
+    if (o.compile)
+      notes.push(
+        `torch.compile: the checkpoint (--recompute ${o.recompute}) decides what the blocks keep; compile's fused kernels make fewer of the transients this count makes for PyTorch eager, so the peak is at most the one above`,
+      );
   }
   if (o.mode === 'infer' && m.maxPositions && o.prompt + o.newTokens > m.maxPositions)
     notes.push(`the context ${o.prompt + o.newTokens} exceeds the model's ${m.maxPositions} positions`);

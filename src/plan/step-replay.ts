@@ -31,6 +31,8 @@ interface Param {
   bytes: number;
   /** Elements that train (0 for a frozen tensor). */
   trains: number;
+  /** Elements of a weight quantised as it loads (0 for the others). */
+  quantised: number;
 }
 
 /** What the replay needs of the options, worked out once. */
@@ -91,18 +93,18 @@ function setup(m: ModelConfig, o: TrainOptions): Setup {
   const shard = p.zero >= 3 ? p.gpus / (p.tp * p.pp) : 1;
   const params: Param[] = [];
   const trained = new Map<string, number>();
-  const add = (key: string, numel: number, trains: boolean, bytesPer: number): void => {
-    params.push({ key, bytes: (numel * bytesPer) / shard, trains: trains ? numel : 0 });
+  const add = (key: string, numel: number, trains: boolean, bytesPer: number, quantisedAs = false): void => {
+    params.push({ key, bytes: (numel * bytesPer) / shard, trains: trains ? numel : 0, quantised: quantisedAs ? numel / shard : 0 });
     if (trains) trained.set(key, numel);
   };
-  const other = quantised ? 4 : baseBytes; // prepare_model_for_kbit_training casts the rest of a quantised model to fp32
+  const other = baseBytes; // a quantised model's other parameters stay in 16 bits, as loaded (train-states.ts)
   add('embed', (c.embedding / p.tp) * (p.pp > 1 ? 0 : 1) || c.embedding / p.tp, full, other);
   for (let i = 0; i < layers; i++) {
     const moe = !!m.moe && i >= m.moe.denseLayers;
     for (const l of linearModules(m, moe)) {
       const numel = (l.in * l.out) / p.tp;
       const bytes = quantised ? quantisedBytesPerWeight(lora!.base, lora!.doubleQuant, l.in) : baseBytes;
-      add(`${i}.${l.path}`, numel, full, bytes);
+      add(`${i}.${l.path}`, numel, full, bytes, quantised);
       if (paths.has(l.path)) {
         const a =
           lora!.rank * (l.in / (l.site === 'attn-out' || l.site === 'mlp-act' ? p.tp : 1)) +
@@ -110,7 +112,7 @@ function setup(m: ModelConfig, o: TrainOptions): Setup {
         add(`${i}.${l.path}.lora`, a + (lora!.dora ? l.out : 0), true, ab);
       }
     }
-    if (moe && m.moe) add(`${i}.experts`, (m.moe.experts * c.expert) / p.ep / p.tp, full, quantised ? 0.5 : baseBytes);
+    if (moe && m.moe) add(`${i}.experts`, (m.moe.experts * c.expert) / p.ep / p.tp, full, quantised ? 0.5 : baseBytes, quantised);
     add(`${i}.norms`, (m.norm === 'layernorm' ? 4 : 2) * m.hidden, full, other);
   }
   add('norm', c.finalNorm, full, other);
@@ -155,10 +157,14 @@ export function replayTraining(m: ModelConfig, o: TrainOptions, history: LoadHis
       held.set(q.key, t.p(q.bytes));
       t.f(f32[i]!);
     });
-  } else {
-    for (const q of s.params) held.set(q.key, t.p(q.bytes));
-    al.emptyCache();
-  }
+  } else
+    for (const q of s.params) {
+      // a quantised weight arrives in 16 bits and is quantised on the GPU (bitsandbytes' quantize_4bit / int8):
+      // the 16-bit copy is freed into the cache once the packed weight and its quant state are made
+      const wide = q.quantised ? t.p(2 * q.quantised) : 0;
+      held.set(q.key, t.p(q.bytes));
+      t.f(wide);
+    }
   const input = t.p(16 * tokens); // token ids and labels, int64
   const workspace = t.p(CUBLAS_WORKSPACE_BYTES); // made by the first matmul, kept by its handle
   const states = new Map<string, H>();

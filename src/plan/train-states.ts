@@ -60,8 +60,10 @@ export function trainStates(m: ModelConfig, c: ParamCounts, o: TrainOptions): Tr
     trainable = adapterParams(m, c, lora) * layerShare;
     const quantised = quantisedBase(lora.base);
     const Q = quantised ? quantisableParams(m, c) * layerShare : 0;
-    // prepare_model_for_kbit_training (PEFT's QLoRA recipe, which TRL runs) casts the rest of a quantised model to fp32
-    const rest = quantised ? 4 : quantisedBytesPerWeight(lora.base, false, 1);
+    // a quantised model's other parameters (embeddings, norms, the output layer) stay as loaded, in 16 bits: that is
+    // what from_pretrained with a BitsAndBytesConfig, torchtune and LitGPT do. PEFT's prepare_model_for_kbit_training
+    // (which TRL's SFTTrainer runs, a plain Transformers + PEFT script does not) would cast them to fp32.
+    const rest = quantised ? 2 : quantisedBytesPerWeight(lora.base, false, 1);
     const q = quantised ? quantisedBytesPerWeight(lora.base, lora.doubleQuant, m.hidden) : 0;
     const baseBytes = Q * q + (P - Q) * rest;
     weightBytes = quantised ? 2 : rest;
@@ -71,7 +73,7 @@ export function trainStates(m: ModelConfig, c: ParamCounts, o: TrainOptions): Tr
         name: `parameters: frozen base (${lora.base}${lora.doubleQuant ? ', double quantisation' : ''})`,
         bytes: onGpuParams ? baseBytes / shard(3) : 0,
         note: quantised
-          ? `${formatCount(Q)} quantised weights x ${q.toFixed(4)} bytes (${lora.base === 'int8' ? 'int8 and an fp32 scale per row' : `4-bit, absmax per 64${lora.doubleQuant ? ' in 8 bits, fp32 per 256 blocks' : ' in fp32'}`}) + ${formatCount(P - Q)} others x 4 bytes (prepare_model_for_kbit_training casts them to fp32)${p.zero >= 3 ? ` / ${dp}` : ''}`
+          ? `${formatCount(Q)} quantised weights x ${q.toFixed(4)} bytes (${lora.base === 'int8' ? 'int8 and an fp32 scale per row' : `4-bit, absmax per 64${lora.doubleQuant ? ' in 8 bits, fp32 per 256 blocks' : ' in fp32'}`}) + ${formatCount(P - Q)} others x 2 bytes (as loaded; TRL's prepare_model_for_kbit_training would make them fp32)${p.zero >= 3 ? ` / ${dp}` : ''}`
           : `${formatCount(P)} parameters x ${rest} bytes, frozen${p.zero >= 3 ? ` / ${dp}` : ''}`,
         field: 'parametersBytes',
       },

@@ -61,6 +61,7 @@ const CONTROLS = `
 <label class="train check"><span><input type="checkbox" id="doubleQuant"> double quantisation</span></label>
 <label class="train check"><span><input type="checkbox" id="optimizerInBackward"> optimizer in backward</span></label>
 <label class="train check"><span><input type="checkbox" id="activationOffload"> activation offloading</span></label>
+<label class="train check"><span><input type="checkbox" id="compile"> torch.compile (with recompute full or op)</span></label>
 <label>host memory (GiB, empty: not checked)<input id="hostMemory" type="number" min="0" step="any"></label>
 <label class="train">ZeRO<select id="zero"><option value="0">0</option><option value="1">1</option><option value="2">2</option><option value="3">3 (FSDP)</option></select></label>
 <label class="train">offload<select id="offload"><option>none</option><option>optimizer</option><option>params</option></select></label>
@@ -87,7 +88,7 @@ const CHOICES = ['mode', 'precision', 'attention', 'recompute', 'offload', 'fram
 // controls that may be left empty (undefined) or unchecked: given only when set
 const OPTIONAL_NUMBERS = ['lora', 'loraDropout'];
 const OPTIONAL_TEXT = ['loraTargets', 'loraDtype', 'baseWeights'];
-const CHECKS = ['dora', 'doubleQuant', 'optimizerInBackward', 'activationOffload'];
+const CHECKS = ['dora', 'doubleQuant', 'optimizerInBackward', 'activationOffload', 'compile'];
 for (const name of Object.keys(P.MODEL_CONFIGS)) $('model').add(new Option(name, name));
 $('model').add(new Option('pasted config.json', '__pasted'));
 for (const [name, g] of Object.entries(P.GPUS)) $('gpu').add(new Option(g.name, name));
