@@ -70,7 +70,7 @@ export function definePlan(program: Command, io: Io): void {
     .option('--activation-offload', "torchtune's activation offloading: kept activations go to pinned host memory (about two layers stay)")
     .option(
       '--compile',
-      'torch.compile on the blocks, with --recompute full or op (the checkpoint decides what is kept; the plan, counted eager, is an upper bound)',
+      'torch.compile on the blocks and the loss, with --recompute full or op (the checkpoint decides what the blocks keep, counted eager as an upper bound; the compiled cross-entropy keeps 16-bit logits)',
     )
     .addOption(
       new Option(

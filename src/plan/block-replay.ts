@@ -37,8 +37,10 @@ export interface BlockContext {
   fusedAttention: boolean;
   /** Hugging Face's DynamicCache copies keys and values in a training forward pass (not under checkpointing). */
   kvCacheCopies: boolean;
-  /** Weight gradients leave at once (FSDP's reduce-scatter, the optimizer step in the backward pass). */
+  /** Weight gradients leave at once (the optimizer step in the backward pass). */
   gradsLeave: boolean;
+  /** Where a block's unsharded weight gradients wait for FSDP's reduce-scatter (undefined without FSDP). */
+  gradSink?: H[] | undefined;
   /**
    * torch.autocast's cache of bf16 weight copies made without autograd recording (a checkpoint's first pass): it
    * holds the copies of trainable weights until the forward pass leaves autocast. The driver frees it then.
@@ -59,9 +61,9 @@ export class Tape {
   a(perToken: number): H {
     return perToken > 0 ? this.al.alloc(Math.ceil(perToken * this.tokens)) : 0;
   }
-  /** A tensor of `bytes` bytes (none when 0). */
-  p(bytes: number): H {
-    return bytes > 0 ? this.al.alloc(Math.ceil(bytes)) : 0;
+  /** A tensor of `bytes` bytes (none when 0), on `stream`. */
+  p(bytes: number, stream = 0): H {
+    return bytes > 0 ? this.al.alloc(Math.ceil(bytes), stream) : 0;
   }
   f(...hs: H[]): void {
     for (const h of hs) if (h) this.al.free(h);
@@ -406,7 +408,8 @@ export function blockBackward(t: Tape, x: BlockContext, block: KeptBlock, grads:
       const made = t.p(bytes);
       t.f(low);
       const key = `${id}.${l.path}`;
-      if (x.gradsLeave || grads.has(key)) t.f(made);
+      if (x.gradSink) x.gradSink.push(made);
+      else if (x.gradsLeave || grads.has(key)) t.f(made);
       else grads.set(key, made);
     }
     if (l.adapted && x.lora) {

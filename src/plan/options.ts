@@ -97,8 +97,9 @@ export interface TrainOptions {
   /** torchtune's activation offloading: kept activations go to pinned host memory during the forward pass. */
   activationOffload?: boolean | undefined;
   /**
-   * torch.compile on the blocks, planned only under a checkpoint that decides what is kept (--recompute full or op):
-   * the count, made for PyTorch eager, is then an upper bound (compile fuses away eager's transients).
+   * torch.compile on the blocks and the loss (as torchtune and torchtitan compile them), planned only under a
+   * checkpoint that decides what the blocks keep (--recompute full or op): the blocks' count, made for PyTorch eager,
+   * is then an upper bound; the compiled cross-entropy keeps the 16-bit logits and a log-sum-exp per token.
    */
   compile?: boolean | undefined;
   /** How the loss is computed (default standard). */

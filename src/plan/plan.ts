@@ -384,7 +384,7 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
     if (o.lora) notes.push(...rankNotes(m, o.lora));
     if (o.compile)
       notes.push(
-        `torch.compile: the checkpoint (--recompute ${o.recompute}) decides what the blocks keep; compile's fused kernels make fewer of the transients this count makes for PyTorch eager, so the peak is at most the one above`,
+        `torch.compile on the blocks and the loss: the checkpoint (--recompute ${o.recompute}) decides what the blocks keep, and compile's fused kernels make fewer of the transients counted here for PyTorch eager (an upper bound for the blocks); the compiled cross-entropy keeps the 16-bit logits and a log-sum-exp instead of fp32 log-probabilities`,
       );
   }
   if (o.mode === 'infer' && m.maxPositions && o.prompt + o.newTokens > m.maxPositions)

@@ -94,6 +94,9 @@ test('the replay leaves nothing behind: after each step the GPU holds the same t
     { lora: { rank: 16, targets: 'all-linear', dtype: undefined, dropout: true, dora: false, base: 'bf16', doubleQuant: false }, recompute: 'full' },
     { loss: 'chunked', gradAccum: 2, activationOffload: true },
     { lora: { rank: 8, targets: 'default', dtype: 'bf16', dropout: false, dora: true, base: 'bf16', doubleQuant: false }, loss: 'fused' },
+    { lora: { rank: 16, targets: 'all-linear', dtype: undefined, dropout: false, dora: false, base: 'nf4', doubleQuant: true }, recompute: 'full' },
+    { precision: 'amp-bf16', recompute: 'op', parallel: { gpus: 8, nodes: 1, zero: 3, tp: 1, sp: false, pp: 1, ep: 1, inFlight: 1 } },
+    { recompute: 'op', compile: true, loss: 'chunked', gradAccum: 2 },
   ];
   for (const v of variants) {
     const o = trainOptions(v);

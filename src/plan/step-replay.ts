@@ -46,17 +46,40 @@ interface Setup {
   stepBytes: number;
   foreach: boolean;
   params: Param[];
-  /** Every trained tensor, by gradient key: its elements. */
+  /** Every trained tensor, by gradient key: its elements on this GPU (after ZeRO / FSDP sharding of the states). */
   trained: Map<string, number>;
+  /** FSDP2 (ZeRO-3): how the units are gathered and their gradients reduce-scattered. */
+  fsdp: Fsdp | undefined;
 }
+
+/**
+ * FSDP2 as torchtitan and torchtune apply it: a unit per block and a root unit (embeddings, final norm, output
+ * layer); a unit's parameters are all-gathered into a flat buffer on the all-gather stream and copied out to their
+ * unsharded tensors for its forward pass (freed after it, but for the last block's) and again for its backward pass;
+ * its gradients are reduce-scattered from an fp32 buffer on the reduce-scatter stream.
+ */
+interface Fsdp {
+  dp: number;
+  /** Bytes per gathered value (MixedPrecisionPolicy's param_dtype: bf16 under amp-bf16). */
+  gathered: number;
+  /** The parameter tensors of block i's unit and of the root unit, in elements on this GPU's tensor-parallel share. */
+  unit: (i: number) => number[];
+  root: number[];
+}
+
+/** The all-gather and reduce-scatter streams of FSDP2: blocks freed on one are not reused by another. */
+const ALL_GATHER = 1;
+const REDUCE_SCATTER = 2;
 
 function setup(m: ModelConfig, o: TrainOptions): Setup {
   const p = o.parallel;
   const lora = o.lora;
   const full = !lora;
+  // FSDP2's MixedPrecisionPolicy gathers bf16 weights: the blocks compute in bf16 without autocast
+  const precision = p.zero >= 3 && !lora && o.precision === 'amp-bf16' ? 'bf16-pure' : o.precision;
   const ctx = lora
     ? {
-        precision: o.precision,
+        precision,
         lora: {
           paths: new Set<string>(),
           adapterBytes: lora.dtype === 'fp32' || !lora.dtype ? 4 : 2,
@@ -65,7 +88,7 @@ function setup(m: ModelConfig, o: TrainOptions): Setup {
           baseBytes: lora.base === 'fp32' ? 4 : 2,
         },
       }
-    : { precision: o.precision };
+    : { precision };
   const { R, C, autocast } = dtypes(ctx);
   const b = bytesPerParam(o.precision, o.optimizer);
   const ab = lora ? (lora.dtype === 'fp32' || !lora.dtype ? 4 : 2) : 0;
@@ -81,7 +104,7 @@ function setup(m: ModelConfig, o: TrainOptions): Setup {
     C,
     autocast,
     full,
-    weightBytes: baseBytes,
+    weightBytes: p.zero >= 3 && !lora && o.precision === 'amp-bf16' ? 2 : baseBytes,
     lora: lora && { paths, rank: lora.rank, adapterBytes: ab, dropout: lora.dropout, dora: lora.dora },
     fusedAttention: fusedAttention(m, o.attention, o.precision),
     kvCacheCopies: o.recompute === 'none' && o.loss !== 'chunked',
@@ -90,12 +113,13 @@ function setup(m: ModelConfig, o: TrainOptions): Setup {
   };
   const c = countParams(m);
   const layers = m.layers / p.pp;
-  const shard = p.zero >= 3 ? p.gpus / (p.tp * p.pp) : 1;
+  const dp = p.gpus / (p.tp * p.pp);
+  const shard = p.zero >= 3 ? dp : 1;
   const params: Param[] = [];
   const trained = new Map<string, number>();
   const add = (key: string, numel: number, trains: boolean, bytesPer: number, quantisedAs = false): void => {
     params.push({ key, bytes: (numel * bytesPer) / shard, trains: trains ? numel : 0, quantised: quantisedAs ? numel / shard : 0 });
-    if (trains) trained.set(key, numel);
+    if (trains) trained.set(key, numel / (p.zero >= 1 ? dp : 1));
   };
   const other = baseBytes; // a quantised model's other parameters stay in 16 bits, as loaded (train-states.ts)
   add('embed', (c.embedding / p.tp) * (p.pp > 1 ? 0 : 1) || c.embedding / p.tp, full, other);
@@ -119,6 +143,16 @@ function setup(m: ModelConfig, o: TrainOptions): Setup {
   if (c.lmHead) add('lm_head', c.lmHead / p.tp, full, other);
   if (lora && outputAdapted(m, lora)) add('lm_head.lora', (lora.rank * (m.hidden + m.vocab)) / p.tp, true, ab);
   const lb = lora ? ab : b.grads;
+  const unit = (i: number): number[] => {
+    const moe = !!m.moe && i >= m.moe.denseLayers;
+    const ls = linearModules(m, moe).map((l) => (l.in * l.out) / p.tp);
+    if (moe && m.moe) ls.push((m.moe.experts * c.expert) / p.ep / p.tp);
+    return [...ls, (m.norm === 'layernorm' ? 4 : 2) * m.hidden];
+  };
+  const fsdp: Fsdp | undefined =
+    p.zero >= 3 && !lora
+      ? { dp, gathered: o.precision === 'amp-bf16' ? 2 : b.weights, unit, root: [c.embedding / p.tp, c.finalNorm, c.lmHead / p.tp].filter((n) => n > 0) }
+      : undefined;
   const foreach = o.offload === 'none' && !o.fusedOptimizer && o.optimizer !== 'sgd' && !o.optimizer.includes('8bit') && !o.optimizerInBackward;
   return {
     x,
@@ -132,6 +166,7 @@ function setup(m: ModelConfig, o: TrainOptions): Setup {
     foreach,
     params,
     trained,
+    fsdp,
   };
 }
 
@@ -182,23 +217,71 @@ export function replayTraining(m: ModelConfig, o: TrainOptions, history: LoadHis
   return al.stats();
 }
 
+/**
+ * The tensors torchtitan's per-op policy saves of a block besides its input: the outputs of SDPA and of every other
+ * aten.mm, in the order the block runs them (q, v, w1, w2).
+ */
+function perOpSaved(t: Tape, s: Setup, o: TrainOptions, moe: boolean): H[] {
+  const { x } = s;
+  const m = x.m;
+  const heads = m.heads / x.tp;
+  const q = (m.heads * m.headDim) / x.tp;
+  const kv = (m.kvHeads * m.headDim) / x.tp;
+  const f = (moe && m.moe ? (m.moe.expertsPerToken + m.moe.sharedExperts) * m.moe.expertIntermediate : m.intermediate) / x.tp;
+  void o;
+  return [t.a(x.C * q), t.a(4 * heads), t.a(x.C * q), t.a(x.C * kv), t.a(x.C * f), t.a(x.C * m.hidden)];
+}
+
 /** One micro-batch: forward, loss, backward; weight gradients land in `grads`. */
 function microStep(t: Tape, s: Setup, o: TrainOptions, grads: GradStore): void {
-  const { x } = s;
+  const { x, fsdp } = s;
   const { R, m } = x;
   const h = m.hidden;
   const V = m.vocab / x.tp;
-  const recompute = o.recompute === 'full' || o.recompute === 'op';
+  const full = o.recompute === 'full';
+  const perOp = o.recompute === 'op';
   const moeLayer = (i: number): boolean => !!m.moe && i >= m.moe.denseLayers;
+  const gathered = new Map<number, H[]>();
+  const gather = (sizes: number[]): H[] => {
+    const g = fsdp!.gathered;
+    const flat = t.p(sizes.reduce((a, n) => a + n, 0) * g, ALL_GATHER);
+    const out = sizes.map((n) => t.p(n * g));
+    t.f(flat);
+    return out;
+  };
+  /** A unit's reduce-scatter: its unsharded gradients cast to fp32 into one buffer, this GPU's shard out. */
+  const reduceScatter = (sizes: number[], unsharded: H[], key: string): void => {
+    const n = sizes.reduce((a, v) => a + v, 0);
+    const input = t.p(n * 4, REDUCE_SCATTER);
+    t.f(...unsharded);
+    const shard = t.p((n * 4) / fsdp!.dp, REDUCE_SCATTER);
+    t.f(input);
+    if (grads.has(key)) t.f(shard);
+    else grads.set(key, shard);
+  };
+  const root = fsdp ? gather(fsdp.root) : [];
   // ---- forward: the embedding's output, then each block (under checkpointing, without autograd: its input stays)
   let hidden = t.a(R * h);
-  const blocks: Array<{ input: H; block: KeptBlock | undefined; offloaded: boolean }> = [];
+  const blocks: Array<{ input: H; block: KeptBlock | undefined; offloaded: boolean; saved: H[] }> = [];
   for (let i = 0; i < s.layers; i++) {
-    const { out, block } = blockForward(t, x, hidden, !recompute, moeLayer(i), !recompute);
+    if (fsdp) gathered.set(i, gather(fsdp.unit(i)));
+    const keepsAll = !full && !perOp;
+    const { out, block } = blockForward(t, x, hidden, !full, moeLayer(i), keepsAll);
+    let saved: H[] = [];
+    if (perOp) {
+      // per-op checkpointing: what the policy saves stays, the rest is made again in the backward pass
+      for (const e of block.kept) t.f(e.h);
+      saved = perOpSaved(t, s, o, moeLayer(i));
+    }
     // activation offloading: the kept tensors go to pinned host memory; about two layers' worth stay on the GPU
-    const offloaded = !recompute && !!o.activationOffload && i < s.layers - 2;
+    const offloaded = keepsAll && !!o.activationOffload && i < s.layers - 2;
     if (offloaded) for (const e of block.kept) t.f(e.h);
-    blocks.push({ input: recompute ? hidden : 0, block: recompute ? undefined : block, offloaded });
+    blocks.push({ input: keepsAll ? 0 : hidden, block: keepsAll ? block : undefined, offloaded, saved });
+    // FSDP2 reshards a block after its forward pass, but for the last one, which its backward pass needs at once
+    if (fsdp && i < s.layers - 1) {
+      t.f(...gathered.get(i)!);
+      gathered.delete(i);
+    }
     hidden = out;
   }
   const norm = finalNorm(t, x, hidden);
@@ -207,31 +290,47 @@ function microStep(t: Tape, s: Setup, o: TrainOptions, grads: GradStore): void {
   // leaving autocast clears its cache of weight copies nothing saved
   t.f(...x.autocastCache.splice(0));
   // ---- backward
+  const rootSink: H[] = [];
+  x.gradSink = fsdp ? rootSink : undefined;
   lossBackward(t, s, o, lossKept, V, grads);
   t.f(...norm.kept);
   if (x.full) t.f(norm.out);
   let g = t.a(R * h);
   for (let i = s.layers - 1; i >= 0; i--) {
     const b = blocks[i]!;
+    if (fsdp && !gathered.has(i)) gathered.set(i, gather(fsdp.unit(i)));
     let block = b.block;
     let redone: H = 0;
-    if (recompute) {
+    if (!block) {
       // the checkpoint runs the block again with autograd: its output only feeds the block's own backward pass
       const again = blockForward(t, x, b.input, true, moeLayer(i), false);
       block = again.block;
       redone = again.out;
-    } else if (b.offloaded && block) block = { ...block, kept: block.kept.map((e) => ({ ...e, h: e.h ? t.a(e.bytes) : 0 })) };
-    blockBackward(t, x, block!, grads, String(i), moeLayer(i));
+    } else if (b.offloaded) block = { ...block, kept: block.kept.map((e) => ({ ...e, h: e.h ? t.a(e.bytes) : 0 })) };
+    const sink: H[] = [];
+    if (fsdp) x.gradSink = sink;
+    blockBackward(t, x, block, grads, String(i), moeLayer(i));
     // the input's gradient: the output's, and what the two branches add to it
     const gi = t.a(R * h);
-    t.f(g, b.input, redone);
+    t.f(g, b.input, redone, ...b.saved);
     g = gi;
+    if (fsdp) {
+      reduceScatter(fsdp.unit(i), sink, `unit.${i}`);
+      t.f(...gathered.get(i)!);
+      gathered.delete(i);
+    }
   }
   t.f(g);
   if (x.full) {
-    const made = t.p(V * h * s.gradBytes);
-    if (grads.has('embed') || x.gradsLeave) t.f(made);
+    const made = t.p(V * h * (fsdp ? fsdp.gathered : s.gradBytes));
+    if (fsdp) rootSink.push(made);
+    else if (grads.has('embed') || x.gradsLeave) t.f(made);
     else grads.set('embed', made);
+  }
+  if (fsdp) {
+    x.gradSink = undefined;
+    reduceScatter(fsdp.root, rootSink, 'unit.root');
+    t.f(...root);
   }
 }
 
@@ -249,6 +348,8 @@ function lossForward(t: Tape, s: Setup, o: TrainOptions, V: number): H[] {
   const chunks = kind === 'chunked' ? 8 : 1;
   const logits: H[] = [];
   for (let i = 0; i < chunks; i++) logits.push(t.a((C * V) / chunks));
+  // a compiled cross-entropy keeps the 16-bit logits and a log-sum-exp per token
+  if (o.compile) return [...logits, t.a(4)];
   const kept: H[] = [];
   for (let i = 0; i < chunks; i++) {
     const f32 = C !== 4 ? t.a((4 * V) / chunks) : 0;
@@ -268,12 +369,26 @@ function lossBackward(t: Tape, s: Setup, o: TrainOptions, kept: H[], V: number, 
     if (!outputTrains) return;
     // a tied output layer is the embedding's weight: its gradient is the embedding's param.grad
     const key = m.tiedEmbeddings ? 'embed' : 'lm_head';
-    const made = t.p(V * h * s.gradBytes);
-    if (grads.has(key) || s.x.gradsLeave) t.f(made);
+    const made = t.p(V * h * (s.fsdp ? s.fsdp.gathered : s.gradBytes));
+    if (s.x.gradSink) s.x.gradSink.push(made);
+    else if (grads.has(key) || s.x.gradsLeave) t.f(made);
     else grads.set(key, made);
   };
   if ((o.loss ?? 'standard') === 'fused') {
     t.f(...kept);
+    weightGrad();
+    return;
+  }
+  if (o.compile) {
+    // the compiled loss's backward: the logits' 16-bit gradient, a chunk at a time, from the logits and the lse
+    const n = kept.length - 1;
+    for (let i = n - 1; i >= 0; i--) {
+      const g = t.a((C * V) / n);
+      t.f(kept[i]!);
+      const gx = t.a((C * h) / n);
+      t.f(g, gx);
+    }
+    t.f(kept[n]!);
     weightGrad();
     return;
   }

@@ -11,8 +11,10 @@
  *   else the whole block is handed out and counted as allocated;
  * - a freed block merges with its free neighbours in the same segment only: blocks never merge across segments, so
  *   memory freed in one segment cannot serve a request larger than that segment's free run;
- * - max_split_size_mb unset (every block may be split), expandable_segments off, one stream, no garbage-collection
- *   threshold: segments are only returned by empty_cache(), so reserved memory only grows within a run.
+ * - a block belongs to the stream it was allocated on and is reused only by that stream (FSDP's all-gather and
+ *   reduce-scatter streams keep pools of their own);
+ * - max_split_size_mb unset (every block may be split), expandable_segments off, no garbage-collection threshold:
+ *   segments are only returned by empty_cache(), so reserved memory only grows within a run.
  *
  * gpumem's own CachingPool (pool/caching-pool.ts) is a real allocator with its own choices (256-byte rounding, a
  * block split whenever the rest is worth one alignment, streams and events); this model keeps PyTorch's figures.
@@ -30,6 +32,7 @@ interface Block {
   address: number;
   size: number;
   segment: number;
+  stream: number;
   small: boolean;
   free: boolean;
   prev: Block | undefined;
@@ -91,9 +94,9 @@ export interface AllocatorStats {
   segments: number;
 }
 
-/** The caching allocator of one device and stream, replaying allocations and frees by handle. */
+/** The caching allocator of one device, replaying allocations and frees by handle (on stream 0 unless told). */
 export class TorchAllocatorModel {
-  private readonly pools = { small: new FreeBlocks(), large: new FreeBlocks() };
+  private readonly pools = new Map<string, FreeBlocks>();
   private readonly live = new Map<number, Block>();
   private readonly segmentBlocks = new Map<number, { head: Block; size: number }>();
   private nextHandle = 1;
@@ -104,17 +107,24 @@ export class TorchAllocatorModel {
   private peakAllocated = 0;
   private peakReserved = 0;
 
-  /** Allocates `bytes` (a tensor's storage); answers the handle to free it by. */
-  alloc(bytes: number): number {
+  private pool(small: boolean, stream: number): FreeBlocks {
+    const key = `${stream}:${small ? 's' : 'l'}`;
+    let p = this.pools.get(key);
+    if (!p) this.pools.set(key, (p = new FreeBlocks()));
+    return p;
+  }
+
+  /** Allocates `bytes` (a tensor's storage) on `stream`; answers the handle to free it by. */
+  alloc(bytes: number, stream = 0): number {
     const size = roundSize(bytes);
     const small = size <= SMALL_SIZE;
-    const pool = small ? this.pools.small : this.pools.large;
+    const pool = this.pool(small, stream);
     let block = pool.bestFit(size);
     if (block) pool.remove(block);
-    else block = this.newSegment(size, small);
+    else block = this.newSegment(size, small, stream);
     const rest = block.size - size;
     if (small ? rest >= MIN_BLOCK : rest > SMALL_SIZE) {
-      const r: Block = { address: block.address + size, size: rest, segment: block.segment, small, free: true, prev: block, next: block.next };
+      const r: Block = { address: block.address + size, size: rest, segment: block.segment, stream, small, free: true, prev: block, next: block.next };
       if (block.next) block.next.prev = r;
       block.next = r;
       block.size = size;
@@ -134,7 +144,7 @@ export class TorchAllocatorModel {
     if (!b) throw new Error(`torch-allocator: handle ${h} is not live`);
     this.live.delete(h);
     this.allocated -= b.size;
-    const pool = b.small ? this.pools.small : this.pools.large;
+    const pool = this.pool(b.small, b.stream);
     let merged = b;
     const prev = b.prev;
     if (prev?.free) {
@@ -159,7 +169,7 @@ export class TorchAllocatorModel {
   emptyCache(): void {
     for (const [id, s] of this.segmentBlocks) {
       if (!s.head.free || s.head.next) continue;
-      (s.head.small ? this.pools.small : this.pools.large).remove(s.head);
+      this.pool(s.head.small, s.head.stream).remove(s.head);
       this.reserved -= s.size;
       this.segmentBlocks.delete(id);
     }
@@ -181,10 +191,10 @@ export class TorchAllocatorModel {
     };
   }
 
-  private newSegment(size: number, small: boolean): Block {
+  private newSegment(size: number, small: boolean, stream: number): Block {
     const bytes = segmentSize(size);
     const segment = this.nextSegment++;
-    const head: Block = { address: this.nextAddress, size: bytes, segment, small, free: true, prev: undefined, next: undefined };
+    const head: Block = { address: this.nextAddress, size: bytes, segment, stream, small, free: true, prev: undefined, next: undefined };
     // segments lie apart: a gap keeps the model from ever treating two of them as one run
     this.nextAddress += bytes + ROUND_LARGE;
     this.segmentBlocks.set(segment, { head, size: bytes });

@@ -6,7 +6,7 @@
 import { formatCount } from '../units.js';
 import { adapterBytes, adapterParams, linearModules, outputAdapted, quantisableParams, quantisedBase, quantisedBytesPerWeight } from './adapters.js';
 import type { ModelConfig } from './model-config.js';
-import { bytesPerParam, localParams, modelStateBytes, optimizerStateBytes, pagedOptimizer } from './model-states.js';
+import { bytesPerParam, fsdpMixedPrecision, localParams, modelStateBytes, optimizerStateBytes, pagedOptimizer } from './model-states.js';
 import type { Line, TrainOptions } from './options.js';
 import type { ParamCounts } from './params.js';
 
@@ -107,8 +107,9 @@ export function trainStates(m: ModelConfig, c: ParamCounts, o: TrainOptions): Tr
     stepBytes = b.master || o.precision === 'fp32' || o.precision === 'amp-bf16' ? 4 : 2;
   }
   if (p.zero >= 3 && !megatron && onGpuParams) {
-    // FSDP2 (torchtitan, torchtune) keeps the root unit, the embeddings and the output layer, gathered for the step
-    const root = ((c.embedding + c.lmHead + c.finalNorm) / p.tp) * weightBytes * (1 - 1 / dp);
+    // FSDP2 (torchtitan, torchtune) keeps the root unit, the embeddings and the output layer, gathered for the step:
+    // unsharded tensors of their own beside the shards, in bf16 under its mixed precision
+    const root = ((c.embedding + c.lmHead + c.finalNorm) / p.tp) * (fsdpMixedPrecision(o) ? 2 : weightBytes);
     if (root > 0)
       parameters.push({
         name: 'parameters: root unit gathered (FSDP)',
