@@ -16,6 +16,8 @@ export interface SavedContext {
         baseBytes: number;
         /** The output layer is wrapped too (PEFT's lm_head target). */
         output?: boolean | undefined;
+        /** bitsandbytes before 0.43: each 4-bit matmul keeps its input (MatMul4Bit's ctx.tensors). */
+        baseKeepsInput?: boolean | undefined;
       }
     | undefined;
 }
@@ -38,6 +40,7 @@ function inputKept(w: number, x: number, readers: Array<{ trains: boolean; adapt
   let shared = false;
   let bytes = 0;
   for (const r of readers) {
+    if (!r.trains && ctx.lora?.baseKeepsInput) shared = true;
     if (r.trains) {
       if (autocast && x !== 2) bytes += 2 * w;
       else shared = true;

@@ -32,7 +32,17 @@ export interface BlockContext {
   full: boolean;
   /** Bytes per value of the weights the matmuls read, before autocast (their gradients have the same size). */
   weightBytes: number;
-  lora?: { paths: ReadonlySet<string>; rank: number; adapterBytes: number; dropout: boolean; dora: boolean } | undefined;
+  lora?:
+    | {
+        paths: ReadonlySet<string>;
+        rank: number;
+        adapterBytes: number;
+        dropout: boolean;
+        dora: boolean;
+        /** bitsandbytes before 0.43: each 4-bit matmul keeps its input. */
+        baseKeepsInput?: boolean | undefined;
+      }
+    | undefined;
   /** A fused attention kernel (no s x s matrix); else the math kernel keeps its scores. */
   fusedAttention: boolean;
   /** Hugging Face's DynamicCache copies keys and values in a training forward pass (not under checkpointing). */
@@ -341,7 +351,10 @@ function linears(t: Tape, x: BlockContext, input: H, xb: number, ls: Lin[], k: K
     if (l.trains) {
       if (own) k.keep(own, 2 * w, stage);
       else keepInput();
-    } else t.f(own);
+    } else {
+      t.f(own);
+      if (x.lora?.baseKeepsInput) keepInput();
+    }
     const lo = x.lora;
     if (l.adapted && lo) {
       const ab = lo.adapterBytes;

@@ -74,6 +74,8 @@ export interface PlanInputs {
   /** The frozen base's format under --lora; undefined: the checkpoint's 16 bits (fp32 with --precision fp32). */
   baseWeights?: BaseWeights | undefined;
   doubleQuant: boolean;
+  /** The bitsandbytes release a 4-bit base follows (e.g. 0.42); undefined: a current one (0.43 or later). */
+  bnbVersion?: string | undefined;
   optimizerInBackward: boolean;
   activationOffload: boolean;
   /** torch.compile on the blocks (only with --recompute full or op). */
@@ -171,6 +173,7 @@ const TRAIN_ONLY = [
   'dora',
   'baseWeights',
   'doubleQuant',
+  'bnbVersion',
   'optimizerInBackward',
   'activationOffload',
   'compile',
@@ -191,7 +194,7 @@ const INFER_ONLY = [
   'maxNumBatchedTokens',
   'maxNumSeqs',
 ];
-const ADAPTER_ONLY = ['loraTargets', 'loraDtype', 'loraDropout', 'dora', 'doubleQuant'];
+const ADAPTER_ONLY = ['loraTargets', 'loraDtype', 'loraDropout', 'dora', 'doubleQuant', 'bnbVersion'];
 
 /**
  * Checks the inputs as the CLI and the page both take them: whole numbers within their limits, no contradiction
@@ -241,6 +244,10 @@ export function checkInputs(i: PlanInputs): void {
     if (i.framework === 'megatron') fail('--lora follows PEFT on PyTorch: it contradicts --framework megatron');
     if (i.precision !== 'amp-bf16' && i.precision !== 'bf16-pure' && i.precision !== 'fp32')
       fail(`--lora computes as PEFT does: --precision amp-bf16 (autocast, the default), bf16-pure (no autocast) or fp32, not ${i.precision}`);
+    if (i.bnbVersion !== undefined) {
+      if (!/^\d+\.\d+(\.\d+)?$/.test(i.bnbVersion)) fail(`--bnb-version takes a release such as 0.42 or 0.45.1, got "${i.bnbVersion}"`);
+      if (i.baseWeights !== 'nf4' && i.baseWeights !== 'fp4') fail('--bnb-version is for a 4-bit base: give --base-weights nf4 or fp4');
+    }
     if (i.doubleQuant && i.baseWeights !== 'nf4' && i.baseWeights !== 'fp4')
       fail("--double-quant quantises a 4-bit base's absmax: give --base-weights nf4 or fp4");
     if (i.baseWeights === 'fp32' && i.precision !== 'fp32' && i.precision !== 'amp-bf16') fail(`an fp32 base contradicts --precision ${i.precision}`);
@@ -260,6 +267,12 @@ export function checkInputs(i: PlanInputs): void {
     if (i.loss !== 'standard') fail(`--loss ${i.loss} is for --framework pytorch`);
     if (i.precision === 'fp8-torchao') fail('--precision fp8-torchao is for --framework pytorch (Megatron-style fp8 is --precision fp8)');
   }
+}
+
+/** True when release `v` (major.minor[.patch]) comes before `than`. */
+function olderThan(v: string, than: [number, number]): boolean {
+  const [a = 0, b = 0] = v.split('.').map(Number);
+  return a < than[0] || (a === than[0] && b < than[1]);
 }
 
 /** Module names from a comma-separated list. @throws InvalidArgumentError for an empty list or name. */
@@ -315,6 +328,7 @@ export function planOptionsFrom(i: PlanInputs): PlanOptions {
               dora: i.dora,
               base: i.baseWeights ?? (i.precision === 'fp32' ? 'fp32' : 'bf16'),
               doubleQuant: i.doubleQuant,
+              quantKeepsInput: i.bnbVersion !== undefined && olderThan(i.bnbVersion, [0, 43]),
             },
       optimizerInBackward: i.optimizerInBackward,
       activationOffload: i.activationOffload,

@@ -52,6 +52,11 @@ export interface LoraOptions {
   base: BaseWeights;
   /** bitsandbytes' bnb_4bit_use_double_quant: the 4-bit absmax quantised to 8 bits. */
   doubleQuant: boolean;
+  /**
+   * bitsandbytes before 0.43 (LitGPT pins 0.42): its 4-bit matmul keeps its input for the backward pass
+   * (MatMul4Bit's ctx.tensors = (A, B)); from 0.43 it keeps only the weight.
+   */
+  quantKeepsInput?: boolean | undefined;
 }
 export type Framework = 'pytorch' | 'megatron';
 export type WeightFormat = 'fp32' | 'bf16' | 'fp16' | 'fp8' | 'int8' | 'int4';

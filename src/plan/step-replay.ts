@@ -105,7 +105,7 @@ function setup(m: ModelConfig, o: TrainOptions): Setup {
     autocast,
     full,
     weightBytes: p.zero >= 3 && !lora && o.precision === 'amp-bf16' ? 2 : baseBytes,
-    lora: lora && { paths, rank: lora.rank, adapterBytes: ab, dropout: lora.dropout, dora: lora.dora },
+    lora: lora && { paths, rank: lora.rank, adapterBytes: ab, dropout: lora.dropout, dora: lora.dora, baseKeepsInput: !!lora.quantKeepsInput },
     fusedAttention: fusedAttention(m, o.attention, o.precision),
     kvCacheCopies: o.recompute === 'none' && o.loss !== 'chunked',
     gradsLeave: p.zero >= 3 || !!o.optimizerInBackward,

@@ -30,6 +30,7 @@ export function savedContext(m: ModelConfig, o: TrainOptions): SavedContext {
       dora: l.dora,
       baseBytes: l.base === 'fp32' ? 4 : 2,
       output: outputAdapted(m, l),
+      baseKeepsInput: !!l.quantKeepsInput,
     },
   };
 }
