@@ -9,7 +9,8 @@
  * only grows in a run (segments go back to the driver only on empty_cache()), so the third step's figure is the run's.
  */
 import { adaptedModules, linearModules, outputAdapted, quantisedBase, quantisedBytesPerWeight } from './adapters.js';
-import { blockBackward, blockForward, finalNorm, type BlockContext, type GradStore, type H, type KeptBlock, Tape } from './block-replay.js';
+import { blockBackward } from './block-backward.js';
+import { blockForward, finalNorm, type BlockContext, type GradStore, type H, type KeptBlock, Tape } from './block-replay.js';
 import { dtypes } from './activations.js';
 import type { ModelConfig } from './model-config.js';
 import { bytesPerParam, optimizerStateBytes, pagedOptimizer } from './model-states.js';
