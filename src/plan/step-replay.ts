@@ -177,6 +177,7 @@ export type ReplayResult = AllocatorStats;
 /**
  * Replays `steps` training steps of `m` under `o` through the caching allocator model; answers its figures, or
  * undefined where the run is not PyTorch eager (Megatron-LM's own buffers are not modelled here).
+ * @throws InvalidArgumentError for adapters the model cannot take (as estimateTrain refuses them first)
  */
 export function replayTraining(m: ModelConfig, o: TrainOptions, history: LoadHistory = 'loaded', steps = 3): ReplayResult | undefined {
   if (o.framework === 'megatron') return undefined;

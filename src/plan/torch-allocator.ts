@@ -79,10 +79,6 @@ class FreeBlocks {
   bestFit(size: number): Block | undefined {
     return this.items[this.index(size, -1)];
   }
-
-  get all(): readonly Block[] {
-    return this.items;
-  }
 }
 
 /** Peaks as torch.cuda.max_memory_allocated() and max_memory_reserved() report them, and the current figures. */
@@ -138,7 +134,10 @@ export class TorchAllocatorModel {
     return h;
   }
 
-  /** Frees the block of handle `h`: it merges with free neighbours in its segment and is cached. */
+  /**
+   * Frees the block of handle `h`: it merges with free neighbours in its segment and is cached.
+   * @throws Error for a handle that is not live (a mistake in the replay, never the user's input)
+   */
   free(h: number): void {
     const b = this.live.get(h);
     if (!b) throw new Error(`torch-allocator: handle ${h} is not live`);
