@@ -71,7 +71,10 @@ test('plan refuses impossible sizes with the limit, suggests a mistyped option, 
   assert.equal(typo.code, 2);
   assert.match(typo.err, /Did you mean .*--model/);
   const help = (await cli(['plan', '--help'])).out.replace(/\s+/g, ' ');
-  assert.match(help, /allocator fragmentation, in percent of the estimate \(default: 5\)/);
+  assert.match(
+    help,
+    /allocator fragmentation, in percent of the estimate \(default: training replays the step through PyTorch's caching allocator; inference sets aside 5%\)/,
+  );
   assert.doesNotMatch(help, /0\.05/);
   const dir = mkdtempSync(join(tmpdir(), 'gpumem-plan-bench-'));
   try {
@@ -90,10 +93,14 @@ test('plan refuses impossible sizes with the limit, suggests a mistyped option, 
 test('every bad input of the training options exits 2 with its reason, before anything is printed', async () => {
   for (const [args, why] of [
     [['--lora', '0'], /--lora must be at least 1/],
-    [['--lora', '5000'], /--lora 5000 exceeds q_proj's smaller side \(4096 -> 4096\)/],
+    [['--lora', '5000'], /--lora 5000 exceeds the smaller side of every wrapped layer \(at most 4096\)/],
     [['--lora', '8', '--lora-targets', 'c_attn'], /no such module; its linear layers are q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj/],
     [['--lora', '8', '--lora-targets', 'q_proj,,v_proj'], /module names separated by commas/],
     [['--base-weights', 'nf4'], /4-bit base .* cannot be fine-tuned in full: give --lora R/],
+    [['--compile'], /--compile needs --recompute full or op/],
+    [['--lora', '8', '--base-weights', 'nf4', '--bnb-version', 'latest'], /--bnb-version takes a release such as 0.42/],
+    [['--lora', '8', '--bnb-version', '0.42'], /--bnb-version is for a 4-bit base/],
+    [['--bnb-version', '0.42'], /--bnb-version needs adapters: give --lora R/],
     [['--base-weights', 'int8'], /8-bit base/],
     [['--lora', '8', '--double-quant'], /--double-quant .* nf4 or fp4/],
     [['--dora'], /--dora needs adapters/],
@@ -140,8 +147,10 @@ test('plan --help offers every training option, and a Hugging Face model folder 
     '--dora',
     '--base-weights',
     '--double-quant',
+    '--bnb-version <v>',
     '--optimizer-in-backward',
     '--activation-offload',
+    '--compile',
     '--loss',
     'paged-adamw8bit',
     'adamw8bit',

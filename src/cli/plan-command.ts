@@ -62,11 +62,19 @@ export function definePlan(program: Command, io: Io): void {
     .addOption(
       new Option(
         '--base-weights <format>',
-        "the frozen base under --lora: fp32, bf16, fp16, nf4 or fp4 (bitsandbytes 4-bit with its quant state; the rest cast to fp32 as PEFT's prepare_model_for_kbit_training does), int8 (LLM.int8()); default the checkpoint's bf16",
+        "the frozen base under --lora: fp32, bf16, fp16, nf4 or fp4 (bitsandbytes 4-bit with its quant state; the other parameters in 16 bits as loaded), int8 (LLM.int8()); default the checkpoint's bf16",
       ).choices(['fp32', 'bf16', 'fp16', 'nf4', 'fp4', 'int8']),
     )
     .option('--double-quant', "bitsandbytes' bnb_4bit_use_double_quant: the 4-bit absmax in 8 bits (default off, as BitsAndBytesConfig)")
+    .option(
+      '--bnb-version <v>',
+      'the bitsandbytes release a 4-bit base runs on (default a current one): before 0.43 its 4-bit matmul keeps each input for the backward pass (LitGPT pins 0.42)',
+    )
     .option('--activation-offload', "torchtune's activation offloading: kept activations go to pinned host memory (about two layers stay)")
+    .option(
+      '--compile',
+      'torch.compile on the blocks and the loss, with --recompute full or op (the checkpoint decides what the blocks keep, counted eager as an upper bound; the compiled cross-entropy keeps 16-bit logits)',
+    )
     .addOption(
       new Option(
         '--loss <kind>',
@@ -158,9 +166,10 @@ export function definePlan(program: Command, io: Io): void {
     .option('--from-bench <file>', 'a gpumem bench JSON: measured capacity and link bandwidth')
     .option('--host-memory <size>', 'host memory available for offloading, e.g. 512GiB', (v) => parseSizeOption(v, '--host-memory'))
     .addOption(
-      new Option('--fragmentation <percent>', 'allowance for allocator fragmentation, in percent of the estimate')
-        .argParser((v) => parsePercent(v, '--fragmentation'))
-        .default(0.05, '5'),
+      new Option(
+        '--fragmentation <percent>',
+        "a flat allowance for allocator fragmentation, in percent of the estimate (default: training replays the step through PyTorch's caching allocator; inference sets aside 5%)",
+      ).argParser((v) => parsePercent(v, '--fragmentation')),
     )
     .option('--json', 'print JSON: { perGpu: {...}, capacityBytes, fits, placement: [...], suggestions: [...] }')
     .option('--html <file>', 'also write the interactive page: the planner runs in it, every control re-plans (works offline)')
@@ -214,6 +223,7 @@ async function runPlan(opts: Record<string, unknown>, cmd: Command, io: Io): Pro
     optimizerInBackward: !!opts.optimizerInBackward,
     activationOffload: !!opts.activationOffload,
     enforceEager: !!opts.enforceEager,
+    compile: !!opts.compile,
     // the options given on the command line: contradictions are refused between them, never with a default
     given: Object.keys(opts).filter((k) => cmd.getOptionValueSource(k) === 'cli'),
   };
@@ -261,4 +271,6 @@ const OPTIONAL_INPUTS = new Set([
   'maxNumBatchedTokens',
   'maxNumSeqs',
   'engineVersion',
+  'bnbVersion',
+  'fragmentation',
 ]);

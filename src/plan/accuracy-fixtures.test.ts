@@ -1,8 +1,8 @@
 /**
  * The accuracy sets (fixtures/plan/published/*.json, fixtures/plan/measured-peaks-*.json) and the tool that judges
  * the planner on them (tools/plan-accuracy.mjs): every row is well-formed and names its source, what its figure
- * measures and its role, and the tool compares each figure with the planner quantity of the same kind. No accuracy
- * bound is asserted here: that waits for the planner work of issue 21.
+ * measures and its role, and the tool compares each figure with the planner quantity of the same kind. The accuracy
+ * bounds are asserted in accuracy.test.ts.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';

@@ -8,7 +8,19 @@ import type { Precision, Recompute } from './options.js';
 export interface SavedContext {
   precision: Precision;
   /** Adapters on a frozen base: the wrapped layers' paths, the adapters' bytes per value, dropout, DoRA. */
-  lora?: { paths: ReadonlySet<string>; adapterBytes: number; dropout: boolean; dora: boolean; baseBytes: number } | undefined;
+  lora?:
+    | {
+        paths: ReadonlySet<string>;
+        adapterBytes: number;
+        dropout: boolean;
+        dora: boolean;
+        baseBytes: number;
+        /** The output layer is wrapped too (PEFT's lm_head target). */
+        output?: boolean | undefined;
+        /** bitsandbytes before 0.43: each 4-bit matmul keeps its input (MatMul4Bit's ctx.tensors). */
+        baseKeepsInput?: boolean | undefined;
+      }
+    | undefined;
 }
 
 /** Bytes per value of the residual stream (R) and of the matmuls' outputs (C), and whether autocast casts. */
@@ -29,6 +41,7 @@ function inputKept(w: number, x: number, readers: Array<{ trains: boolean; adapt
   let shared = false;
   let bytes = 0;
   for (const r of readers) {
+    if (!r.trains && ctx.lora?.baseKeepsInput) shared = true;
     if (r.trains) {
       if (autocast && x !== 2) bytes += 2 * w;
       else shared = true;
@@ -136,11 +149,12 @@ export function savedBytesPerToken(m: ModelConfig, ctx: SavedContext, moeLayer =
 
 /** What the final norm and the output layer's input keep per token (once, after the last block). */
 export function finalSavedBytesPerToken(m: ModelConfig, ctx: SavedContext): number {
-  const { R } = dtypes(ctx);
+  const { R, autocast } = dtypes(ctx);
   const full = !ctx.lora;
   const h = m.hidden;
-  if (m.family === 'gpt') return (dtypes(ctx).autocast ? 4 : R) * h + inputKept(h, dtypes(ctx).autocast ? 4 : R, [{ trains: full, adapted: false }], ctx);
-  return 4 * h + (full ? R * h : 0) + inputKept(h, R, [{ trains: full, adapted: false }], ctx);
+  const output = [{ trains: full, adapted: !!ctx.lora?.output }];
+  if (m.family === 'gpt') return (autocast ? 4 : R) * h + inputKept(h, autocast ? 4 : R, output, ctx);
+  return 4 * h + (full ? R * h : 0) + inputKept(h, R, output, ctx);
 }
 
 /**

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { adapterParams } from './adapters.js';
+import { adapterParams, linearModules } from './adapters.js';
 import { catalogueModel } from './catalogue.js';
 import { estimate, type BaseWeights, type Parallelism, type TrainOptions } from './estimate.js';
 import { normaliseConfig, type ModelConfig } from './model-config.js';
@@ -114,7 +114,7 @@ test('LoRA: a frozen 16-bit base, fp32 adapters with fp32 gradients and AdamW st
   assert.ok(e.totalBytes < full.totalBytes / 3, 'no gradients or optimizer states for the 8B base');
 });
 
-test('QLoRA: 4-bit weights with their absmax per 64-block, double quantisation, the rest in fp32, one dequantised weight', () => {
+test('QLoRA: 4-bit weights with their absmax per 64-block, double quantisation, the rest in 16 bits as loaded, one dequantised weight', () => {
   const m = catalogueModel('llama-3-8b');
   const base = (q: Partial<ReturnType<typeof lora>>) => line(train({ lora: { ...lora(16, 'default'), ...q } }), /frozen base/)!.bytes;
   const nf4 = base({ base: 'nf4' });
@@ -122,8 +122,10 @@ test('QLoRA: 4-bit weights with their absmax per 64-block, double quantisation, 
   const c = countParams(m);
   const quantised = c.total - c.embedding - c.lmHead - c.finalNorm - m.layers * 2 * m.hidden; // every linear weight of the blocks
   const rest = c.total - quantised;
-  assert.equal(nf4, quantised * (0.5 + 4 / 64) + rest * 4);
-  assert.equal(dq, quantised * (0.5 + 1 / 64 + 4 / (64 * 256)) + rest * 4);
+  // from_pretrained with a BitsAndBytesConfig leaves the rest in the checkpoint's 16 bits; only TRL's
+  // prepare_model_for_kbit_training casts it to fp32, and a stock script does not run it
+  assert.equal(nf4, quantised * (0.5 + 4 / 64) + rest * 2);
+  assert.equal(dq, quantised * (0.5 + 1 / 64 + 4 / (64 * 256)) + rest * 2);
   assert.ok(dq < nf4, 'double quantisation stores the absmax in 8 bits');
   const deq = line(train({ lora: { ...lora(16, 'default'), base: 'nf4' } }), /dequantised/);
   assert.equal(deq!.bytes, 2 * m.hidden * m.intermediate, 'the largest layer (an MLP projection) in bf16');
@@ -186,8 +188,11 @@ test('FSDP2: gradients unsharded under accumulation, the root unit gathered for 
   const noAcc = estimate(m, train({ precision: 'bf16-pure', parallel: fsdp }));
   assert.equal(acc.modelStates.gradientsBytes, 2 * c.total, 'every gradient, unsharded');
   assert.equal(noAcc.modelStates.gradientsBytes, (2 * c.total) / 8);
+  // the gathered root unit is a tensor of its own beside the shards: all of it, in the gathered dtype
   const root = line(train({ precision: 'bf16-pure', parallel: fsdp }), /root unit/);
-  assert.equal(root!.bytes, (c.embedding + c.lmHead + c.finalNorm) * 2 * (7 / 8));
+  assert.equal(root!.bytes, (c.embedding + c.lmHead + c.finalNorm) * 2);
+  // FSDP2's mixed precision (amp-bf16: fp32 shards) gathers it in bf16 too
+  assert.equal(line(train({ precision: 'amp-bf16', parallel: fsdp }), /root unit/)!.bytes, (c.embedding + c.lmHead + c.finalNorm) * 2);
 });
 
 test("per-op checkpointing keeps more than full recomputation and less than none; torchao's fp8 adds the running matmul's casts", () => {
@@ -228,11 +233,75 @@ test('bad inputs are refused with the reason by the one check the CLI and the pa
   for (const [i, why] of bad) assert.throws(() => planOptionsFrom({ ...DEFAULT_INPUTS, ...i }), why, JSON.stringify(i));
   const m = catalogueModel('llama-2-7b');
   const mc = machineFromCatalogue('h200');
-  assert.throws(() => plan(m, planOptionsFrom({ ...DEFAULT_INPUTS, lora: 5000 }), mc), /--lora 5000 exceeds q_proj's smaller side/);
+  assert.throws(() => plan(m, planOptionsFrom({ ...DEFAULT_INPUTS, lora: 5000 }), mc), /--lora 5000 exceeds the smaller side of every wrapped layer/);
   assert.throws(
     () => plan(m, planOptionsFrom({ ...DEFAULT_INPUTS, lora: 8, loraTargets: 'c_attn' }), mc),
     /has no such module; its linear layers are q_proj, k_proj/,
   );
   // the defaults are never a contradiction
   assert.doesNotThrow(() => planOptionsFrom({ ...DEFAULT_INPUTS, mode: 'infer' }));
+});
+
+test("targets take each family's module names as transformers names them, and the output layer", () => {
+  const phi2 = normaliseConfig(
+    { model_type: 'phi', hidden_size: 2560, intermediate_size: 10240, num_hidden_layers: 32, num_attention_heads: 32, vocab_size: 51200 },
+    'test',
+    'phi-2',
+  );
+  const names = (m: ModelConfig) => linearModules(m).map((l) => l.path.split('.').pop());
+  assert.deepEqual(names(phi2), ['q_proj', 'k_proj', 'v_proj', 'dense', 'fc1', 'fc2']);
+  const phi3 = normaliseConfig(
+    { model_type: 'phi3', hidden_size: 3072, intermediate_size: 8192, num_hidden_layers: 32, num_attention_heads: 32, vocab_size: 32064 },
+    'test',
+    'phi-3',
+  );
+  assert.deepEqual(names(phi3), ['qkv_proj', 'o_proj', 'gate_up_proj', 'down_proj']);
+  assert.equal(linearModules(phi3).find((l) => l.path.endsWith('gate_up_proj'))!.out, 2 * 8192, 'gate and up fused: twice the width');
+  const neox = normaliseConfig(
+    { model_type: 'gpt_neox', hidden_size: 2048, intermediate_size: 8192, num_hidden_layers: 16, num_attention_heads: 8, vocab_size: 50304 },
+    'test',
+    'pythia',
+  );
+  assert.deepEqual(names(neox), ['query_key_value', 'dense', 'dense_h_to_4h', 'dense_4h_to_h']);
+  // PEFT's defaults by model_type (peft src/peft/utils/constants.py at 5d602fd)
+  const trainable = (m: ModelConfig, targets: TrainOptions['lora'] extends infer L ? (L extends { targets: infer T } ? T : never) : never, r = 8) =>
+    adapterParams(m, countParams(m), lora(r, targets));
+  assert.equal(trainable(neox, 'default'), 16 * 8 * (2048 + 3 * 2048), 'gpt_neox: query_key_value');
+  assert.equal(trainable(phi2, 'default'), 32 * 8 * (2 * (2560 + 2560) + (2560 + 10240) + (10240 + 2560)), 'phi: q_proj, v_proj, fc1, fc2');
+  assert.throws(() => trainable(phi3, 'default'), /PEFT has no default target modules for phi3: give --lora-targets/);
+  // the output layer: r x (hidden + vocabulary) more, as PEFT wraps lm_head (GPT-NeoX's is embed_out)
+  const llama = catalogueModel('llama-2-7b');
+  assert.equal(trainable(llama, ['q_proj', 'v_proj', 'lm_head']) - trainable(llama, ['q_proj', 'v_proj']), 8 * (4096 + 32000));
+  assert.equal(trainable(neox, ['query_key_value', 'embed_out']) - trainable(neox, 'default'), 8 * (2048 + 50304));
+  assert.throws(() => trainable(neox, ['lm_head']), /has no such module; its linear layers are .* and the output layer embed_out/);
+  // all-linear leaves the output layer out, as PEFT does
+  assert.equal(trainable(llama, 'all-linear'), 32 * 8 * (4 * (4096 + 4096) + 3 * (4096 + 11008)));
+});
+
+test("a rank above a small layer's side is taken with a note, as PEFT takes it; above every wrapped layer's, refused", () => {
+  // a small Mixtral's router has 8 outputs; PEFT wraps it under all-linear at r=16 (measured on an H200)
+  const m = normaliseConfig(
+    {
+      model_type: 'mixtral',
+      hidden_size: 1024,
+      intermediate_size: 3584,
+      num_hidden_layers: 8,
+      num_attention_heads: 16,
+      num_key_value_heads: 8,
+      num_local_experts: 8,
+      num_experts_per_tok: 2,
+      vocab_size: 32000,
+    },
+    'test',
+    'mixtral-mini',
+  );
+  const r = plan(m, train({ lora: lora(16, 'all-linear') }), machineFromCatalogue('h200'));
+  assert.ok(
+    r.notes.some((n) => /rank 16 exceeds gate's smaller side \(1024 -> 8\)/.test(n)),
+    r.notes.join('\n'),
+  );
+  assert.throws(
+    () => plan(m, train({ lora: lora(16, ['gate']) }), machineFromCatalogue('h200')),
+    /exceeds the smaller side of every wrapped layer \(at most 8\)/,
+  );
 });

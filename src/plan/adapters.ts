@@ -20,20 +20,62 @@ export interface LinearModule {
   site: InputSite;
 }
 
-/** The linear layers of one block: dense (`moe` false) or a mixture-of-experts layer's (experts are not linear modules). */
+/** A block's linear layers by role, named as transformers names them for one family of model_type values. */
+interface BlockNames {
+  /** Separate q, k, v projections, or one fused projection (its name). */
+  qkv: [string, string, string] | string;
+  out: string;
+  /** Gated MLP: gate and up (or one fused gate_up), down; plain MLP: up (fc1), down (fc2). */
+  gate?: string;
+  up: string;
+  down: string;
+}
+
+const LLAMA: BlockNames = {
+  qkv: ['self_attn.q_proj', 'self_attn.k_proj', 'self_attn.v_proj'],
+  out: 'self_attn.o_proj',
+  gate: 'mlp.gate_proj',
+  up: 'mlp.up_proj',
+  down: 'mlp.down_proj',
+};
+const NAMES: Record<string, BlockNames> = {
+  gpt2: { qkv: 'attn.c_attn', out: 'attn.c_proj', up: 'mlp.c_fc', down: 'mlp.c_proj' },
+  gpt_bigcode: { qkv: 'attn.c_attn', out: 'attn.c_proj', up: 'mlp.c_fc', down: 'mlp.c_proj' },
+  gpt_neo: {
+    qkv: ['attn.attention.q_proj', 'attn.attention.k_proj', 'attn.attention.v_proj'],
+    out: 'attn.attention.out_proj',
+    up: 'mlp.c_fc',
+    down: 'mlp.c_proj',
+  },
+  gpt_neox: { qkv: 'attention.query_key_value', out: 'attention.dense', up: 'mlp.dense_h_to_4h', down: 'mlp.dense_4h_to_h' },
+  falcon: { qkv: 'self_attention.query_key_value', out: 'self_attention.dense', up: 'mlp.dense_h_to_4h', down: 'mlp.dense_4h_to_h' },
+  phi: { qkv: ['self_attn.q_proj', 'self_attn.k_proj', 'self_attn.v_proj'], out: 'self_attn.dense', up: 'mlp.fc1', down: 'mlp.fc2' },
+  phi3: { qkv: 'self_attn.qkv_proj', out: 'self_attn.o_proj', gate: 'mlp.gate_up_proj', up: 'mlp.gate_up_proj', down: 'mlp.down_proj' },
+  starcoder2: { qkv: LLAMA.qkv, out: LLAMA.out, up: 'mlp.c_fc', down: 'mlp.c_proj' },
+};
+
+/** The module names of `m`'s blocks: by its model_type, else by the block it has (GPT-2's or Llama's). */
+function blockNames(m: ModelConfig): BlockNames {
+  const byType = m.modelType ? NAMES[m.modelType] : undefined;
+  if (byType) return byType;
+  if (m.family === 'gpt') return NAMES.gpt2!;
+  return m.gatedMlp ? LLAMA : { ...LLAMA, gate: undefined, up: 'mlp.up_proj' };
+}
+
+/** The output layer's module name (GPT-NeoX calls it embed_out). */
+export const outputName = (m: ModelConfig): string => (m.modelType === 'gpt_neox' ? 'embed_out' : 'lm_head');
+
+/**
+ * The linear layers of one block, named as transformers names the modules of the model's family: dense (`moe`
+ * false) or a mixture-of-experts layer's (whose experts are not linear modules: PEFT's names reach its router).
+ */
 export function linearModules(m: ModelConfig, moe = false): LinearModule[] {
   const h = m.hidden;
   const qDim = m.heads * m.headDim;
   const kvDim = m.kvHeads * m.headDim;
   const f = m.intermediate;
-  if (m.family === 'gpt')
-    return [
-      { path: 'attn.c_attn', in: h, out: qDim + 2 * kvDim, site: 'attn-norm' },
-      { path: 'attn.c_proj', in: qDim, out: h, site: 'attn-out' },
-      { path: 'mlp.c_fc', in: h, out: f, site: 'mlp-norm' },
-      { path: 'mlp.c_proj', in: f, out: h, site: 'mlp-act' },
-    ];
   const attention: LinearModule[] = [];
+  const n = blockNames(m);
   if (m.mla) {
     const a = m.mla;
     const qk = a.qkNopeHeadDim + a.qkRopeHeadDim;
@@ -48,28 +90,53 @@ export function linearModules(m: ModelConfig, moe = false): LinearModule[] {
       { path: 'self_attn.kv_b_proj', in: a.kvLoraRank, out: m.heads * (a.qkNopeHeadDim + a.vHeadDim), site: 'attn-norm' },
       { path: 'self_attn.o_proj', in: m.heads * a.vHeadDim, out: h, site: 'attn-out' },
     );
-  } else
-    attention.push(
-      { path: 'self_attn.q_proj', in: h, out: qDim, site: 'attn-norm' },
-      { path: 'self_attn.k_proj', in: h, out: kvDim, site: 'attn-norm' },
-      { path: 'self_attn.v_proj', in: h, out: kvDim, site: 'attn-norm' },
-      { path: 'self_attn.o_proj', in: qDim, out: h, site: 'attn-out' },
-    );
+  } else {
+    if (typeof n.qkv === 'string') attention.push({ path: n.qkv, in: h, out: qDim + 2 * kvDim, site: 'attn-norm' });
+    else
+      attention.push(
+        { path: n.qkv[0], in: h, out: qDim, site: 'attn-norm' },
+        { path: n.qkv[1], in: h, out: kvDim, site: 'attn-norm' },
+        { path: n.qkv[2], in: h, out: kvDim, site: 'attn-norm' },
+      );
+    attention.push({ path: n.out, in: qDim, out: h, site: 'attn-out' });
+  }
   // transformers keeps a mixture's experts as fused 3-d parameters, not nn.Linear: PEFT's targets reach its router
   if (moe && m.moe) return [...attention, { path: 'mlp.gate', in: h, out: m.moe.experts, site: 'mlp-norm' }];
-  return [
-    ...attention,
-    { path: 'mlp.gate_proj', in: h, out: f, site: 'mlp-norm' },
-    { path: 'mlp.up_proj', in: h, out: f, site: 'mlp-norm' },
-    { path: 'mlp.down_proj', in: f, out: h, site: 'mlp-act' },
-  ];
+  const mlp: LinearModule[] = [];
+  if (n.gate === n.up && n.gate) mlp.push({ path: n.up, in: h, out: 2 * f, site: 'mlp-norm' });
+  else {
+    if (n.gate) mlp.push({ path: n.gate, in: h, out: f, site: 'mlp-norm' });
+    mlp.push({ path: n.up, in: h, out: f, site: 'mlp-norm' });
+  }
+  mlp.push({ path: n.down, in: f, out: h, site: 'mlp-act' });
+  return [...attention, ...mlp];
 }
 
 /**
- * PEFT's default target modules (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING, peft 0.21): c_attn for GPT-2
- * style models, q_proj and v_proj for Llama-style ones. PEFT has none for DeepSeek's latent attention.
+ * PEFT's default target modules for the model_type (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING, huggingface/
+ * peft src/peft/utils/constants.py at 5d602fd); undefined where PEFT has none and asks for target_modules.
  */
+const PEFT_DEFAULTS: Record<string, string[]> = {
+  gpt2: ['c_attn'],
+  gpt_bigcode: ['c_attn'],
+  gpt_neox: ['query_key_value'],
+  gpt_neo: ['q_proj', 'v_proj'],
+  falcon: ['query_key_value'],
+  phi: ['q_proj', 'v_proj', 'fc1', 'fc2'],
+  llama: ['q_proj', 'v_proj'],
+  mistral: ['q_proj', 'v_proj'],
+  mixtral: ['q_proj', 'v_proj'],
+  stablelm: ['q_proj', 'v_proj'],
+  gemma: ['q_proj', 'v_proj'],
+  gemma2: ['q_proj', 'v_proj'],
+  gemma3_text: ['q_proj', 'v_proj'],
+  qwen2: ['q_proj', 'v_proj'],
+  qwen3: ['q_proj', 'v_proj'],
+};
+
+/** PEFT's default target modules for the model; undefined where PEFT has none (it then asks for target_modules). */
 export function defaultTargets(m: ModelConfig): string[] | undefined {
+  if (m.modelType !== undefined) return PEFT_DEFAULTS[m.modelType];
   if (m.mla) return undefined;
   return m.family === 'gpt' ? ['c_attn'] : ['q_proj', 'v_proj'];
 }
@@ -77,38 +144,68 @@ export function defaultTargets(m: ModelConfig): string[] | undefined {
 /** True when PEFT's suffix matching takes `target` for the module at `path`. */
 const matches = (path: string, target: string): boolean => path === target || path.endsWith(`.${target}`);
 
-/**
- * The linear layers of a block that the adapters wrap.
- * @throws InvalidArgumentError for a target the model does not have (naming the ones it has), no default for the model,
- * or a rank above a wrapped layer's smaller side.
- */
-export function adaptedModules(m: ModelConfig, lora: Pick<LoraOptions, 'targets' | 'rank'>, moe = false): LinearModule[] {
-  const all = linearModules(m, moe);
+/** The targets `lora` names, with PEFT's default and all-linear (every linear layer but the output layer) spelled out. */
+function targetNames(m: ModelConfig, lora: Pick<LoraOptions, 'targets'>): string[] {
   const every = [...linearModules(m, false), ...(m.moe ? linearModules(m, true) : [])];
   const names = [...new Set(every.map((l) => l.path.split('.').pop()!))];
-  let targets: string[];
-  if (lora.targets === 'all-linear') targets = names;
-  else if (lora.targets === 'default') {
+  if (lora.targets === 'all-linear') return names;
+  if (lora.targets === 'default') {
     const d = defaultTargets(m);
-    if (!d) throw new InvalidArgumentError(`PEFT has no default target modules for ${m.name}: give --lora-targets (its linear layers: ${names.join(', ')})`);
-    targets = d;
-  } else targets = lora.targets;
-  for (const t of targets)
-    if (!every.some((l) => matches(l.path, t)))
-      throw new InvalidArgumentError(`--lora-targets ${t}: ${m.name} has no such module; its linear layers are ${names.join(', ')} (or all-linear)`);
-  const out = all.filter((l) => targets.some((t) => matches(l.path, t)));
-  for (const l of out)
-    if (lora.rank > Math.min(l.in, l.out))
+    if (!d)
       throw new InvalidArgumentError(
-        `--lora ${lora.rank} exceeds ${l.path.split('.').pop()}'s smaller side (${l.in} -> ${l.out}): the rank is at most ${Math.min(l.in, l.out)}`,
+        `PEFT has no default target modules for ${m.modelType ?? m.name}: give --lora-targets (its linear layers: ${names.join(', ')}, ${outputName(m)})`,
       );
+    return d;
+  }
+  for (const t of lora.targets)
+    if (t !== outputName(m) && !every.some((l) => matches(l.path, t)))
+      throw new InvalidArgumentError(
+        `--lora-targets ${t}: ${m.name} has no such module; its linear layers are ${names.join(', ')} and the output layer ${outputName(m)} (or all-linear)`,
+      );
+  return lora.targets;
+}
+
+/** True when the adapters wrap the output layer too (PEFT's lm_head target, torchtune's apply_lora_to_output). */
+export function outputAdapted(m: ModelConfig, lora: Pick<LoraOptions, 'targets'>): boolean {
+  return targetNames(m, lora).includes(outputName(m));
+}
+
+/**
+ * The linear layers of a block that the adapters wrap. PEFT takes any rank; a rank above a layer's smaller side
+ * only adds parameters that cannot raise its rank, so it is refused only where that holds for every wrapped layer
+ * (rankNotes() names the layers it holds for).
+ * @throws InvalidArgumentError for a target the model does not have (naming the ones it has), no default for the
+ * model, or a rank above the smaller side of every wrapped layer.
+ */
+export function adaptedModules(m: ModelConfig, lora: Pick<LoraOptions, 'targets' | 'rank'>, moe = false): LinearModule[] {
+  const targets = targetNames(m, lora);
+  const out = linearModules(m, moe).filter((l) => targets.some((t) => matches(l.path, t)));
+  const wrapped = [...linearModules(m, false), ...(m.moe ? linearModules(m, true) : [])].filter((l) => targets.some((t) => matches(l.path, t)));
+  const sides = wrapped.map((l) => Math.min(l.in, l.out));
+  if (targets.includes(outputName(m))) sides.push(m.hidden);
+  if (sides.length > 0 && sides.every((s) => lora.rank > s))
+    throw new InvalidArgumentError(
+      `--lora ${lora.rank} exceeds the smaller side of every wrapped layer (at most ${Math.max(...sides)}): a rank above a layer's side cannot raise its rank`,
+    );
   return out;
 }
 
-/** Trainable adapter parameters: r(in + out) per wrapped layer, plus DoRA's magnitude vector (out). */
+/** The wrapped layers whose smaller side the rank exceeds (PEFT takes them; the extra rank adds nothing there). */
+export function rankNotes(m: ModelConfig, lora: Pick<LoraOptions, 'targets' | 'rank'>): string[] {
+  const wrapped = [...linearModules(m, false), ...(m.moe ? linearModules(m, true) : [])].filter((l) => targetNames(m, lora).some((t) => matches(l.path, t)));
+  const over = new Map<string, LinearModule>();
+  for (const l of wrapped) if (lora.rank > Math.min(l.in, l.out)) over.set(l.path, l);
+  return [...over.values()].map(
+    (l) =>
+      `LoRA rank ${lora.rank} exceeds ${l.path.split('.').pop()}'s smaller side (${l.in} -> ${l.out}): PEFT wraps it anyway, the extra rank adds parameters there and nothing else`,
+  );
+}
+
+/** Trainable adapter parameters: r(in + out) per wrapped layer (the output layer's too), plus DoRA's magnitude vector (out). */
 export function adapterParams(m: ModelConfig, c: ParamCounts, lora: LoraOptions): number {
   const per = (moe: boolean): number => adaptedModules(m, lora, moe).reduce((s, l) => s + lora.rank * (l.in + l.out) + (lora.dora ? l.out : 0), 0);
-  return c.denseLayers * per(false) + (c.moeLayers ? c.moeLayers * per(true) : 0);
+  const output = outputAdapted(m, lora) ? lora.rank * (m.hidden + m.vocab) + (lora.dora ? m.vocab : 0) : 0;
+  return c.denseLayers * per(false) + (c.moeLayers ? c.moeLayers * per(true) : 0) + output;
 }
 
 /** Parameters of the linear layers bitsandbytes quantises (every linear layer of the blocks; experts included). */

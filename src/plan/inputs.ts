@@ -62,8 +62,11 @@ export interface PlanInputs {
   inFlight?: number | undefined;
   ep: number;
   offload: 'none' | 'optimizer' | 'params';
-  /** Share of the estimate set aside for fragmentation (0.05 = 5%). */
-  fragmentation: number;
+  /**
+   * Share of the estimate set aside for fragmentation (0.05 = 5%); undefined (the default): training replays the
+   * step through PyTorch's caching allocator, inference sets aside 5%.
+   */
+  fragmentation?: number | undefined;
   /** --flash-attention: the same as attention 'flash' (refused beside another --attention). */
   flashAttention: boolean;
   /** LoRA rank; undefined: full fine-tuning. */
@@ -77,8 +80,12 @@ export interface PlanInputs {
   /** The frozen base's format under --lora; undefined: the checkpoint's 16 bits (fp32 with --precision fp32). */
   baseWeights?: BaseWeights | undefined;
   doubleQuant: boolean;
+  /** The bitsandbytes release a 4-bit base follows (e.g. 0.42); undefined: a current one (0.43 or later). */
+  bnbVersion?: string | undefined;
   optimizerInBackward: boolean;
   activationOffload: boolean;
+  /** torch.compile on the blocks (only with --recompute full or op). */
+  compile: boolean;
   loss: LossKind;
   /** Host memory that offloading may fill (bytes); undefined: not checked. */
   hostMemoryBytes?: number | undefined;
@@ -116,12 +123,12 @@ export const DEFAULT_INPUTS: PlanInputs = {
   pp: 1,
   ep: 1,
   offload: 'none',
-  fragmentation: 0.05,
   flashAttention: false,
   dora: false,
   doubleQuant: false,
   optimizerInBackward: false,
   activationOffload: false,
+  compile: false,
   loss: 'standard',
 };
 
@@ -171,8 +178,10 @@ const TRAIN_ONLY = [
   'dora',
   'baseWeights',
   'doubleQuant',
+  'bnbVersion',
   'optimizerInBackward',
   'activationOffload',
+  'compile',
   'loss',
   'inFlight',
 ];
@@ -190,7 +199,7 @@ const INFER_ONLY = [
   'maxNumBatchedTokens',
   'maxNumSeqs',
 ];
-const ADAPTER_ONLY = ['loraTargets', 'loraDtype', 'loraDropout', 'dora', 'doubleQuant'];
+const ADAPTER_ONLY = ['loraTargets', 'loraDtype', 'loraDropout', 'dora', 'doubleQuant', 'bnbVersion'];
 
 /**
  * Checks the inputs as the CLI and the page both take them: whole numbers within their limits, no contradiction
@@ -210,7 +219,8 @@ export function checkInputs(i: PlanInputs): void {
   }
   if (i.hostMemoryBytes !== undefined && !(i.hostMemoryBytes >= 1))
     fail(`--host-memory must be a size of at least 1 byte such as 512GiB, got ${i.hostMemoryBytes}`);
-  if (!(i.fragmentation >= 0 && i.fragmentation <= 1)) fail(`--fragmentation must be a percentage from 0 to 100, got ${i.fragmentation * 100}`);
+  if (i.fragmentation !== undefined && !(i.fragmentation >= 0 && i.fragmentation <= 1))
+    fail(`--fragmentation must be a percentage from 0 to 100, got ${i.fragmentation * 100}`);
   for (const [k, v] of [
     ['gpuMemoryUtilization', i.gpuMemoryUtilization],
     ['memFractionStatic', i.memFractionStatic],
@@ -241,10 +251,18 @@ export function checkInputs(i: PlanInputs): void {
     if (i.framework === 'megatron') fail('--lora follows PEFT on PyTorch: it contradicts --framework megatron');
     if (i.precision !== 'amp-bf16' && i.precision !== 'bf16-pure' && i.precision !== 'fp32')
       fail(`--lora computes as PEFT does: --precision amp-bf16 (autocast, the default), bf16-pure (no autocast) or fp32, not ${i.precision}`);
+    if (i.bnbVersion !== undefined) {
+      if (!/^\d+\.\d+(\.\d+)?$/.test(i.bnbVersion)) fail(`--bnb-version takes a release such as 0.42 or 0.45.1, got "${i.bnbVersion}"`);
+      if (i.baseWeights !== 'nf4' && i.baseWeights !== 'fp4') fail('--bnb-version is for a 4-bit base: give --base-weights nf4 or fp4');
+    }
     if (i.doubleQuant && i.baseWeights !== 'nf4' && i.baseWeights !== 'fp4')
       fail("--double-quant quantises a 4-bit base's absmax: give --base-weights nf4 or fp4");
     if (i.baseWeights === 'fp32' && i.precision !== 'fp32' && i.precision !== 'amp-bf16') fail(`an fp32 base contradicts --precision ${i.precision}`);
   }
+  if (i.compile && i.recompute !== 'full' && i.recompute !== 'op')
+    fail(
+      "--compile needs --recompute full or op: without a checkpoint, torch.compile's partitioner decides which activations the backward pass keeps, and gpumem cannot know which before the run",
+    );
   if (i.optimizerInBackward) {
     if (i.gradAccum > 1) fail('--optimizer-in-backward steps each gradient as it is made: it cannot accumulate (--grad-accum 1), as torchtune refuses');
     if (i.offload !== 'none') fail('--optimizer-in-backward steps on the GPU: it contradicts --offload');
@@ -252,9 +270,16 @@ export function checkInputs(i: PlanInputs): void {
   if (i.framework === 'megatron') {
     if (i.recompute === 'op') fail("--recompute op is torchtitan's per-op checkpointing: it contradicts --framework megatron");
     if (i.activationOffload) fail("--activation-offload is torchtune's: it contradicts --framework megatron");
+    if (i.compile) fail('--compile is for --framework pytorch');
     if (i.loss !== 'standard') fail(`--loss ${i.loss} is for --framework pytorch`);
     if (i.precision === 'fp8-torchao') fail('--precision fp8-torchao is for --framework pytorch (Megatron-style fp8 is --precision fp8)');
   }
+}
+
+/** True when release `v` (major.minor[.patch]) comes before `than`. */
+function olderThan(v: string, than: [number, number]): boolean {
+  const [a = 0, b = 0] = v.split('.').map(Number);
+  return a < than[0] || (a === than[0] && b < than[1]);
 }
 
 /** Module names from a comma-separated list. @throws InvalidArgumentError for an empty list or name. */
@@ -310,9 +335,11 @@ export function planOptionsFrom(i: PlanInputs): PlanOptions {
               dora: i.dora,
               base: i.baseWeights ?? (i.precision === 'fp32' ? 'fp32' : 'bf16'),
               doubleQuant: i.doubleQuant,
+              quantKeepsInput: i.bnbVersion !== undefined && olderThan(i.bnbVersion, [0, 43]),
             },
       optimizerInBackward: i.optimizerInBackward,
       activationOffload: i.activationOffload,
+      compile: i.compile,
       loss: i.loss,
     };
   let prompt = i.prompt;

@@ -16,6 +16,14 @@ export function optimizerStateBytes(optimizer: OptimizerName, paramBytes: number
   return (optimizer === 'sgd' ? 1 : 2) * paramBytes;
 }
 
+/**
+ * True where FSDP's mixed precision runs the blocks: ZeRO-3 / FSDP with fp32 weights under amp-bf16, as torchtitan and
+ * torchtune set FSDP2's MixedPrecisionPolicy (param_dtype bf16, reduce_dtype fp32): the units are gathered in bf16
+ * and compute in bf16 without autocast, so activations are pure bf16 and no autocast cache exists.
+ */
+export const fsdpMixedPrecision = (o: { precision: Precision; framework: string; parallel: Parallelism; lora?: unknown }): boolean =>
+  o.parallel.zero >= 3 && o.precision === 'amp-bf16' && o.framework !== 'megatron' && !o.lora;
+
 /** True for bitsandbytes' paged optimizers: their states live in CUDA managed memory, outside PyTorch's allocator. */
 export const pagedOptimizer = (optimizer: OptimizerName): boolean => optimizer.startsWith('paged-');
 

@@ -52,6 +52,11 @@ export interface LoraOptions {
   base: BaseWeights;
   /** bitsandbytes' bnb_4bit_use_double_quant: the 4-bit absmax quantised to 8 bits. */
   doubleQuant: boolean;
+  /**
+   * bitsandbytes before 0.43 (LitGPT pins 0.42): its 4-bit matmul keeps its input for the backward pass
+   * (MatMul4Bit's ctx.tensors = (A, B)); from 0.43 it keeps only the weight.
+   */
+  quantKeepsInput?: boolean | undefined;
 }
 export type Framework = 'pytorch' | 'megatron';
 export type WeightFormat = 'fp32' | 'bf16' | 'fp16' | 'fp8' | 'int8' | 'int4';
@@ -83,8 +88,11 @@ export interface TrainOptions {
   framework: Framework;
   parallel: Parallelism;
   offload: 'none' | 'optimizer' | 'params';
-  /** Share of the estimate set aside for allocator fragmentation. */
-  fragmentation: number;
+  /**
+   * Share of the estimate set aside for allocator fragmentation; undefined (the default): the step is replayed
+   * through PyTorch's caching allocator (step-replay.ts) and what it holds without tensors is counted instead.
+   */
+  fragmentation?: number | undefined;
   /** The activation count's correction factor (default: pytorchCorrection, fit on measured runs); for fitting it. */
   activationCorrection?: number | undefined;
   /** Adapter fine-tuning; undefined = full fine-tuning. */
@@ -93,6 +101,12 @@ export interface TrainOptions {
   optimizerInBackward?: boolean | undefined;
   /** torchtune's activation offloading: kept activations go to pinned host memory during the forward pass. */
   activationOffload?: boolean | undefined;
+  /**
+   * torch.compile on the blocks and the loss (as torchtune and torchtitan compile them), planned only under a
+   * checkpoint that decides what the blocks keep (--recompute full or op): the blocks' count, made for PyTorch eager,
+   * is then an upper bound; the compiled cross-entropy keeps the 16-bit logits and a log-sum-exp per token.
+   */
+  compile?: boolean | undefined;
   /** How the loss is computed (default standard). */
   loss?: LossKind | undefined;
 }
@@ -111,7 +125,8 @@ export interface InferOptions {
   engine: Engine;
   serve: ServeOptions;
   parallel: Parallelism;
-  fragmentation: number;
+  /** Share of the estimate set aside for allocator fragmentation (5% when undefined). */
+  fragmentation?: number | undefined;
 }
 
 export type PlanOptions = TrainOptions | InferOptions;
@@ -139,6 +154,8 @@ export interface Line {
   field: LineField;
   /** Held outside PyTorch's caching allocator (CUDA managed memory, the context): not in max_memory_allocated. */
   outsideAllocator?: boolean;
+  /** Reserved by the caching allocator without a tensor in it: in max_memory_reserved, not in max_memory_allocated. */
+  cached?: boolean;
 }
 
 /**

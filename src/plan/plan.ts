@@ -18,6 +18,7 @@ import {
   type TrainOptions,
 } from './estimate.js';
 import type { ModelConfig } from './model-config.js';
+import { rankNotes } from './adapters.js';
 import { countParams, type ParamCounts } from './params.js';
 import { estimateServe, type ServeEstimate } from './serve.js';
 import { variants, type Variant } from './variants.js';
@@ -167,11 +168,14 @@ function tryEstimate(m: ModelConfig, o: PlanOptions, mc?: Machine): Estimate | u
   }
 }
 
-/** The peaks PyTorch reports: allocated (tensors: every line but the overhead and what lives outside its allocator) and reserved (plus fragmentation). */
+/**
+ * The peaks PyTorch reports: allocated (tensors: every line but the overhead and what lives outside its allocator)
+ * and reserved (plus what the caching allocator holds without tensors).
+ */
 export function allocatorPeaks(lines: readonly Line[]): { allocatedPeakBytes: number; reservedPeakBytes: number } {
   const allocated = lines.filter((l) => l.field !== 'overheadBytes' && !l.outsideAllocator).reduce((a, l) => a + l.bytes, 0);
-  const frag = lines.filter((l) => l.name === 'fragmentation allowance').reduce((a, l) => a + l.bytes, 0);
-  return { allocatedPeakBytes: allocated, reservedPeakBytes: allocated + frag };
+  const cached = lines.filter((l) => l.cached).reduce((a, l) => a + l.bytes, 0);
+  return { allocatedPeakBytes: allocated, reservedPeakBytes: allocated + cached };
 }
 
 /** The largest value of `key` (1..limit) for which the plan fits, by bisection. */
@@ -305,6 +309,10 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
         .filter(Boolean)
         .join(', ')}); --host-memory ${gibText(mc.hostMemoryBytes)} cannot hold it`,
     );
+  // The suggestions and the largest batch and sequence try many variants: they set aside the share of the peak the
+  // replay through the caching allocator found for this plan instead of replaying each variant.
+  const cachedShare = e.lines.filter((l) => l.cached).reduce((a, l) => a + l.bytes, 0) / Math.max(1, allocatorPeaks(e.lines).allocatedPeakBytes);
+  const quick = (x: PlanOptions): PlanOptions => (x.mode === 'train' && x.fragmentation === undefined ? { ...x, fragmentation: cachedShare } : x);
   // rounded once: the fields are sums of the rounded lines, so the JSON, the text and the page add up alike
   const lines = e.lines.map(rounded);
   const cap = mc.capacityBytes;
@@ -316,7 +324,7 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
     // save the most until it fits.
     for (const v of variants(m, o)) {
       const next = v.apply(o);
-      const r = next && tryEstimate(m, next, mc);
+      const r = next && tryEstimate(m, quick(next), mc);
       if (r && r.totalBytes < e.totalBytes) suggestions.push({ change: v.change, totalBytes: r.totalBytes, fits: r.totalBytes <= cap, cost: v.cost });
     }
     if (!suggestions.some((s) => s.fits)) {
@@ -327,7 +335,7 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
         let best: { v: Variant; o: PlanOptions; total: number } | undefined;
         for (const v of variants(m, cur)) {
           const next = v.apply(cur);
-          const r = next && tryEstimate(m, next, mc);
+          const r = next && tryEstimate(m, quick(next), mc);
           if (r && r.totalBytes < curTotal && (!best || r.totalBytes < best.total)) best = { v, o: next, total: r.totalBytes };
         }
         if (!best) break;
@@ -347,9 +355,9 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
   }
   const largest: PlanResult['largest'] = {};
   if (o.mode === 'train') {
-    const b = largestFitting(m, o, cap, (x, n) => ({ ...(x as TrainOptions), batch: n }), 4096);
+    const b = largestFitting(m, quick(o), cap, (x, n) => ({ ...(x as TrainOptions), batch: n }), 4096);
     if (b !== undefined) largest.batch = b;
-    const s = largestFitting(m, o, cap, (x, n) => ({ ...(x as TrainOptions), seq: n }), m.maxPositions ?? 1 << 20);
+    const s = largestFitting(m, quick(o), cap, (x, n) => ({ ...(x as TrainOptions), seq: n }), m.maxPositions ?? 1 << 20);
     if (s !== undefined) largest.seq = s;
   } else {
     const b = largestFitting(m, o, cap, (x, n) => ({ ...(x as InferOptions), batch: n }), 1 << 16);
@@ -373,6 +381,11 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
     );
     if (o.framework === 'pytorch')
       notes.push('activations follow PyTorch eager with Hugging Face blocks (see the note on each line); --framework megatron uses Korthikanti et al. 2022');
+    if (o.lora) notes.push(...rankNotes(m, o.lora));
+    if (o.compile)
+      notes.push(
+        `torch.compile on the blocks and the loss: the checkpoint (--recompute ${o.recompute}) decides what the blocks keep, and compile's fused kernels make fewer of the transients counted here for PyTorch eager (an upper bound for the blocks); the compiled cross-entropy keeps the 16-bit logits and a log-sum-exp instead of fp32 log-probabilities`,
+      );
   }
   if (o.mode === 'infer' && m.maxPositions && o.prompt + o.newTokens > m.maxPositions)
     notes.push(`the context ${o.prompt + o.newTokens} exceeds the model's ${m.maxPositions} positions`);

@@ -4,9 +4,9 @@
  * root unit and its unsharded gradients under accumulation, paged and 8-bit optimizers, offloading.
  */
 import { formatCount } from '../units.js';
-import { adapterBytes, adapterParams, linearModules, quantisableParams, quantisedBase, quantisedBytesPerWeight } from './adapters.js';
+import { adapterBytes, adapterParams, linearModules, outputAdapted, quantisableParams, quantisedBase, quantisedBytesPerWeight } from './adapters.js';
 import type { ModelConfig } from './model-config.js';
-import { bytesPerParam, localParams, modelStateBytes, optimizerStateBytes, pagedOptimizer } from './model-states.js';
+import { bytesPerParam, fsdpMixedPrecision, localParams, modelStateBytes, optimizerStateBytes, pagedOptimizer } from './model-states.js';
 import type { Line, TrainOptions } from './options.js';
 import type { ParamCounts } from './params.js';
 
@@ -60,8 +60,10 @@ export function trainStates(m: ModelConfig, c: ParamCounts, o: TrainOptions): Tr
     trainable = adapterParams(m, c, lora) * layerShare;
     const quantised = quantisedBase(lora.base);
     const Q = quantised ? quantisableParams(m, c) * layerShare : 0;
-    // prepare_model_for_kbit_training (PEFT's QLoRA recipe, which TRL runs) casts the rest of a quantised model to fp32
-    const rest = quantised ? 4 : quantisedBytesPerWeight(lora.base, false, 1);
+    // a quantised model's other parameters (embeddings, norms, the output layer) stay as loaded, in 16 bits: that is
+    // what from_pretrained with a BitsAndBytesConfig, torchtune and LitGPT do. PEFT's prepare_model_for_kbit_training
+    // (which TRL's SFTTrainer runs, a plain Transformers + PEFT script does not) would cast them to fp32.
+    const rest = quantised ? 2 : quantisedBytesPerWeight(lora.base, false, 1);
     const q = quantised ? quantisedBytesPerWeight(lora.base, lora.doubleQuant, m.hidden) : 0;
     const baseBytes = Q * q + (P - Q) * rest;
     weightBytes = quantised ? 2 : rest;
@@ -71,7 +73,7 @@ export function trainStates(m: ModelConfig, c: ParamCounts, o: TrainOptions): Tr
         name: `parameters: frozen base (${lora.base}${lora.doubleQuant ? ', double quantisation' : ''})`,
         bytes: onGpuParams ? baseBytes / shard(3) : 0,
         note: quantised
-          ? `${formatCount(Q)} quantised weights x ${q.toFixed(4)} bytes (${lora.base === 'int8' ? 'int8 and an fp32 scale per row' : `4-bit, absmax per 64${lora.doubleQuant ? ' in 8 bits, fp32 per 256 blocks' : ' in fp32'}`}) + ${formatCount(P - Q)} others x 4 bytes (prepare_model_for_kbit_training casts them to fp32)${p.zero >= 3 ? ` / ${dp}` : ''}`
+          ? `${formatCount(Q)} quantised weights x ${q.toFixed(4)} bytes (${lora.base === 'int8' ? 'int8 and an fp32 scale per row' : `4-bit, absmax per 64${lora.doubleQuant ? ' in 8 bits, fp32 per 256 blocks' : ' in fp32'}`}) + ${formatCount(P - Q)} others x 2 bytes (as loaded; TRL's prepare_model_for_kbit_training would make them fp32)${p.zero >= 3 ? ` / ${dp}` : ''}`
           : `${formatCount(P)} parameters x ${rest} bytes, frozen${p.zero >= 3 ? ` / ${dp}` : ''}`,
         field: 'parametersBytes',
       },
@@ -105,8 +107,9 @@ export function trainStates(m: ModelConfig, c: ParamCounts, o: TrainOptions): Tr
     stepBytes = b.master || o.precision === 'fp32' || o.precision === 'amp-bf16' ? 4 : 2;
   }
   if (p.zero >= 3 && !megatron && onGpuParams) {
-    // FSDP2 (torchtitan, torchtune) keeps the root unit, the embeddings and the output layer, gathered for the step
-    const root = ((c.embedding + c.lmHead + c.finalNorm) / p.tp) * weightBytes * (1 - 1 / dp);
+    // FSDP2 (torchtitan, torchtune) keeps the root unit, the embeddings and the output layer, gathered for the step:
+    // unsharded tensors of their own beside the shards, in bf16 under its mixed precision
+    const root = ((c.embedding + c.lmHead + c.finalNorm) / p.tp) * (fsdpMixedPrecision(o) ? 2 : weightBytes);
     if (root > 0)
       parameters.push({
         name: 'parameters: root unit gathered (FSDP)',
@@ -127,7 +130,9 @@ export function trainStates(m: ModelConfig, c: ParamCounts, o: TrainOptions): Tr
   };
   const eightBit = o.optimizer.includes('8bit');
   const foreach = onGpuOptimizer && !o.fusedOptimizer && !megatron && o.optimizer !== 'sgd' && !eightBit && !o.optimizerInBackward;
-  const largestTrainable = lora ? Math.max(...linearModules(m).map((l) => lora.rank * Math.max(l.in, l.out))) : c.largestTensor;
+  const largestTrainable = lora
+    ? Math.max(...linearModules(m).map((l) => lora.rank * Math.max(l.in, l.out)), outputAdapted(m, lora) ? lora.rank * m.vocab : 0)
+    : c.largestTensor;
   const temp = foreach ? (trainable * stepBytes) / shard(1) + (largestTrainable * stepBytes) / p.tp : 0;
   const quantLayer = lora && quantisedBase(lora.base) ? Math.max(...linearModules(m).map((l) => l.in * l.out)) / p.tp : 0;
   const offloadBytesPerStep =

@@ -5,13 +5,14 @@
  */
 import { formatCount } from '../units.js';
 import { korthikantiLayerBytes, dtypes, finalSavedBytesPerToken, pytorchCorrection, savedBytesPerToken, type SavedContext } from './activations.js';
-import { adaptedModules, adapterBytes, linearModules } from './adapters.js';
+import { adaptedModules, adapterBytes, linearModules, outputAdapted } from './adapters.js';
 import { finalSoftcapLines, softcapScoreBytes } from './family-activations.js';
 import type { ModelConfig } from './model-config.js';
-import { isLastStageOf } from './model-states.js';
+import { fsdpMixedPrecision, isLastStageOf } from './model-states.js';
 import { checkParallel, fieldsOf, fieldsOver, fusedAttention, type Estimate, type Line, type Moment, type TrainOptions } from './options.js';
-import { overheads } from './overheads.js';
+import { CUBLAS_WORKSPACE_BYTES, overheads } from './overheads.js';
 import { countParams } from './params.js';
+import { replayTraining } from './step-replay.js';
 import { trainStates } from './train-states.js';
 
 const total = (lines: readonly Line[]): number => lines.reduce((s, l) => s + l.bytes, 0);
@@ -19,11 +20,19 @@ const total = (lines: readonly Line[]): number => lines.reduce((s, l) => s + l.b
 /** What autograd keeps of the blocks under `o`, as SavedContext. */
 export function savedContext(m: ModelConfig, o: TrainOptions): SavedContext {
   const l = o.lora;
-  if (!l) return { precision: o.precision };
+  if (!l) return { precision: fsdpMixedPrecision(o) ? 'bf16-pure' : o.precision };
   const paths = new Set([...adaptedModules(m, l), ...(m.moe ? adaptedModules(m, l, true) : [])].map((x) => x.path));
   return {
     precision: o.precision,
-    lora: { paths, adapterBytes: adapterBytes(l.dtype ?? 'fp32'), dropout: l.dropout, dora: l.dora, baseBytes: l.base === 'fp32' ? 4 : 2 },
+    lora: {
+      paths,
+      adapterBytes: adapterBytes(l.dtype ?? 'fp32'),
+      dropout: l.dropout,
+      dora: l.dora,
+      baseBytes: l.base === 'fp32' ? 4 : 2,
+      output: outputAdapted(m, l),
+      baseKeepsInput: !!l.quantKeepsInput,
+    },
   };
 }
 
@@ -80,7 +89,8 @@ function activationLines(m: ModelConfig, o: TrainOptions, fused: boolean, last: 
   const gradFlow = line('gradient flowing through the recomputed layer', (2 * R * m.hidden * tokens) / p.tp, 'the gradient of its output and of its input');
   if (o.recompute === 'full' || o.recompute === 'op') {
     const input = (R * m.hidden * tokens) / p.tp;
-    // torchtitan's per-op policy keeps SDPA's output and every other matmul's output besides the layer's input
+    // torchtitan's per-op policy keeps SDPA's output and every other aten.mm's output besides the layer's input
+    // (torchao's float8 linears too: the policy sees their aten.mm before the float8 tensors turn it into _scaled_mm)
     const mm = linearModules(m).reduce((s, l) => s + l.out, 0);
     const op = o.recompute === 'op' ? ((C * (m.heads * m.headDim + 0.5 * mm) + 4 * m.heads) * tokens) / p.tp : 0;
     perKept = input + op;
@@ -156,6 +166,29 @@ function lossLines(m: ModelConfig, o: TrainOptions, gradBytes: number): { kept: 
     return { kept, backward: [] };
   }
   const chunks = kind === 'chunked' ? 8 : 1;
+  if (o.compile) {
+    // a compiled cross-entropy keeps its input, the 16-bit logits, and a log-sum-exp per token, and makes the logits'
+    // gradient in 16 bits from them: no fp32 logit-sized tensor is kept or made
+    const C = dtypes(savedContext(m, o)).C;
+    return {
+      kept: [
+        {
+          name: 'loss: logits and log-sum-exp (compiled cross-entropy)',
+          bytes: (C * V + 4) * tokens,
+          note: `${C} bytes x ${m.vocab} vocabulary x ${tokens} tokens${tp}, and 4 bytes per token; torch.compile fuses the fp32 upcast and the softmax`,
+          field,
+        },
+      ],
+      backward: [
+        {
+          name: 'loss backward: gradient of the logits',
+          bytes: (C * V * tokens) / chunks,
+          note: `one ${C}-byte logit-sized tensor${chunks > 1 ? ` of one of ${chunks} chunks` : ''}, made from the logits and the log-sum-exp`,
+          field,
+        },
+      ],
+    };
+  }
   return {
     kept: [
       {
@@ -193,11 +226,11 @@ export function estimateTrain(m: ModelConfig, o: TrainOptions): Estimate {
   const largestLayer = Math.max(c.denseLayer, c.moeLayer) / p.tp;
   const matmulParams = s.P - c.embedding / p.tp + (m.tiedEmbeddings && last ? (m.vocab * m.hidden) / p.tp : 0);
   let autocastCache = 0;
-  if (o.framework !== 'megatron' && o.precision === 'amp-bf16') {
-    // torch.autocast caches a bf16 copy of each fp32 matmul weight it casts: of every one, or under FSDP of the two
-    // units gathered at a time; a 16-bit or quantised base needs none, its fp32 adapters do
+  if (o.framework !== 'megatron' && o.precision === 'amp-bf16' && !fsdpMixedPrecision(o)) {
+    // torch.autocast caches a bf16 copy of each fp32 matmul weight it casts; a 16-bit or quantised base needs none,
+    // its fp32 adapters do (FSDP's mixed precision gathers bf16 weights instead: no autocast)
     const base = o.lora ? (o.lora.base === 'fp32' ? matmulParams : 0) : matmulParams;
-    autocastCache = 2 * (p.zero >= 3 && !o.lora ? 2 * largestLayer : base) + (o.lora ? 2 * s.trainable : 0);
+    autocastCache = 2 * base + (o.lora ? 2 * s.trainable : 0);
   }
   const cacheLine: Line[] = autocastCache
     ? [
@@ -227,6 +260,13 @@ export function estimateTrain(m: ModelConfig, o: TrainOptions): Estimate {
       note: 'each gradient is stepped and freed as the backward pass makes it: one gradient and its step temporary at a time',
       field: 'gradientsBytes',
     });
+  if (o.framework !== 'megatron')
+    extra.push({
+      name: 'cuBLAS workspace',
+      bytes: CUBLAS_WORKSPACE_BYTES,
+      note: "PyTorch's cuBLAS/cuBLASLt workspace for the stream, allocated through its caching allocator (32 MiB on Hopper)",
+      field: 'workspaceBytes',
+    });
   const held: Line[] = [...s.parameters];
   if (o.gradAccum > 1) held.push(s.gradients(`held through ${o.gradAccum} accumulated micro-batches`));
   held.push(s.optimizer);
@@ -237,12 +277,16 @@ export function estimateTrain(m: ModelConfig, o: TrainOptions): Estimate {
   if (!o.optimizerInBackward) {
     const step: Line[] = [...s.parameters, s.gradients('held from the backward pass to the optimizer step'), s.optimizer];
     if (s.stepTemporaries) step.push(s.stepTemporaries);
+    step.push(...extra.filter((l) => l.name === 'cuBLAS workspace'));
     moments.push({ phase: 'optimizer-step', lines: step });
   }
   const peak = moments.reduce((a, b) => (total(b.lines) > total(a.lines) ? b : a));
   const otherM = moments.find((x) => x !== peak);
   const peakLines = peak.lines.filter((l) => l.bytes > 0);
-  const over = overheads(o, s.P, s.weightBytes, largestLayer, total(peakLines));
+  // what the caching allocator holds without tensors: the step replayed through it (unless a flat share is asked for)
+  const replay = o.fragmentation === undefined ? replayTraining(m, o) : undefined;
+  const cached = replay && Math.max(0, replay.peakReservedBytes - replay.peakAllocatedBytes);
+  const over = overheads(o, s.P, fsdpMixedPrecision(o) ? 2 : s.weightBytes, largestLayer, total(peakLines), cached);
   const lines = [...peakLines, ...over];
   const fields = fieldsOver(
     moments.map((x) => x.lines),

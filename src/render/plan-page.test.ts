@@ -136,6 +136,8 @@ test('the page offers every training option, applies each as the CLI does, and r
         '--lora-dropout',
         '0.05',
       ]),
+      oldBnb: await json(['--lora', '16', '--base-weights', 'nf4', '--bnb-version', '0.42']),
+      compiled: await json(['--precision', 'bf16-pure', '--loss', 'chunked', '--recompute', 'op', '--compile']),
       savers: await json(['--precision', 'bf16-pure', '--optimizer', 'paged-adamw8bit', '--loss', 'chunked', '--recompute', 'op', '--activation-offload']),
       inBackward: await json(['--precision', 'fp8-torchao', '--optimizer-in-backward', '--host-memory', '512GiB']),
     };
@@ -154,6 +156,12 @@ test('the page offers every training option, applies each as the CLI does, and r
       await page.fill('#loraDropout', '0.05');
       out.qlora = await read();
       for (const id of ['#doubleQuant', '#dora']) await page.uncheck(id);
+      await page.selectOption('#loraDtype', '');
+      await page.fill('#loraDropout', '');
+      await page.fill('#loraTargets', '');
+      await page.fill('#bnbVersion', '0.42');
+      out.oldBnb = await read();
+      await page.fill('#bnbVersion', '');
       await page.fill('#lora', '');
       await page.fill('#loraTargets', '');
       await page.selectOption('#loraDtype', '');
@@ -169,6 +177,13 @@ test('the page offers every training option, applies each as the CLI does, and r
       await page.check('#activationOffload');
       out.savers = await read();
       await page.uncheck('#activationOffload');
+      await page.selectOption('#optimizer', 'adamw');
+      await page.check('#compile');
+      out.compiled = await read();
+      // compiled without a checkpoint: refused as the CLI refuses it
+      await page.selectOption('#recompute', 'none');
+      shown.compileAlone = await error();
+      await page.uncheck('#compile');
       await page.selectOption('#recompute', 'none');
       await page.selectOption('#loss', 'standard');
       await page.selectOption('#optimizer', 'adamw');
@@ -197,12 +212,13 @@ test('the page offers every training option, applies each as the CLI does, and r
       return { out, shown };
     });
     assert.deepEqual(errors, []);
-    for (const k of ['lora', 'qlora', 'savers', 'inBackward'] as const) {
+    for (const k of ['lora', 'qlora', 'oldBnb', 'compiled', 'savers', 'inBackward'] as const) {
       assert.equal(value.out[k]?.perGpu.totalBytes, want[k].perGpu.totalBytes, `${k}: the page plans what the CLI plans`);
       assert.deepEqual(JSON.parse(JSON.stringify(value.out[k]?.options)), want[k].options, `${k}: with the same options (as JSON has them)`);
     }
     refusals.push(
       ['fourBit', /4-bit base .* give --lora R/],
+      ['compileAlone', /--compile needs --recompute full or op/],
       ['accumulate', /cannot accumulate/],
       ['batchNegative', /--batch must be at least 1, got -3/],
       ['batchZero', /--batch must be at least 1, got 0/],

@@ -59,8 +59,10 @@ const CONTROLS = `
 <label class="train">base weights<select id="baseWeights"><option value="">the checkpoint's</option><option>fp32</option><option>bf16</option><option>fp16</option><option>nf4</option><option>fp4</option><option>int8</option></select></label>
 <label class="train check"><span><input type="checkbox" id="dora"> DoRA</span></label>
 <label class="train check"><span><input type="checkbox" id="doubleQuant"> double quantisation</span></label>
+<label class="train">bitsandbytes release (4-bit base)<input id="bnbVersion" placeholder="current (0.43 or later)"></label>
 <label class="train check"><span><input type="checkbox" id="optimizerInBackward"> optimizer in backward</span></label>
 <label class="train check"><span><input type="checkbox" id="activationOffload"> activation offloading</span></label>
+<label class="train check"><span><input type="checkbox" id="compile"> torch.compile (with recompute full or op)</span></label>
 <label>host memory (GiB, empty: not checked)<input id="hostMemory" type="number" min="0" step="any"></label>
 <label class="train">ZeRO<select id="zero"><option value="0">0</option><option value="1">1</option><option value="2">2</option><option value="3">3 (FSDP)</option></select></label>
 <label class="train">offload<select id="offload"><option>none</option><option>optimizer</option><option>params</option></select></label>
@@ -88,8 +90,8 @@ const NUMBERS = ['gpus', 'batch', 'seq', 'tp', 'pp', 'newTokens', 'context', 'gr
 const CHOICES = ['mode', 'precision', 'attention', 'recompute', 'offload', 'framework', 'engine', 'weights', 'kvDtype', 'optimizer', 'loss'];
 // controls that may be left empty (undefined) or unchecked: given only when set
 const OPTIONAL_NUMBERS = ['lora', 'loraDropout'];
-const OPTIONAL_TEXT = ['loraTargets', 'loraDtype', 'baseWeights'];
-const CHECKS = ['dora', 'doubleQuant', 'optimizerInBackward', 'activationOffload'];
+const OPTIONAL_TEXT = ['loraTargets', 'loraDtype', 'baseWeights', 'bnbVersion'];
+const CHECKS = ['dora', 'doubleQuant', 'optimizerInBackward', 'activationOffload', 'compile'];
 for (const name of Object.keys(P.MODEL_CONFIGS)) $('model').add(new Option(name, name));
 $('model').add(new Option('pasted config.json', '__pasted'));
 for (const [name, g] of Object.entries(P.GPUS)) $('gpu').add(new Option(g.name, name));
