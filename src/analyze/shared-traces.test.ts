@@ -13,7 +13,8 @@ import type { AnalyzeResult } from './result.js';
 import { readTrace } from '../formats/allocator-trace.js';
 import { replay } from '../replay/replay.js';
 
-const ROOT = new URL('../../../shared/traces/', import.meta.url).pathname;
+/** ../shared/traces beside the checkout, or beside the folder of worktrees that holds it. */
+const ROOT = ['../../../shared/traces/', '../../../../shared/traces/'].map((p) => new URL(p, import.meta.url).pathname).find(existsSync) ?? '../shared/traces/';
 const skip = existsSync(ROOT) ? false : `${ROOT} is absent (the shared traces sit beside the checkout)`;
 const at = (p: string): string => ROOT + p;
 const HTA = 'HolisticTraceAnalysis/tests/data/';
