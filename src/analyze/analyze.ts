@@ -7,7 +7,7 @@ import { BadInputError } from '../errors.js';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { headBytes, sniffText, fileSize } from '../input/files.js';
-import { defaultRates, ratesFromBench, type CopyRates } from './bandwidth.js';
+import { ratesForModel, ratesFromBench, type CopyRates } from './bandwidth.js';
 import { AnalysisContext } from './context.js';
 import { inferHostKinds } from './infer.js';
 import { TraceModel } from './model.js';
@@ -218,8 +218,7 @@ export function analyzeModel(model: TraceModel, rates: CopyRates): AnalyzeResult
  * @throws BadInputError for unreadable or malformed input, naming the file.
  */
 export async function analyzeFiles(files: readonly string[], options: AnalyzeOptions = {}): Promise<AnalyzeResult> {
+  const rates = options.fromBench ? ratesFromBench(options.fromBench) : undefined;
   const model = await loadTraces(files, options);
-  const device = [...model.devices.values()][0];
-  const rates = options.fromBench ? ratesFromBench(options.fromBench) : defaultRates(device);
-  return analyzeModel(model, rates);
+  return analyzeModel(model, rates ?? ratesForModel(model));
 }

@@ -8,7 +8,7 @@
  * ```
  */
 export { analyzeFiles, analyzeModel, loadTraces, detectTraceFormat, TRACE_FORMATS, type TraceFormat, type AnalyzeOptions } from './analyze.js';
-export { defaultRates, ratesFromBench, type CopyRates } from './bandwidth.js';
+export { defaultRates, ratesForModel, ratesFromBench, type CopyRates } from './bandwidth.js';
 export { timelineOf, type Timeline, type TimelineBar } from './timeline.js';
 export type { AnalyzeResult, Finding, Severity, Summary, CopyGroup } from './result.js';
 export { RULES, type Rule } from './rules/index.js';

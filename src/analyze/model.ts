@@ -148,6 +148,8 @@ export class TraceModel {
   ooms = 0;
   readonly kernelNames = new Map<string, { count: number; ns: number }>();
   readonly devices = new Map<number, string>();
+  /** Each device's memory in bytes as the runtime reported it, where the trace records it. */
+  readonly deviceMemory = new Map<number, number>();
   readonly formats = new Set<string>();
   /** The rank of the process in a distributed job, where the trace says (Kineto's distributedInfo). */
   rank: number | undefined;

@@ -9,7 +9,7 @@ import type { CopyRates } from './bandwidth.js';
 import { AllocLevel, Api, Direction, MemKind, TraceModel } from './model.js';
 import type { AnalyzeResult } from './result.js';
 
-const RATES: CopyRates = { HtoD: 50, DtoH: 50, source: 'test: 50 GB/s', assumed: false };
+const RATES: CopyRates = { HtoD: 50, DtoH: 50, source: 'test: 50 GB/s', assumed: false, basis: 'bench' };
 const MiB = 2 ** 20;
 const us = 1000;
 const ms = 1e6;

@@ -62,7 +62,7 @@ async function runAnalyze(files: string[], opts: AnalyzeCliOptions, io: Io): Pro
   checkWritable(opts.html, '--html');
   const { analyzeModel, loadTraces, traceInputs } = await import('../analyze/analyze.js');
   const { RANK_FORMATS } = await import('../analyze/ranks.js');
-  const { defaultRates, ratesFromBench } = await import('../analyze/bandwidth.js');
+  const { ratesForModel, ratesFromBench } = await import('../analyze/bandwidth.js');
   const { timelineOf } = await import('../analyze/timeline.js');
   const { renderAnalyzeHtml } = await import('../render/analyze-html.js');
   const { renderAnalyze } = await import('../render/analyze-text.js');
@@ -101,7 +101,7 @@ async function runAnalyze(files: string[], opts: AnalyzeCliOptions, io: Io): Pro
     return;
   }
   const model = await loadTraces(files, { format, progress });
-  const result = analyzeModel(model, rates ?? defaultRates([...model.devices.values()][0]));
+  const result = analyzeModel(model, rates ?? ratesForModel(model));
   if (opts.html) {
     writeFileSync(opts.html, renderAnalyzeHtml(result, timelineOf(model)));
     io.err(`wrote ${opts.html}\n`);

@@ -2,7 +2,7 @@
 import type { AnalyzeResult } from '../analyze/result.js';
 import type { Timeline } from '../analyze/timeline.js';
 import { formatBytes, formatNs } from '../units.js';
-import { PER_DEVICE_HEADERS, perDeviceRows } from './analyze-text.js';
+import { PER_DEVICE_HEADERS, perDeviceRows, ratesText } from './analyze-text.js';
 import { chartPlaceholder, esc, htmlTable, renderPage, type ChartSpec } from './html.js';
 
 const COLOURS: Record<string, string> = {
@@ -85,7 +85,7 @@ export function renderAnalyzeHtml(r: AnalyzeResult, timeline: Timeline): string 
       {
         heading: 'Summary',
         html: `${gpus}${copies}<p>overlap of copies with kernels: ${s.copies.overlapFraction === null ? 'n/a' : `${(100 * s.copies.overlapFraction).toFixed(1)}%`}; host synchronisations: ${s.syncs.streamSync + s.syncs.deviceSync + s.syncs.eventSync} (${esc(formatNs(s.syncs.hostBlockedNs))} blocked)</p>
-<p class="note">copy rates: pinned HtoD ${s.rates.HtoD} GB/s, DtoH ${s.rates.DtoH} GB/s — ${esc(s.rates.source)}</p>${notes.map((n) => `<p class="note">${esc(n)}</p>`).join('')}`,
+<p class="note">copy rates: ${esc(ratesText(s.rates))}</p>${notes.map((n) => `<p class="note">${esc(n)}</p>`).join('')}`,
       },
     ],
     charts: [chart],

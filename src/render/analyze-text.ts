@@ -21,6 +21,12 @@ export function perDeviceRows(s: AnalyzeResult['summary']): Array<Array<string |
   ]);
 }
 
+/** "pinned HtoD 55.5 GB/s, DtoH 55.4 GB/s — where from", or what is missing. */
+export function ratesText(r: AnalyzeResult['summary']['rates']): string {
+  const gbps = (v: number | null): string => (v === null ? 'none' : `${v} GB/s`);
+  return `pinned HtoD ${gbps(r.HtoD)}, DtoH ${gbps(r.DtoH)} — ${r.source}`;
+}
+
 export function renderAnalyze(r: AnalyzeResult): string {
   const s = r.summary;
   const out: string[] = [];
@@ -77,7 +83,7 @@ export function renderAnalyze(r: AnalyzeResult): string {
     ];
     out.push(table(['name', '>calls', '>total time'], rows));
   }
-  out.push(`copy rates for savings: pinned HtoD ${s.rates.HtoD} GB/s, DtoH ${s.rates.DtoH} GB/s — ${s.rates.source}`);
+  out.push(`copy rates for savings: ${ratesText(s.rates)}`);
   for (const n of s.notes) out.push(`note: ${n}`);
   out.push('');
   if (r.findings.length === 0)

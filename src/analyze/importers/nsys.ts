@@ -117,9 +117,12 @@ function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: n
   if (tables.has('TARGET_INFO_GPU')) {
     const c = columns('TARGET_INFO_GPU');
     if (c.has('id') && c.has('name'))
-      for (const r of db.all('SELECT id, name FROM TARGET_INFO_GPU')) {
+      for (const r of db.all(`SELECT id, name, ${c.has('totalMemory') ? 'totalMemory' : 'NULL'} AS mem FROM TARGET_INFO_GPU`)) {
         const k = id(r.id);
-        if (k !== undefined && typeof r.name === 'string') model.devices.set(k, r.name);
+        if (k === undefined || typeof r.name !== 'string') continue;
+        model.devices.set(k, r.name);
+        const mem = id(r.mem);
+        if (mem !== undefined && mem > 0) model.deviceMemory.set(k, mem);
       }
   }
   // The export's own enumerations, by label, where it carries them.

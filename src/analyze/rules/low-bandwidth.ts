@@ -22,8 +22,12 @@ export const lowBandwidth: RuleCheck = (ctx) => {
   const t = sum(idx, (i) => c.get(i, 'end') - c.get(i, 'start'));
   const bytes = sum(idx, (i) => c.get(i, 'bytes'));
   const saving = sum(idx, (i) => Math.max(0, c.get(i, 'end') - c.get(i, 'start') - ctx.pinnedTimeNs(i)));
+  const against =
+    ctx.rates.basis === 'trace'
+      ? `the fastest copies of this trace, ${ctx.pinnedRate(Direction.HtoD)} / ${ctx.pinnedRate(Direction.DtoH)} GB/s HtoD / DtoH`
+      : `${ctx.pinnedRate(Direction.HtoD)} / ${ctx.pinnedRate(Direction.DtoH)} GB/s HtoD / DtoH`;
   const evidence = [
-    `${idx.length} host copies of 1 MiB or more ran below half the expected rate: ${formatBytes(bytes)} in ${formatNs(t)} (${gbps(bytes, t)} against ${ctx.rates.HtoD} / ${ctx.rates.DtoH} GB/s)`,
+    `${idx.length} host copies of 1 MiB or more ran below half the expected rate: ${formatBytes(bytes)} in ${formatNs(t)} (${gbps(bytes, t)} against ${against})`,
   ];
   if (unknownKind > 0)
     evidence.push(
@@ -31,7 +35,7 @@ export const lowBandwidth: RuleCheck = (ctx) => {
     );
   return {
     severity: severityOf(saving, ctx.spanNs),
-    title: 'Large copies run far below the link rate',
+    title: ctx.rates.basis === 'trace' ? 'Large copies run far below the fastest copies of this trace' : 'Large copies run far below the link rate',
     count: idx.length,
     bytes,
     timeNs: t,

@@ -25,8 +25,9 @@ export const managedFaults: RuleCheck = (ctx) => {
   const pingPong = [...pages.values()].filter((v) => v === 3).length;
   const migNs = sum(mig, (i) => c.get(i, 'end') - c.get(i, 'start'));
   const migBytes = sum(mig, (i) => c.get(i, 'bytes') || 0);
-  const prefetchNs = migBytes / ctx.pinnedRate(Direction.HtoD);
-  const saving = Math.max(0, migNs + faultNs - prefetchNs);
+  // without a rate no prefetch time can be stated: the saving is then not computed (0)
+  const prefetchNs = migBytes > 0 ? migBytes / ctx.pinnedRate(Direction.HtoD) : 0;
+  const saving = Number.isFinite(prefetchNs) ? Math.max(0, migNs + faultNs - prefetchNs) : 0;
   const evidence = [`${gpu} GPU page-fault groups (${formatNs(faultNs)}) and ${cpu} CPU page faults on managed memory`];
   if (mig.length > 0) evidence.push(`${mig.length} on-demand migrations moved ${formatBytes(migBytes)} in ${formatNs(migNs)} (${gbps(migBytes, migNs)})`);
   if (pingPong > 0) evidence.push(`${pingPong} 2 MiB regions faulted on both the CPU and the GPU: pages ping-pong between them`);

@@ -17,6 +17,7 @@ export const smallCopies: RuleCheck = (ctx) => {
     for (let i = 0; i < c.length && sized === 0; i++) if (!Number.isNaN(c.get(i, 'bytes'))) sized++;
     return c.length > 0 && sized === 0 ? { notApplicable: 'the trace does not record copy sizes' } : undefined;
   }
+  if (!Number.isFinite(ctx.pinnedRate(Direction.HtoD))) return { notApplicable: 'no copy rate to price a batched copy with (pass --from-bench)' };
   idx.sort((a, b) => c.get(a, 'start') - c.get(b, 'start'));
   // bursts: runs of small copies in one direction with no kernel between them; batched, each is one copy
   const bursts: Array<{ dir: number; bytes: number; n: number }> = [];
