@@ -3,10 +3,10 @@
  * clock, as rocprofv3's CSV files do), infer what the traces leave unsaid, run the rules and summarise.
  * Pure TypeScript: no GPU library is loaded.
  */
-import { BadInputError } from '../errors.js';
+import { BadInputError, isGpuError } from '../errors.js';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { headBytes, sniffText, fileSize } from '../input/files.js';
+import { headBytes, isGzipFile, sniffBytes, fileSize } from '../input/files.js';
 import { ratesForModel, ratesFromBench, type CopyRates } from './bandwidth.js';
 import { AnalysisContext } from './context.js';
 import { inferHostKinds } from './infer.js';
@@ -18,8 +18,11 @@ import { importKineto, type JsonReader } from './importers/kineto.js';
 import { importRocprofCsv, importRocprofJson, rocprofCsvKind } from './importers/rocprof.js';
 import { importNsys, SQLITE_MAGIC } from './importers/nsys.js';
 import { importAllocLog, importSnapshot } from './importers/allocator.js';
+import { importRocpd } from './importers/rocpd.js';
+import { importRocprofV1Json } from './importers/rocprof-json.js';
+import { jsonTraceFormat, refuseNonTrace, sqliteFormat } from './detect.js';
 
-export const TRACE_FORMATS = ['kineto', 'rocprofv3-json', 'rocprof-csv', 'nsys-sqlite', 'memory-snapshot', 'alloc-log'] as const;
+export const TRACE_FORMATS = ['kineto', 'rocpd', 'rocprofv3-json', 'rocprof-csv', 'rocprof-json', 'nsys-sqlite', 'memory-snapshot', 'alloc-log'] as const;
 export type TraceFormat = (typeof TRACE_FORMATS)[number];
 
 /** Splits a CSV header line into names (quotes removed). */
@@ -34,15 +37,19 @@ function headerOf(line: string): string[] {
 export function detectTraceFormat(file: string): TraceFormat {
   if (/\.(nsys-rep|qdrep)$/i.test(file))
     throw new BadInputError('an Nsight Systems report must be exported first: nsys export --type sqlite --output trace.sqlite FILE.nsys-rep', file);
-  const text = sniffText(file);
-  if (headBytes(file, 16).toString('latin1') === SQLITE_MAGIC) return 'nsys-sqlite';
-  const t = text.replace(/^\uFEFF/, '').trimStart();
+  const head = sniffBytes(file, 65536);
+  if (head.toString('latin1', 0, 16) === SQLITE_MAGIC) {
+    if (headBytes(file, 16).toString('latin1') !== SQLITE_MAGIC)
+      throw new BadInputError('a gzip-compressed SQLite database: decompress it first (gunzip)', file);
+    return sqliteFormat(file);
+  }
+  refuseNonTrace(file, head, isGzipFile(file));
+  const text = head.toString('utf8');
+  const t = text
+    .replace(/^\uFEFF/, '')
+    .trimStart()
+    .slice(0, 8192);
   if (t.startsWith('{') || t.startsWith('[')) {
-    if (/^\[\s*\[/.test(t))
-      throw new BadInputError(
-        'a JSON array of arrays, not a trace: this is the shape of torch.profiler export_memory_timeline output ([time, action, bytes, category] rows); analyze reads the profiler trace itself (export_chrome_trace) or a memory snapshot',
-        file,
-      );
     if (/^\{\s*"schema"\s*:/.test(t) && /"nodes"\s*:/.test(t))
       throw new BadInputError(
         'a PyTorch execution trace (ExecutionTraceObserver): it records operators, not GPU activity; analyze reads the torch.profiler trace of the same run (export_chrome_trace)',
@@ -51,20 +58,26 @@ export function detectTraceFormat(file: string): TraceFormat {
     if (/^\{\s*"t"\s*:/.test(t)) return 'alloc-log';
     if (t.includes('"rocprofiler-sdk-tool"')) return 'rocprofv3-json';
     if (/"(segments|device_traces)"\s*:/.test(t) && !t.includes('"traceEvents"')) return 'memory-snapshot';
-    return 'kineto';
+    return jsonTraceFormat(text);
   }
   const first = t.split(/\r?\n/, 1)[0] ?? '';
   if (/^Thread\s*,\s*Time\s*,\s*Action/i.test(first)) return 'alloc-log';
   if (rocprofCsvKind(headerOf(first))) return 'rocprof-csv';
   if (text.includes('\0'))
     throw new BadInputError(
-      'a binary file gpumem does not read (formats: Kineto JSON, rocprofv3 CSV/JSON, rocprof CSV, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation logs)',
+      'a binary file gpumem does not read (formats: Kineto JSON, rocprofv3 database, CSV or JSON, rocprof CSV or JSON, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation logs)',
       file,
     );
   throw new BadInputError(
-    `not a trace gpumem reads (first line: ${JSON.stringify(first.slice(0, 80))}); formats: Kineto JSON, rocprofv3 CSV/JSON, rocprof CSV, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation logs`,
+    `not a trace gpumem reads (first line: ${JSON.stringify(first.slice(0, 80))}); formats: Kineto JSON, rocprofv3 database, CSV or JSON, rocprof CSV or JSON, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation logs`,
     file,
   );
+}
+
+/** An error of the file system (ENOENT, EACCES, EISDIR...) or of zlib (Z_DATA_ERROR...), as Node gives them. */
+function isFileError(e: unknown): boolean {
+  const code = (e as NodeJS.ErrnoException | null)?.code;
+  return e instanceof Error && !isGpuError(e) && typeof code === 'string' && /^(E[A-Z]+|Z_[A-Z_]+|ERR_STREAM_PREMATURE_CLOSE)$/.test(code);
 }
 
 export interface AnalyzeOptions {
@@ -79,9 +92,9 @@ export interface AnalyzeOptions {
 }
 
 /** Formats that record the same activity (kernels, copies, API calls), each with its own clock. */
-const PROFILER_FORMATS: readonly TraceFormat[] = ['kineto', 'rocprofv3-json', 'rocprof-csv', 'nsys-sqlite'];
+const PROFILER_FORMATS: readonly TraceFormat[] = ['kineto', 'rocpd', 'rocprofv3-json', 'rocprof-csv', 'rocprof-json', 'nsys-sqlite'];
 /** Which profiler format a folder's files are read in when it holds several: the one that records the most. */
-const FOLDER_PREFERENCE: readonly TraceFormat[] = ['rocprofv3-json', 'nsys-sqlite', 'kineto', 'rocprof-csv'];
+const FOLDER_PREFERENCE: readonly TraceFormat[] = ['rocpd', 'rocprofv3-json', 'nsys-sqlite', 'kineto', 'rocprof-json', 'rocprof-csv'];
 
 /** The files under a folder, depth first, in name order. */
 function filesUnder(dir: string, depth = 0): string[] {
@@ -181,6 +194,12 @@ export async function loadTraces(files: readonly string[], options: AnalyzeOptio
         case 'nsys-sqlite':
           await importNsys(file, model, progress);
           break;
+        case 'rocpd':
+          await importRocpd(file, model, progress);
+          break;
+        case 'rocprof-json':
+          await importRocprofV1Json(file, model, progress);
+          break;
         case 'memory-snapshot':
           await importSnapshot(file, model, progress);
           break;
@@ -189,7 +208,9 @@ export async function loadTraces(files: readonly string[], options: AnalyzeOptio
           break;
       }
     } catch (e) {
-      if (e instanceof BadInputError) throw e;
+      // what reading a file can throw beyond the importers' own errors: the file system's and zlib's; anything else
+      // is a bug in gpumem, and goes up as it is
+      if (!isFileError(e)) throw e;
       throw new BadInputError(`cannot read it as ${format}: ${(e as Error).message}`, file, { cause: e });
     }
     model.files.push(file);
