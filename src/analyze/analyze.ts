@@ -11,11 +11,12 @@ import { ratesForModel, ratesFromBench, type CopyRates } from './bandwidth.js';
 import { AnalysisContext } from './context.js';
 import { inferHostKinds } from './infer.js';
 import { TraceModel } from './model.js';
-import type { AnalyzeResult, Finding, Summary } from './result.js';
-import { RULES } from './rules/index.js';
+import type { AnalyzeResult, Summary } from './result.js';
+import { RULES, type RuleResult } from './rules/index.js';
+import { settleSavings } from './savings.js';
 import { summarize } from './summary.js';
 import { importKineto, type JsonReader } from './importers/kineto.js';
-import { importRocprofCsv, importRocprofJson, rocprofCsvKind } from './importers/rocprof.js';
+import { importRocprofCsv, importRocprofJson, rocprofCsvKind, rocprofCsvRole } from './importers/rocprof.js';
 import { importNsys, SQLITE_MAGIC } from './importers/nsys.js';
 import { importAllocLog, importSnapshot } from './importers/allocator.js';
 import { importRocpd } from './importers/rocpd.js';
@@ -150,6 +151,12 @@ export function traceInputs(paths: readonly string[], forced?: TraceFormat): { i
     if (skipped > 0) notes.push(`${path}: ${skipped} files that are not traces were skipped`);
     inputs.push(...kept);
   }
+  const kept = withoutTotalsOfTracedActivity(inputs);
+  if (kept.length < inputs.length) {
+    const left = inputs.filter((x) => !kept.includes(x)).map((x) => x.file);
+    notes.push(`${left.join(', ')}: statistics of activity the trace tables record event by event, left out so that nothing is counted twice`);
+    inputs.splice(0, inputs.length, ...kept);
+  }
   const formats = [...new Set(inputs.map((x) => x.format).filter((f) => PROFILER_FORMATS.includes(f)))];
   if (formats.length > 1) {
     const list = formats
@@ -166,6 +173,15 @@ export function traceInputs(paths: readonly string[], forced?: TraceFormat): { i
     );
   }
   return { inputs, notes };
+}
+
+/** The inputs less rocprof statistics tables that total an activity another input records event by event. */
+function withoutTotalsOfTracedActivity<T extends { file: string; format: TraceFormat }>(inputs: T[]): T[] {
+  const csv = inputs.filter((x) => x.format === 'rocprof-csv').map((x) => ({ x, role: rocprofCsvRole(x.file) }));
+  const traced = new Set(csv.map((c) => c.role.activity).filter((a) => a !== undefined));
+  if (inputs.some((x) => x.format === 'rocprof-json')) for (const a of ['kernels', 'copies', 'api'] as const) traced.add(a);
+  const drop = new Set(csv.filter((c) => c.role.stats !== undefined && traced.has(c.role.stats)).map((c) => c.x));
+  return inputs.filter((x) => !drop.has(x));
 }
 
 /**
@@ -222,14 +238,15 @@ export async function loadTraces(files: readonly string[], options: AnalyzeOptio
 export function analyzeModel(model: TraceModel, rates: CopyRates): AnalyzeResult {
   inferHostKinds(model);
   const ctx = new AnalysisContext(model, rates);
-  const findings: Finding[] = [];
+  const results: RuleResult[] = [];
   const notApplicable: Summary['notApplicable'] = [];
   for (const rule of RULES) {
     const out = rule.run(ctx);
     if (!out) continue;
     if ('notApplicable' in out) notApplicable.push({ rule: rule.id, reason: out.notApplicable });
-    else findings.push(out);
+    else results.push(out);
   }
+  const findings = settleSavings(results);
   findings.sort((a, b) => b.estimatedSavingNs - a.estimatedSavingNs || (b.bytes ?? 0) - (a.bytes ?? 0));
   return { schema: 'gpumem.analyze/1', summary: summarize(ctx, notApplicable), findings };
 }

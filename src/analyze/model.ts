@@ -143,6 +143,8 @@ export class TraceModel {
   readonly agentTypes = new Map<string, 'CPU' | 'GPU'>();
   readonly aggregateCopies: AggregateCopy[] = [];
   readonly aggregateApis: AggregateApi[] = [];
+  /** Kernels by name where a tool kept only totals (rocprof --stats, rocprofv3 kernel_stats). */
+  readonly aggregateKernels: AggregateApi[] = [];
   readonly segments: SnapshotSegment[] = [];
   /** Out-of-memory events seen in allocator traces. */
   ooms = 0;
@@ -169,7 +171,7 @@ export class TraceModel {
     if (this.tracedActivities.has(activity)) return true;
     switch (activity) {
       case 'kernels':
-        return this.kernels.length > 0 || this.kernelNames.size > 0;
+        return this.kernels.length > 0 || this.kernelNames.size > 0 || this.aggregateKernels.length > 0;
       case 'copies':
         return this.copies.length > 0 || this.aggregateCopies.length > 0;
       case 'runtime':
@@ -179,6 +181,12 @@ export class TraceModel {
       case 'faults':
         return this.faults.length > 0;
     }
+  }
+
+  /** True when the trace holds only a tool's totals per name: no event has a time, a size or a host memory kind. */
+  aggregatesOnly(): boolean {
+    const events = this.copies.length + this.kernels.length + this.memsets.length + this.runtime.length + this.syncs.length + this.allocs.length;
+    return events === 0 && this.aggregateCopies.length + this.aggregateApis.length + this.aggregateKernels.length > 0;
   }
 
   /** Whose GPU the trace comes from, by its formats and device names; undefined when it does not say. */

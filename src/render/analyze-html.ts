@@ -48,7 +48,7 @@ export function renderAnalyzeHtml(r: AnalyzeResult, timeline: Timeline): string 
             f,
           ) => `<div class="card"><h3>${esc(`${f.rule}: ${f.title}`)} <span class="${f.severity === 'high' ? 'bad' : f.severity === 'medium' ? 'warn' : 'note'}">[${esc(f.severity)}]</span></h3>
 <p>${esc(f.count)} events${f.bytes !== null ? `, ${esc(formatBytes(f.bytes))}` : ''}${f.timeNs > 0 ? `, ${esc(formatNs(f.timeNs))}` : ''}; saves about <b>${esc(f.estimatedSavingNs > 0 ? formatNs(f.estimatedSavingNs) : 'no time')}</b></p>
-<ul>${f.evidence.map((e) => `<li>${esc(e)}</li>`).join('')}</ul><p class="note">saving: ${esc(f.savingHow)}</p><p><b>change:</b> ${esc(f.change)}</p></div>`,
+<ul>${f.evidence.map((e) => `<li>${esc(e)}</li>`).join('')}</ul><p class="note">saving: ${esc(f.savingHow)}</p>${f.overlapsWith.length ? `<p class="note">overlaps: ${esc(f.overlapsWith.join(', '))} (savings resting on the same time: not additive)</p>` : ''}<p><b>change:</b> ${esc(f.change)}</p></div>`,
         )
         .join('\n')
     : s.notApplicable.length > 0

@@ -80,6 +80,7 @@ export function renderAnalyze(r: AnalyzeResult): string {
     const rows = [
       ...s.aggregates.copies.map((c) => [`copy ${c.direction}`, c.calls, formatNs(c.totalNs)]),
       ...s.aggregates.apis.map((x) => [x.name, x.calls, formatNs(x.totalNs)]),
+      ...s.aggregates.kernels.map((x) => [`kernel ${x.name}`, x.calls, formatNs(x.totalNs)]),
     ];
     out.push(table(['name', '>calls', '>total time'], rows));
   }
@@ -102,6 +103,7 @@ export function renderAnalyze(r: AnalyzeResult): string {
       );
       for (const e of f.evidence) out.push(`   - ${e}`);
       out.push(`   saving: ${f.savingHow}`);
+      if (f.overlapsWith.length > 0) out.push(`   overlaps: ${f.overlapsWith.join(', ')} (savings resting on the same time: not additive)`);
       out.push(`   change: ${f.change}`);
     }
   }

@@ -1,7 +1,7 @@
 /** low-bandwidth: copies far below the link rate. */
 import { formatBytes, formatNs, MiB } from '../../units.js';
 import { Direction, MemKind } from '../model.js';
-import { gbps, severityOf, sum, type RuleCheck } from './shared.js';
+import { basisOf, gbps, severityOf, sum, type RuleCheck } from './shared.js';
 
 export const lowBandwidth: RuleCheck = (ctx) => {
   const c = ctx.model.copies;
@@ -40,6 +40,7 @@ export const lowBandwidth: RuleCheck = (ctx) => {
     bytes,
     timeNs: t,
     estimatedSavingNs: saving,
+    basis: basisOf(c, idx),
     savingHow: `each copy's time minus its bytes at the stated pinned rate plus ${ctx.floorText(Direction.HtoD)}`,
     evidence,
     change: `Check the link (gpumem info shows the PCIe generation and width the GPU trained at), allocate pinned buffers on the GPU's NUMA node (numactl --membind${ctx.model.vendor() === 'nvidia' ? '' : ", or hipHostMalloc's NUMA flags on ROCm"}), make sure the memory is really pinned, and avoid several copies in one direction at once.`,

@@ -1,7 +1,7 @@
 /** managed-faults: page faults on managed memory. */
 import { formatBytes, formatNs, MiB } from '../../units.js';
 import { Direction, MemKind } from '../model.js';
-import { gbps, severityOf, sum, type RuleCheck } from './shared.js';
+import { basisOf, gbps, joinBasis, severityOf, sum, type RuleCheck } from './shared.js';
 
 export const managedFaults: RuleCheck = (ctx) => {
   const f = ctx.model.faults;
@@ -38,6 +38,10 @@ export const managedFaults: RuleCheck = (ctx) => {
     bytes: migBytes || null,
     timeNs: migNs + faultNs,
     estimatedSavingNs: saving,
+    basis: joinBasis(basisOf(c, mig), {
+      start: Array.from(f.col('time')),
+      end: Array.from(f.col('time'), (t, i) => t + f.get(i, 'duration')),
+    }),
     savingHow: `migration and GPU fault time minus moving the same bytes in bulk at ${ctx.pinnedRate(Direction.HtoD)} GB/s (a prefetch)`,
     evidence,
     change: `Prefetch managed ranges before the kernels that use them (${ctx.api('cudaMemPrefetchAsync', 'hipMemPrefetchAsync')}) and back before the CPU reads them; advise read-mostly data (SetReadMostly) and a preferred location to stop ping-pong.${ctx.model.vendor() === 'nvidia' ? '' : ' On AMD, with XNACK off, managed memory does not migrate on fault: prefetch or use device memory.'}`,

@@ -2,7 +2,17 @@
 import { formatBytes, formatNs } from '../../units.js';
 import { coveredWithin } from '../intervals.js';
 import { Direction } from '../model.js';
-import { cappedAtMedian, opsOf, severityOf, sizeList, SMALL_COPY_BYTES, SMALL_COPY_COUNT, sum, type RuleCheck } from './shared.js';
+import { basisOf, cappedAtMedian, joinBasis, opsOf, severityOf, sizeList, SMALL_COPY_BYTES, SMALL_COPY_COUNT, sum, type RuleCheck } from './shared.js';
+
+/** The runtime calls that issued copies `idx`, where the trace links them. */
+function issuing(ctx: Parameters<RuleCheck>[0], idx: readonly number[]): number[] {
+  const out: number[] = [];
+  for (const i of idx) {
+    const r = ctx.runtimeByCorrelation.get(ctx.model.copies.get(i, 'correlation'));
+    if (r !== undefined) out.push(r);
+  }
+  return out;
+}
 
 export const smallCopies: RuleCheck = (ctx) => {
   const c = ctx.model.copies;
@@ -60,6 +70,7 @@ export const smallCopies: RuleCheck = (ctx) => {
     bytes,
     timeNs: deviceNs + issueNs,
     estimatedSavingNs: saving,
+    basis: joinBasis(basisOf(c, idx), basisOf(ctx.model.runtime, issuing(ctx, idx))),
     savingHow: `copy-engine time of the small copies plus their issuing calls, each call counted at most at the median call (${formatNs(issue.capNs)}; time beyond it is waiting, not issuing), minus one copy per burst (${bursts.length}): ${ctx.floorText(Direction.HtoD)}, the burst's bytes at the pinned rate, and one median issuing call`,
     evidence,
     change: `Pack small tensors into one buffer (torch.cat into a preallocated pinned staging tensor, or one struct) and copy it once per step; keep scalars such as counters, masks or learning rates on the device instead of uploading them. Where they cannot be packed, enqueue them with one batch call (${ctx.api('cudaMemcpyBatchAsync from CUDA 12.8', 'hipMemcpyBatchAsync from ROCm 7.1')}; gpumem rt.copyBatch) or capture the step's copies once as a graph (${ctx.api('CUDA graphs', 'HIP graphs')}, torch.cuda.graphs; gpumem rt.capture).`,

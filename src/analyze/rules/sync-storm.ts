@@ -1,7 +1,7 @@
 /** sync-storm: many blocking host synchronisations. */
 import { formatNs } from '../../units.js';
 import { Api, SyncKind } from '../model.js';
-import { aggregateFinding, runtimeByThread, severityOf, SYNC_STORM_COUNT, type RuleCheck } from './shared.js';
+import { aggregateFinding, basisOf, runtimeByThread, severityOf, SYNC_STORM_COUNT, type RuleCheck } from './shared.js';
 
 export const syncStorm: RuleCheck = (ctx) => {
   const r = ctx.model.runtime;
@@ -9,6 +9,7 @@ export const syncStorm: RuleCheck = (ctx) => {
   let blockedNs = 0;
   let afterCopy = 0;
   let afterCopyNs = 0;
+  const afterCopyCalls: number[] = [];
   let n = 0;
   for (const calls of runtimeByThread(ctx).values()) {
     for (let k = 0; k < calls.length; k++) {
@@ -23,6 +24,7 @@ export const syncStorm: RuleCheck = (ctx) => {
       if (prevApi === Api.memcpyAsync || prevApi === Api.memcpySync) {
         afterCopy++;
         afterCopyNs += d;
+        afterCopyCalls.push(i);
       }
     }
   }
@@ -67,8 +69,8 @@ export const syncStorm: RuleCheck = (ctx) => {
     bytes: null,
     timeNs: blockedNs,
     estimatedSavingNs: afterCopyNs,
-    savingHow:
-      'the host time blocked in the synchronisations that directly follow a copy call (overlaps the pageable-copy and small-copies savings: not additive)',
+    basis: basisOf(r, afterCopyCalls),
+    savingHow: 'the host time blocked in the synchronisations that directly follow a copy call',
     evidence,
     change:
       'Copy with non_blocking=True from pinned memory; accumulate losses and metrics on the device and call .item() / .cpu() every N steps, not every step; where order matters, record an event and wait on it instead of synchronising the stream or device.',
