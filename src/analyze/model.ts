@@ -73,6 +73,9 @@ export const Api = {
   mallocAsync: 13,
   freeAsync: 14,
   hostRegister: 15,
+  /** Virtual memory management: mapping and unmapping physical memory into a reserved range (expandable segments). */
+  vmmMap: 16,
+  vmmUnmap: 17,
 } as const;
 export const API_NAMES = Object.keys(Api) as Array<keyof typeof Api>;
 
@@ -84,8 +87,11 @@ export function classifyApi(name: string): number {
   if (/^StreamSynchronize$/i.test(n)) return Api.streamSync;
   if (/^(Device|Ctx)Synchronize$/i.test(n)) return Api.deviceSync;
   if (/^EventSynchronize$/i.test(n)) return Api.eventSync;
-  if (/^(Malloc|MemAlloc|ExtMallocWithFlags|MallocPitch)$/i.test(n)) return Api.malloc;
-  if (/^(Free|MemFree)$/i.test(n)) return Api.free;
+  // cuMemCreate / cuMemRelease take and give back physical memory as malloc and free do (virtual memory management)
+  if (/^(Malloc|MemAlloc|ExtMallocWithFlags|MallocPitch|MemCreate)$/i.test(n)) return Api.malloc;
+  if (/^(Free|MemFree|MemRelease)$/i.test(n)) return Api.free;
+  if (/^MemMap$/i.test(n)) return Api.vmmMap;
+  if (/^MemUnmap$/i.test(n)) return Api.vmmUnmap;
   if (/^(HostAlloc|MallocHost|HostMalloc|ExtHostAlloc|MemAllocHost|MemHostAlloc)$/i.test(n)) return Api.hostAlloc;
   if (/^(FreeHost|HostFree|MemFreeHost)$/i.test(n)) return Api.hostFree;
   if (/^(MallocManaged|MemAllocManaged)$/i.test(n)) return Api.mallocManaged;
@@ -276,11 +282,14 @@ export class TraceModel {
         if (e[i]! > hi) hi = e[i]!;
       }
     }
-    const rs = this.runtime.col('start');
-    const re = this.runtime.col('end');
-    for (let i = 0; i < rs.length; i++) {
-      if (rs[i]! < lo) lo = rs[i]!;
-      if (re[i]! > hi) hi = re[i]!;
+    // synchronisation records can end after every call and kernel (a context sync at the end of a run)
+    for (const t of [this.runtime, this.syncs] as const) {
+      const rs = t.col('start');
+      const re = t.col('end');
+      for (let i = 0; i < rs.length; i++) {
+        if (rs[i]! < lo) lo = rs[i]!;
+        if (re[i]! > hi) hi = re[i]!;
+      }
     }
     for (const t of [this.allocs.col('time'), this.faults.col('time')]) {
       for (const v of t) {

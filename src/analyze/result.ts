@@ -76,6 +76,9 @@ export interface Summary {
     hostAllocCalls: number;
     hostFreeCalls: number;
     managedAllocCalls: number;
+    /** Driver-level virtual memory: physical memory mapped into and unmapped from reserved ranges (cuMemMap / cuMemUnmap). */
+    vmmMapCalls: number;
+    vmmUnmapCalls: number;
     driverAllocEvents: number;
     frameworkAllocEvents: number;
     peakAllocatedBytes: number | null;

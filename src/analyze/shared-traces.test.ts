@@ -223,11 +223,11 @@ test('shared traces: small-copies leaves out calls that waited for the GPU (5 ca
 test('shared traces: alloc-churn counts neither start-up allocations nor a one-off 6.0 s cudaFree', { skip }, async () => {
   const r = await analyzed(`${HTA}critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz`);
   const f = r.findings.find((x) => x.rule === 'alloc-churn');
-  if (f) {
-    assert.ok(f.estimatedSavingNs < 1e9, `saving ${f.estimatedSavingNs} ns`);
-    assert.ok(f.evidence.some((e) => /one-off calls/.test(e)));
-    assert.ok(f.evidence.some((e) => /left out of the saving/.test(e)));
-  }
+  // the benchmark frees and allocates again between its iterations: churn, found, without the one-off calls
+  assert.ok(f, `alloc-churn in ${r.findings.map((x) => x.rule).join(', ')}`);
+  assert.ok(f.estimatedSavingNs < 1e9, `saving ${f.estimatedSavingNs} ns`);
+  assert.ok(f.evidence.some((e) => /one-off calls/.test(e)));
+  assert.ok(f.evidence.some((e) => /left out of the saving/.test(e)));
 });
 
 test('shared traces: files that are not traces are refused with what they are', { skip }, async () => {

@@ -116,7 +116,7 @@ export function summarize(ctx: AnalysisContext, notApplicable: Summary['notAppli
 
   const r = m.runtime;
   const syncs = { streamSync: 0, deviceSync: 0, eventSync: 0, memcpySync: 0, hostBlockedNs: 0, deviceRecords: m.syncs.length };
-  const calls = { mallocCalls: 0, freeCalls: 0, hostAllocCalls: 0, hostFreeCalls: 0, managedAllocCalls: 0 };
+  const calls = { mallocCalls: 0, freeCalls: 0, hostAllocCalls: 0, hostFreeCalls: 0, managedAllocCalls: 0, vmmMapCalls: 0, vmmUnmapCalls: 0 };
   const count = (api: number, n: number, d: number): void => {
     if (api === Api.streamSync) syncs.streamSync += n;
     else if (api === Api.deviceSync) syncs.deviceSync += n;
@@ -128,6 +128,8 @@ export function summarize(ctx: AnalysisContext, notApplicable: Summary['notAppli
     else if (api === Api.hostAlloc) calls.hostAllocCalls += n;
     else if (api === Api.hostFree) calls.hostFreeCalls += n;
     else if (api === Api.mallocManaged) calls.managedAllocCalls += n;
+    else if (api === Api.vmmMap) calls.vmmMapCalls += n;
+    else if (api === Api.vmmUnmap) calls.vmmUnmapCalls += n;
   };
   for (let i = 0; i < r.length; i++) count(r.get(i, 'api'), 1, r.get(i, 'end') - r.get(i, 'start'));
   for (const x of m.aggregateApis) count(classifyApi(x.name), x.calls, x.totalNs);

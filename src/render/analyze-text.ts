@@ -66,6 +66,7 @@ export function renderAnalyze(r: AnalyzeResult): string {
   const a = s.allocations;
   const alloc = [`${a.mallocCalls} device alloc / ${a.freeCalls} free calls`, `${a.hostAllocCalls} pinned alloc / ${a.hostFreeCalls} free calls`];
   if (a.managedAllocCalls) alloc.push(`${a.managedAllocCalls} managed`);
+  if (a.vmmMapCalls + a.vmmUnmapCalls) alloc.push(`${a.vmmMapCalls} map / ${a.vmmUnmapCalls} unmap calls (virtual memory)`);
   if (a.driverAllocEvents) alloc.push(`${a.driverAllocEvents} driver allocation events`);
   if (a.frameworkAllocEvents) alloc.push(`${a.frameworkAllocEvents} allocator (tensor) allocations`);
   if (a.peakReservedBytes !== null) alloc.push(`peak ${formatBytes(a.peakAllocatedBytes ?? 0)} allocated / ${formatBytes(a.peakReservedBytes)} reserved`);
