@@ -8,6 +8,7 @@ import { defineAnalyze } from './analyze-command.js';
 import { defineBench } from './bench-command.js';
 import type { Io } from './context.js';
 import { exitCodeFor, Interrupted } from './errors.js';
+import { fsReason } from '../input/fs-errors.js';
 import { defineInfo } from './info-command.js';
 import { defineMonitor } from './monitor-command.js';
 import { definePlan } from './plan-command.js';
@@ -79,7 +80,11 @@ export async function main(argv: string[], io?: Io): Promise<number> {
       if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return 0;
       return 2;
     }
-    err(`gpumem: ${e instanceof Error ? e.message : String(e)}\n`);
+    const errno = (e as NodeJS.ErrnoException | undefined)?.code;
+    const path = (e as NodeJS.ErrnoException | undefined)?.path;
+    // a file-system error names its path and its reason in words, as the checks before the work do
+    const message = typeof errno === 'string' && typeof path === 'string' ? `${path}: ${fsReason(e)}` : e instanceof Error ? e.message : String(e);
+    err(`gpumem: ${message}\n`);
     if (process.env.GPUMEM_DEBUG && e instanceof Error && e.stack) err(`${e.stack}\n`);
     return exitCodeFor(e);
   }

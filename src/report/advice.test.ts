@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
+import type { DeviceInfo } from '../backend/backend.js';
 import type { BenchReport, BenchResult } from '../formats/bench-schema.js';
 import { adviseDevice, adviseDeviceWithheld } from './advice.js';
 import { nativeVerdict, type NativeAgreement } from './fidelity.js';
@@ -121,4 +122,32 @@ test('nativeVerdict: matched by kind at the nearest compared size; rows apart ar
   assert.equal(nativeVerdict(r('DtoH', 'device', 'pinned', 1 << 30), 'cuda', table).state, 'not compared');
   assert.equal(nativeVerdict(r('DtoD', 'device', 'device', 1 << 30), 'cuda', table).state, 'not compared', 'no such kind in the table');
   assert.equal(nativeVerdict(r('HtoD', 'pinned', 'device', 256 << 20), 'hip', table).state, 'not compared', 'the comparison ran on CUDA');
+});
+
+test('managed-memory advice on AMD with XNACK off says pages are not migrated on access (figures invented to check the rule: no AMD run exists)', () => {
+  const base = bench.results.find((r) => r.test === 'copy')!;
+  const managed = (direction: string, medianGBps: number): BenchResult => ({
+    ...base,
+    device: 0,
+    test: 'managed',
+    direction,
+    srcKind: 'managed',
+    dstKind: 'device',
+    engine: 'sm',
+    medianGBps,
+  });
+  const hip: BenchReport = {
+    ...bench,
+    environment: { ...bench.environment, backend: 'hip' },
+    results: [managed('first-touch-by-kernel', 20), managed('kernels-after-prefetch', 900)],
+  };
+  const pick = (xnack: DeviceInfo['xnack']) => adviseDevice({ index: 0, concurrentManagedAccess: true, xnack }, hip).find((a) => a.id === 'prefetch-managed');
+  const off = pick({ arch: false, enabled: false, source: 'runtime' });
+  assert.ok(off, 'the managed rows give advice');
+  assert.match(off.title, /^XNACK is off: managed memory is not migrated when kernels touch it/);
+  assert.match(off.recommendation, /runtime reports no pageable memory access.*HSA_XNACK=1/);
+  // With XNACK on, the page-fault wording stands; concurrentManagedAccess alone (HMM in the kernel) no longer decides.
+  const on = pick({ arch: true, enabled: true, source: 'arch' });
+  assert.ok(on && !/XNACK is off/.test(on.title));
+  assert.match(on.recommendation, /migrates them on demand/);
 });

@@ -285,19 +285,25 @@ export function adviseDeviceWithheld(info: DeviceInfo, bench: BenchReport): { it
   const pf = F.pick('managed', 'prefetch-to-device');
   if (first?.medianGBps && afterPf?.medianGBps) {
     const conc = info.concurrentManagedAccess;
+    // AMD: without XNACK a kernel's access to a managed page on the host does not fault it over; the page is read
+    // where it lies until something migrates it (concurrentManagedAccess only says the kernel driver has HMM).
+    const xnackOff = info.xnack?.enabled === false;
     const gain = afterPf.medianGBps / first.medianGBps;
     add({
       id: 'prefetch-managed',
       workloads: ['training', 'inference'],
-      title:
-        gain >= 1.5
+      title: xnackOff
+        ? `XNACK is off: managed memory is not migrated when kernels touch it; prefetch it (${f1(first.medianGBps)} GB/s untouched, ${f1(afterPf.medianGBps)} GB/s after a prefetch)`
+        : gain >= 1.5
           ? `Prefetch managed memory before kernels use it: ${f1(gain)}x faster than page faults (first touch ${f1(first.medianGBps)} GB/s)`
           : `Managed memory faults in about as fast as it is prefetched here (${f1(first.medianGBps)} against ${f1(afterPf.medianGBps)} GB/s)`,
-      recommendation: `A kernel touching managed pages that live on the host migrates them on demand at ${f1(first.medianGBps)} GB/s; after an explicit prefetch${pf?.medianGBps ? ` (${f1(pf.medianGBps)} GB/s)` : ''} the same kernel reads ${f1(afterPf.medianGBps)} GB/s${firstAfterPf?.medianGBps && firstAfterPf !== afterPf ? ` (the first kernel after the prefetch, which still maps the pages, ${f1(firstAfterPf.medianGBps)} GB/s)` : ''}. ${
-        conc === false
-          ? 'This device has no concurrent managed access: the host must not touch managed memory while kernels run, and every first touch faults.'
-          : 'Prefetch (prefetch(device, stream)) ahead of the kernel on the same stream, and set preferred-location for data that stays on the device.'
-      }`,
+      recommendation: xnackOff
+        ? `XNACK is off on this device (${info.xnack?.source === 'runtime' ? 'the runtime reports no pageable memory access' : 'its target ID says xnack-'}${info.xnack?.env !== undefined ? `, HSA_XNACK=${info.xnack.env}` : ''}): a kernel reading managed pages that live on the host reads them over the link at ${f1(first.medianGBps)} GB/s instead of migrating them, and host memory malloc'd outside HIP is not reachable at all. Prefetch managed memory to the device on the kernel's stream before the kernel (${f1(afterPf.medianGBps)} GB/s after it), or run with HSA_XNACK=1 on a GPU whose target supports XNACK (gfx90a, gfx942) to have pages migrate on access.`
+        : `A kernel touching managed pages that live on the host migrates them on demand at ${f1(first.medianGBps)} GB/s; after an explicit prefetch${pf?.medianGBps ? ` (${f1(pf.medianGBps)} GB/s)` : ''} the same kernel reads ${f1(afterPf.medianGBps)} GB/s${firstAfterPf?.medianGBps && firstAfterPf !== afterPf ? ` (the first kernel after the prefetch, which still maps the pages, ${f1(firstAfterPf.medianGBps)} GB/s)` : ''}. ${
+            conc === false
+              ? 'This device has no concurrent managed access: the host must not touch managed memory while kernels run, and every first touch faults.'
+              : 'Prefetch (prefetch(device, stream)) ahead of the kernel on the same stream, and set preferred-location for data that stays on the device.'
+          }`,
       evidence: [
         ev('managed first touch', first),
         ev('managed kernels after prefetch', afterPf),
