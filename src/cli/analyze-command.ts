@@ -5,6 +5,7 @@ import type { TraceFormat } from '../analyze/analyze.js';
 import { checkWritable, type Io } from './context.js';
 import { UsageError } from './errors.js';
 import { parsePositive } from './options.js';
+import { outputWidth } from '../render/width.js';
 
 export interface AnalyzeCliOptions {
   json?: boolean;
@@ -97,7 +98,7 @@ async function runAnalyze(files: string[], opts: AnalyzeCliOptions, io: Io): Pro
         },
       },
     );
-    io.out(opts.json ? `${JSON.stringify(result, null, 2)}\n` : `${renderRanks(result)}\n`);
+    io.out(opts.json ? `${JSON.stringify(result, null, 2)}\n` : `${renderRanks(result, { width: outputWidth() })}\n`);
     return;
   }
   const model = await loadTraces(files, { format, progress });
@@ -106,5 +107,5 @@ async function runAnalyze(files: string[], opts: AnalyzeCliOptions, io: Io): Pro
     writeFileSync(opts.html, renderAnalyzeHtml(result, timelineOf(model)));
     io.err(`wrote ${opts.html}\n`);
   }
-  io.out(opts.json ? `${JSON.stringify(result, null, 2)}\n` : `${renderAnalyze(result)}\n`);
+  io.out(opts.json ? `${JSON.stringify(result, null, 2)}\n` : `${renderAnalyze(result, { width: outputWidth() })}\n`);
 }
