@@ -208,7 +208,7 @@ test('copy names of both Kineto flavours and runtime names of CUDA, HIP and nsys
   assert.equal(parseCopyName('Memcpy DtoD (Device -> Device)').dir, Direction.DtoD);
   const cases: Array<[string, number]> = [
     ['cudaMemcpyAsync', Api.memcpyAsync],
-    ['hipMemcpyWithStream', Api.memcpyAsync],
+    ['hipMemcpyWithStream', Api.memcpySync],
     ['cudaMemcpy', Api.memcpySync],
     ['hipMemcpyHtoD', Api.memcpySync],
     ['cudaStreamSynchronize_v3020', Api.streamSync],

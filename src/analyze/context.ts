@@ -55,6 +55,19 @@ export class AnalysisContext {
     this.span = model.span();
   }
 
+  private gpuWork: Union | undefined;
+
+  /** How much of [a, b] any GPU spent running a kernel, copy or memset. */
+  gpuBusyWithin(a: number, b: number): number {
+    if (!this.gpuWork) {
+      const m = this.model;
+      const starts = Float64Array.from([...m.kernels.col('start'), ...m.copies.col('start'), ...m.memsets.col('start')]);
+      const ends = Float64Array.from([...m.kernels.col('end'), ...m.copies.col('end'), ...m.memsets.col('end')]);
+      this.gpuWork = unionOf(starts, ends);
+    }
+    return coveredWithin(this.gpuWork, a, b);
+  }
+
   get spanNs(): number {
     return this.span[1] - this.span[0];
   }

@@ -71,6 +71,13 @@ export function refuseNonTrace(file: string, head: Buffer, gzip: boolean): void 
   if (c) throw new BadInputError(`${c[0]}-compressed data: gpumem reads plain or gzip files; decompress it first`, file);
   const text = head.toString('utf8');
   const first = text.replace(/^\uFEFF/, '').split(/\r?\n/, 1)[0] ?? '';
+  if (/^version https:\/\/git-lfs\.github\.com\/spec\/v1/.test(first)) {
+    const size = /^size (\d+)$/m.exec(text)?.[1];
+    throw new BadInputError(
+      `a Git LFS pointer${size ? ` to a file of ${size} bytes` : ''}, not the file itself: fetch it with git lfs pull (or git lfs fetch and checkout) and analyze what that brings`,
+      file,
+    );
+  }
   // spdlog's "[%6t][%H:%M:%S:%f][%-6l] %v", the pattern of RMM's, cuDF's and KvikIO's debug logs
   if (/^\[\s*\d+\]\[\d{2}:\d{2}:\d{2}:\d{6}\]\[\s*\w+\s*\]/.test(first))
     throw new BadInputError(

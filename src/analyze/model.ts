@@ -83,7 +83,9 @@ export const API_NAMES = Object.keys(Api) as Array<keyof typeof Api>;
 export function classifyApi(name: string): number {
   const n = name.replace(/^(cuda|hip|cu|hsa_amd_|hsa_)/, '').replace(/_v\d+$|_ptsz$|_ptds$/, '');
   if (/^Memcpy(Peer|2D|3D|ToSymbol|FromSymbol|HtoD|DtoH|DtoD)?$/i.test(n) && !/Async/.test(name)) return Api.memcpySync;
-  if (/^Memcpy.*Async$/i.test(n) || /^MemcpyWithStream$/.test(n)) return Api.memcpyAsync;
+  // hipMemcpyWithStream returns when the copy is done: PyTorch's synchronous copy on ROCm (non_blocking=False)
+  if (/^MemcpyWithStream$/.test(n)) return Api.memcpySync;
+  if (/^Memcpy.*Async$/i.test(n)) return Api.memcpyAsync;
   if (/^StreamSynchronize$/i.test(n)) return Api.streamSync;
   if (/^(Device|Ctx)Synchronize$/i.test(n)) return Api.deviceSync;
   if (/^EventSynchronize$/i.test(n)) return Api.eventSync;

@@ -87,6 +87,36 @@ test('findings on time apart are not marked as overlapping', () => {
   assert.deepEqual(churn.overlapsWith, []);
 });
 
+test("a synchronisation that waits for the GPU's own work saves only the time the GPU sat idle in it", () => {
+  const m = new TraceModel();
+  for (let i = 0; i < 25; i++) {
+    const t = i * 10 * ms;
+    call(m, t, 20 * us, Api.memcpyAsync);
+    copy(m, t + 10 * us, 30 * us, 4096, Direction.DtoH, MemKind.pinned);
+    // the host waits 5 ms, 4.9 ms of it while a kernel it needs finishes
+    kernel(m, t + 50 * us, 4.9 * ms);
+    call(m, t + 20 * us, 5 * ms, Api.streamSync);
+  }
+  const f = finding(analyzeModel(m, RATES), 'sync-storm');
+  assert.ok(f);
+  assert.ok(f.estimatedSavingNs <= 25 * (5 * ms - 4.9 * ms), `saving ${f.estimatedSavingNs} ns`);
+  assert.ok(f.evidence.some((e) => /GPU was running the kernels and copies the host waited for/.test(e)));
+});
+
+test('a synchronous copy call held far longer than its peers by something else is counted at the median call', () => {
+  const m = new TraceModel();
+  for (let i = 0; i < 5; i++) {
+    const t = i * 600 * ms;
+    // the first call sits 490 ms with the GPU idle: not its 5 µs copy
+    call(m, t, i === 0 ? 490 * ms : 30 * us, Api.memcpySync);
+    copy(m, t + (i === 0 ? 489.99 * ms : 20 * us), 5 * us, 64, Direction.HtoD, MemKind.pageable);
+  }
+  const f = finding(analyzeModel(m, RATES), 'sync-copy');
+  assert.ok(f);
+  assert.ok(f.estimatedSavingNs <= 5 * 30 * us, `saving ${f.estimatedSavingNs} ns`);
+  assert.ok(f.evidence.some((e) => /1 calls took more than twice the median call/.test(e)));
+});
+
 const event = fc.record({
   kind: fc.constantFrom('kernel', 'htod', 'dtoh', 'sync', 'memcpy', 'malloc', 'free', 'hostAlloc'),
   start: fc.integer({ min: 0, max: 200 * ms }),

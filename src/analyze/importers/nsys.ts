@@ -99,7 +99,7 @@ function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: n
   const known = ['CUPTI_ACTIVITY_KIND_MEMCPY', 'CUPTI_ACTIVITY_KIND_KERNEL', 'CUPTI_ACTIVITY_KIND_RUNTIME', 'CUPTI_ACTIVITY_KIND_MEMSET'];
   if (!known.some((t) => tables.has(t)))
     throw new BadInputError(
-      'no CUPTI_ACTIVITY_KIND_* tables: not an Nsight Systems export with CUDA trace (nsys profile --trace=cuda; nsys export --type sqlite)',
+      `an Nsight Systems export with no CUDA activity (no CUPTI_ACTIVITY_KIND_* table${tables.has('OSRT_API') ? '; it holds OS runtime calls' : ''}): the run was recorded without --trace=cuda, or its CUDA work fell outside the profiled range`,
       file,
     );
   // nsys --trace=cuda records kernels, copies and runtime calls together (a table is written only where events were)
@@ -273,4 +273,8 @@ function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: n
   for (const r of each(T, ['start'], ['address']))
     model.faults.push({ time: stamp(T, 'start', r.start), duration: 0, bytes: Number.NaN, kind: 0, address: int(T, 'address', r.address) });
   progress?.(rows);
+  if (model.kernels.length + model.copies.length + model.memsets.length === 0)
+    model.note(
+      `${file}: the export holds no GPU activity (no kernel, copy or memset; ${model.runtime.length} CUDA API calls): did the GPU work fall outside the profiled range?`,
+    );
 }

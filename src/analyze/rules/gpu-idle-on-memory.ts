@@ -1,6 +1,5 @@
 /** gpu-idle-on-memory: the GPU idle while memory operations run. */
 import { formatNs } from '../../units.js';
-import { AnalysisContext } from '../context.js';
 import { coveredWithin, unionLength, unionOf, type Union } from '../intervals.js';
 import { pct, severityOf, type RuleCheck } from './shared.js';
 
@@ -17,7 +16,6 @@ export const gpuIdleOnMemory: RuleCheck = (ctx) => {
   const m = ctx.model;
   if (m.kernels.length < 2) return undefined;
   const c = m.copies;
-  const r = m.runtime;
   let idleNs = 0;
   let waitingNs = 0;
   let hideableNs = 0;
@@ -26,13 +24,13 @@ export const gpuIdleOnMemory: RuleCheck = (ctx) => {
     const lo = busy.start[0]!;
     const hi = busy.end[busy.end.length - 1]!;
     idleNs += hi - lo - unionLength(busy);
-    // memory work: copies and memsets on this device, and the host blocked in synchronisation or synchronous copies
+    // memory work: copies and memsets on this device. A host blocked in a call while the device runs nothing is
+    // held by something else than memory work, and does not count
     const memStarts: number[] = [];
     const memEnds: number[] = [];
     for (let i = 0; i < c.length; i++) if (c.get(i, 'device') === dev) memStarts.push(c.get(i, 'start')), memEnds.push(c.get(i, 'end'));
     for (let i = 0; i < m.memsets.length; i++)
       if (m.memsets.get(i, 'device') === dev) memStarts.push(m.memsets.get(i, 'start')), memEnds.push(m.memsets.get(i, 'end'));
-    for (let i = 0; i < r.length; i++) if (AnalysisContext.isBlocking(r.get(i, 'api'))) memStarts.push(r.get(i, 'start')), memEnds.push(r.get(i, 'end'));
     const mem = unionOf(Float64Array.from(memStarts), Float64Array.from(memEnds));
     let waiting = 0;
     for (let g = 0; g + 1 < busy.start.length; g++) {
@@ -52,7 +50,7 @@ export const gpuIdleOnMemory: RuleCheck = (ctx) => {
   const kernelNs = [...ctx.kernelBusy.values()].reduce((s, u) => s + unionLength(u), 0);
   if (waitingNs < Math.max(1e5, 0.05 * region) || hideableNs <= 0) return undefined;
   const evidence = [
-    `between its first and last kernel the GPU was idle ${formatNs(idleNs)} of ${formatNs(region)} (${pct(idleNs, region)}); ${formatNs(waitingNs)} of those gaps were filled only by memory work or host waits`,
+    `between its first and last kernel the GPU was idle ${formatNs(idleNs)} of ${formatNs(region)} (${pct(idleNs, region)}); ${formatNs(waitingNs)} of those gaps were filled only by copies or memsets`,
   ];
   if (hideableNs < waitingNs)
     evidence.push(
@@ -66,7 +64,7 @@ export const gpuIdleOnMemory: RuleCheck = (ctx) => {
     timeNs: idleNs,
     estimatedSavingNs: hideableNs,
     savingHow:
-      'gaps between kernels during which only copies, memsets or host synchronisation ran, at most the kernel time not already running beside memory work (what overlapping the memory work with compute could hide; an upper bound)',
+      'gaps between kernels during which only copies or memsets ran, at most the kernel time not already running beside them (what overlapping the memory work with compute could hide; an upper bound)',
     evidence,
     basis,
     change:
