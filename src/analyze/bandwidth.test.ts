@@ -95,6 +95,20 @@ test('copies faster than the assumed link raise the ceiling: no saving is priced
   assert.match(r.source, /raised to the trace's own fastest copies \(HtoD to 30 GB\/s\)/);
 });
 
+test('pinned copies that never reach the assumed link rate lower it: no saving priced at a rate the machine did not show', () => {
+  // a V100 behind a PCIe switch it shares: its large pinned uploads top out at 8.4 GB/s, not the 13.9 assumed
+  const m = trace('Tesla V100-SXM2-16GB', [
+    [56 * MiB, (56 * MiB) / 8.4],
+    [56 * MiB, (56 * MiB) / 5.1],
+  ]);
+  const r = ratesForModel(m);
+  assert.equal(r.HtoD, 8.4);
+  assert.match(r.source, /lowered to the trace's own fastest pinned copies of 1 MiB or more \(HtoD 8\.4 GB\/s\)/);
+  assert.ok(m.notes.some((n) => /the link may be shared/.test(n)));
+  // 5.1 GB/s is not below half of what this machine showed: not a slow copy
+  assert.ok(!analyzeModel(m, r).findings.some((f) => f.rule === 'low-bandwidth'));
+});
+
 test('a bench measured on the host backend is refused as a source of copy rates, by the library and the CLI', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gpumem-rates-'));
   try {

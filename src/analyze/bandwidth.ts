@@ -6,7 +6,7 @@
 import { BadInputError } from '../errors.js';
 import { largestCopyRows, readBenchReport } from '../formats/bench-file.js';
 import { describeLink, hostLinkGBps, identifyDevice, type Identified } from '../catalogue/devices.js';
-import { Direction, TraceModel } from './model.js';
+import { Direction, MemKind, TraceModel } from './model.js';
 
 export interface CopyRates {
   /** Pinned host to device, GB/s (1e9 bytes); null where nothing gives a figure (no catalogue device, no sized copy). */
@@ -31,10 +31,18 @@ export const LINK_EFFICIENCY = 0.88;
 /** Copies at least this large show a link's rate; smaller ones mostly their fixed cost. */
 const RATE_COPY_BYTES = 1 << 20;
 
-/** The fastest host copies of a trace per direction, GB/s: of 1 MiB or more where there are any, else of any size. */
-export function fastestCopies(model: TraceModel): { HtoD: number | null; DtoH: number | null; from: string } {
+/**
+ * The fastest host copies of a trace per direction, GB/s: of 1 MiB or more where there are any, else of any size;
+ * and the fastest copies of 1 MiB or more known to be from or to pinned memory (what the link gave this machine).
+ */
+export function fastestCopies(model: TraceModel): {
+  HtoD: number | null;
+  DtoH: number | null;
+  from: string;
+  pinned: { HtoD: number | null; DtoH: number | null };
+} {
   const c = model.copies;
-  const best = { large: [0, 0], any: [0, 0] };
+  const best = { large: [0, 0], any: [0, 0], pinned: [0, 0] };
   for (let i = 0; i < c.length; i++) {
     const dir = c.get(i, 'dir');
     const d = dir === Direction.HtoD ? 0 : dir === Direction.DtoH ? 1 : -1;
@@ -42,15 +50,24 @@ export function fastestCopies(model: TraceModel): { HtoD: number | null; DtoH: n
     const ns = c.get(i, 'end') - c.get(i, 'start');
     if (d < 0 || !(bytes > 0) || !(ns > 0)) continue;
     const rate = bytes / ns;
-    if (bytes >= RATE_COPY_BYTES) best.large[d] = Math.max(best.large[d]!, rate);
+    if (bytes >= RATE_COPY_BYTES) {
+      best.large[d] = Math.max(best.large[d]!, rate);
+      if (c.get(i, d === 0 ? 'src' : 'dst') === MemKind.pinned) best.pinned[d] = Math.max(best.pinned[d]!, rate);
+    }
     best.any[d] = Math.max(best.any[d]!, rate);
   }
   const pick = (d: 0 | 1): number | null => {
     const r = best.large[d]! > 0 ? best.large[d]! : best.any[d]!;
     return r > 0 ? +r.toFixed(2) : null;
   };
+  const pinned = (d: 0 | 1): number | null => (best.pinned[d]! > 0 ? +best.pinned[d]!.toFixed(2) : null);
   const large = best.large[0]! > 0 || best.large[1]! > 0;
-  return { HtoD: pick(0), DtoH: pick(1), from: large ? 'its fastest host copies of 1 MiB or more' : 'its fastest host copies (none of 1 MiB or more)' };
+  return {
+    HtoD: pick(0),
+    DtoH: pick(1),
+    from: large ? 'its fastest host copies of 1 MiB or more' : 'its fastest host copies (none of 1 MiB or more)',
+    pinned: { HtoD: pinned(0), DtoH: pinned(1) },
+  };
 }
 
 /** The device whose copies the savings are about: the one with most host copies, else the first named. */
@@ -110,6 +127,17 @@ export function ratesForModel(model: TraceModel): CopyRates {
   if (seen.HtoD !== null && seen.HtoD > HtoD) raised.push(`HtoD to ${(HtoD = seen.HtoD)}`);
   if (seen.DtoH !== null && seen.DtoH > DtoH) raised.push(`DtoH to ${(DtoH = seen.DtoH)}`);
   if (raised.length > 0) source += `; raised to the trace's own fastest copies (${raised.join(', ')} GB/s)`;
+  // Large pinned copies that never came near the assumed rate show what this machine's link gave (a shared PCIe
+  // switch, a link trained narrower): savings are priced at that, not at a rate the machine did not show
+  const lowered: string[] = [];
+  if (seen.pinned.HtoD !== null && seen.pinned.HtoD < HtoD) lowered.push(`HtoD ${(HtoD = seen.pinned.HtoD)}`);
+  if (seen.pinned.DtoH !== null && seen.pinned.DtoH < DtoH) lowered.push(`DtoH ${(DtoH = seen.pinned.DtoH)}`);
+  if (lowered.length > 0) {
+    source += `; lowered to the trace's own fastest pinned copies of 1 MiB or more (${lowered.join(', ')} GB/s), which never reached it`;
+    model.note(
+      `pinned copies of 1 MiB or more reached at most ${lowered.join(', ')} GB/s, below the ${(link * LINK_EFFICIENCY).toFixed(1)} GB/s the ${m.name}'s ${describeLink(m.link)} link gives: the link may be shared (a PCIe switch) or trained slower or narrower (gpumem info shows the trained link); savings are priced at what this trace shows`,
+    );
+  }
   return { HtoD, DtoH, assumed: true, basis: 'catalogue', source: `${source}; pass --from-bench with a bench of this machine` };
 }
 

@@ -50,6 +50,8 @@ export const smallCopies: RuleCheck = (ctx) => {
   const issue = cappedAtMedian(idx.map((i) => ctx.issueNs(i)));
   const batched = bursts.reduce((s, b) => s + ctx.floorNs[b.dir]! + b.bytes / ctx.pinnedRate(b.dir) + issue.capNs, 0);
   const saving = Math.max(0, deviceNs + issue.sumNs - batched);
+  // copies that already cost no more than one batched copy would: nothing to gain
+  if (saving <= 0) return undefined;
   const sizes = new Map<number, number>();
   for (const i of idx) sizes.set(c.get(i, 'bytes'), (sizes.get(c.get(i, 'bytes')) ?? 0) + 1);
   const evidence = [

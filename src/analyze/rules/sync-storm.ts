@@ -58,7 +58,8 @@ export const syncStorm: RuleCheck = (ctx) => {
       'Synchronise once per step at most: non_blocking copies from pinned memory, events instead of stream or device synchronisation, metrics read back every N steps.',
     );
   }
-  if (n < SYNC_STORM_COUNT) return undefined;
+  // a memory finding: synchronisations that wait on copies, and some time the GPU sat idle in them
+  if (n < SYNC_STORM_COUNT || afterCopy === 0 || afterCopyNs - gpuWorkNs <= 0) return undefined;
   const items = (ctx.model.cpuOps.get('aten::item') ?? 0) + (ctx.model.cpuOps.get('aten::tolist') ?? 0);
   const evidence = [
     `${n} blocking synchronisations (${counts.streamSync} stream, ${counts.deviceSync} device, ${counts.eventSync} event) held the host for ${formatNs(blockedNs)}, one every ${formatNs(ctx.spanNs / n)} on average`,
