@@ -21,7 +21,7 @@ import { importNsys, SQLITE_MAGIC } from './importers/nsys.js';
 import { importAllocLog, importSnapshot } from './importers/allocator.js';
 import { importRocpd } from './importers/rocpd.js';
 import { importRocprofV1Json } from './importers/rocprof-json.js';
-import { jsonTraceFormat, refuseNonTrace, sqliteFormat } from './detect.js';
+import { jsonTraceFormat, refuseNonTrace, refuseObjectWithoutEvents, sqliteFormat } from './detect.js';
 
 export const TRACE_FORMATS = ['kineto', 'rocpd', 'rocprofv3-json', 'rocprof-csv', 'rocprof-json', 'nsys-sqlite', 'memory-snapshot', 'alloc-log'] as const;
 export type TraceFormat = (typeof TRACE_FORMATS)[number];
@@ -59,6 +59,7 @@ export function detectTraceFormat(file: string): TraceFormat {
     if (/^\{\s*"t"\s*:/.test(t)) return 'alloc-log';
     if (t.includes('"rocprofiler-sdk-tool"')) return 'rocprofv3-json';
     if (/"(segments|device_traces)"\s*:/.test(t) && !t.includes('"traceEvents"')) return 'memory-snapshot';
+    if (!isGzipFile(file)) refuseObjectWithoutEvents(file, text, fileSize(file));
     return jsonTraceFormat(text);
   }
   const first = t.split(/\r?\n/, 1)[0] ?? '';

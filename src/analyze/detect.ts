@@ -4,7 +4,7 @@
  * like (an archive, another compression, a RAPIDS log, a Triton server trace, a JSON array of something else), so
  * that a refusal names the file and says what to give instead.
  */
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { BadInputError, ErrorCode, isGpuError } from '../errors.js';
 import { openSqlite, tablesOf } from '../input/sqlite.js';
 
@@ -114,6 +114,24 @@ function refuseJsonArray(file: string, t: string): void {
     `a JSON array of objects${keys.length ? ` with keys ${keys.join(', ')}` : ''}, not trace events (Chrome trace events have "ph")`,
     file,
   );
+}
+
+/**
+ * A small JSON object without "traceEvents" is refused naming its keys (a device description, a benchmark's
+ * results): a trace this small is read whole to be sure, a larger one is left to the reader, which says the same.
+ * @throws BadInputError for an object without trace events.
+ */
+export function refuseObjectWithoutEvents(file: string, text: string, sizeBytes: number): void {
+  if (!text.trimStart().startsWith('{') || text.includes('"traceEvents"') || sizeBytes > 1 << 20) return;
+  let v: unknown;
+  try {
+    v = JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return; // gzip, or not JSON: the reader names what is wrong
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v) || 'traceEvents' in v) return;
+  const keys = Object.keys(v).slice(0, 6);
+  throw new BadInputError(`a JSON object with keys ${keys.join(', ') || '(none)'}, not a trace (a Chrome or Kineto trace holds "traceEvents")`, file);
 }
 
 /** Legacy rocprof (v1) names its JSON lanes by process_name metadata: these labels are its own. */
