@@ -51,7 +51,7 @@ test('empty, missing, truncated, wrong-format and binary files are refused with 
     /binary file|not a trace/,
   );
   await refused(file('notes.txt', 'hello, world\nthis is not a trace\n'), /not a trace gpumem reads/);
-  await refused(file('other.json', '{"a": 1}'), /no traceEvents/);
+  await refused(file('other.json', '{"a": 1}'), /a JSON object with keys a, not a trace/);
   await refused(file('report1.nsys-rep', 'x'), /nsys export --type sqlite/);
   await refused(file('fake.sqlite', `SQLite format 3\0${'x'.repeat(200)}`), /not a database|not an Nsight/);
 });
