@@ -12,6 +12,7 @@ import { gzipSync } from 'node:zlib';
 import { ErrorCode, isGpuError } from '../errors.js';
 import { runCli } from '../testing/harness.js';
 import { detectTraceFormat } from './analyze.js';
+import { openSqlite } from '../input/sqlite.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gpumem-detect-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -72,6 +73,7 @@ const REFUSED: Array<[string, string | Buffer, RegExp]> = [
   ['mi300.json', JSON.stringify({ name: 'MI300X', mem_bw_gbps: 5300 }), /a JSON object with keys name, mem_bw_gbps, not a trace/],
   ['stats.csv', '"Time (%)","Total Time (ns)","Num Calls","Avg (ns)","Name"\n50.0,100,1,100,"cudaMemcpy"\n', /an nsys stats report/],
   ['results.pftrace', Buffer.from([0x0a, 0x10, 0x01, 0x02]), /a Perfetto protobuf trace/],
+  ['data_movement.csv', 'Index,KernelName,gpu-id,queue-id,FETCH_SIZE,WRITE_SIZE\n0,"k",8,0,8.875,604304.0\n', /a legacy rocprof \(v1\) counter table/],
 ];
 
 test('files that are no trace are refused by what they are, exit 2, nothing on stdout', async () => {
@@ -87,6 +89,17 @@ test('files that are no trace are refused by what they are, exit 2, nothing on s
     assert.equal(cli.out, '', `${name}: nothing on stdout`);
     assert.match(cli.err, what, name);
   }
+});
+
+test("legacy rocprof's results.db is refused as what it is, pointing to the files beside it", () => {
+  const db = join(dir, 'results.db');
+  const w = openSqlite(db, { write: true });
+  w.exec('CREATE TABLE KERN ("Index" INTEGER, KernelName TEXT, BeginNs INTEGER, EndNs INTEGER)');
+  w.close();
+  assert.throws(
+    () => detectTraceFormat(db),
+    (e: unknown) => isGpuError(e, ErrorCode.BAD_INPUT) && /a legacy rocprof \(v1\) results\.db/.test((e as Error).message),
+  );
 });
 
 test('a top-level array of Chrome trace events is a trace; rocprof results.json is told from Kineto by its lanes', () => {

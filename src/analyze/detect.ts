@@ -84,6 +84,11 @@ export function refuseNonTrace(file: string, head: Buffer, gzip: boolean): void 
       `${/RMM LOG BEGIN/.test(text) ? 'an RMM debug log (rmm_log.txt)' : 'a RAPIDS debug log (the text log of RMM, cuDF or KvikIO)'}: messages, not allocation events; record allocations with rmm.mr.LoggingResourceAdaptor (a CSV of Thread,Time,Action,Pointer,Size,Stream), which analyze and pool replay read`,
       file,
     );
+  if (/^"?Index"?,"?KernelName"?,/.test(first) && !/BeginNs/.test(first))
+    throw new BadInputError(
+      'a legacy rocprof (v1) counter table (rocprof -i with --pmc): hardware counters per dispatch, without times; gpumem reads the results.csv of a run with --timestamp on or --hip-trace, or its --stats tables',
+      file,
+    );
   if (/^"?Time \(%\)"?\s*,\s*"?Total Time \(ns\)"?/.test(first))
     throw new BadInputError(
       'an nsys stats report (totals per name): gpumem reads the SQLite export the report was made from (nsys export --type sqlite FILE.nsys-rep)',
@@ -181,6 +186,11 @@ export function sqliteFormat(file: string): DetectedFormat {
       file,
     );
   if (tables.has('StringIds') || tables.has('TARGET_INFO_GPU')) return 'nsys-sqlite';
+  if (tables.has('KERN') || (tables.has('HIP') && tables.has('COPY')))
+    throw new BadInputError(
+      'a legacy rocprof (v1) results.db: its tables hold what rocprof writes beside it as results.csv, results.json and the --stats CSVs, which gpumem reads',
+      file,
+    );
   throw new BadInputError(
     `an SQLite database that is neither an Nsight Systems export nor a rocprofv3 database (it holds ${names.length} tables and views${names.length ? `: ${names.slice(0, 6).join(', ')}${names.length > 6 ? ', ...' : ''}` : ''})`,
     file,
