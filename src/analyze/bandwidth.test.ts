@@ -109,6 +109,36 @@ test('pinned copies that never reach the assumed link rate lower it: no saving p
   assert.ok(!analyzeModel(m, r).findings.some((f) => f.rule === 'low-bandwidth'));
 });
 
+test('a copy of unknown host memory kind is judged against the fastest copy of its direction the trace shows', () => {
+  const unknown = (rates: number[]): TraceModel => {
+    const m = new TraceModel();
+    m.devices.set(0, 'AMD Instinct MI300X');
+    rates.forEach((gbps, k) =>
+      m.copies.push({
+        start: k * ms,
+        end: k * ms + (6 * MiB) / gbps,
+        bytes: 6 * MiB,
+        dir: Direction.DtoH,
+        src: MemKind.device,
+        dst: MemKind.unknown,
+        stream: 0,
+        device: 0,
+        correlation: Number.NaN,
+        hostAddr: Number.NaN,
+        op: -1,
+      }),
+    );
+    return m;
+  };
+  // one copy at 10 GB/s into memory that may be pageable: at its own ceiling, as far as the trace shows
+  const one = unknown([10]);
+  assert.ok(!analyzeModel(one, ratesForModel(one)).findings.some((f) => f.rule === 'low-bandwidth'));
+  // beside a copy at 40 GB/s, one at 5 GB/s is slow
+  const two = unknown([40, 5]);
+  const f = analyzeModel(two, ratesForModel(two)).findings.find((x) => x.rule === 'low-bandwidth');
+  assert.equal(f?.count, 1);
+});
+
 test('a bench measured on the host backend is refused as a source of copy rates, by the library and the CLI', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gpumem-rates-'));
   try {
