@@ -303,3 +303,21 @@ test('the span includes synchronisation records that end after every call and ke
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("the 2021 schema's computeProperties names the device, as deviceProperties does", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gpumem-2021-'));
+  try {
+    const file = join(dir, 'worker0.pt.trace.json');
+    const trace = {
+      schemaVersion: 1,
+      computeProperties: [{ id: 0, name: 'Tesla V100-DGXS-32GB', totalGlobalMem: 34084028416, major: 7, minor: 0 }],
+      traceEvents: [{ ph: 'X', cat: 'Kernel', name: 'k', pid: 0, tid: 'stream 7', ts: 1, dur: 5, args: { device: 0, stream: 7 } }],
+    };
+    writeFileSync(file, JSON.stringify(trace));
+    const r = await analyzeFiles([file]);
+    assert.deepEqual(r.summary.devices, [{ id: 0, name: 'Tesla V100-DGXS-32GB' }]);
+    assert.match(r.summary.rates.source, /NVIDIA Tesla V100's PCIe 3\.0 x16 host link/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
