@@ -3,24 +3,28 @@
  * clock, as rocprofv3's CSV files do), infer what the traces leave unsaid, run the rules and summarise.
  * Pure TypeScript: no GPU library is loaded.
  */
-import { BadInputError } from '../errors.js';
+import { BadInputError, isGpuError } from '../errors.js';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { headBytes, sniffText, fileSize } from '../input/files.js';
-import { defaultRates, ratesFromBench, type CopyRates } from './bandwidth.js';
+import { headBytes, isGzipFile, sniffBytes, fileSize } from '../input/files.js';
+import { ratesForModel, ratesFromBench, type CopyRates } from './bandwidth.js';
 import { AnalysisContext } from './context.js';
 import { inferHostKinds } from './infer.js';
 import { TraceModel } from './model.js';
-import type { AnalyzeResult, Finding, Summary } from './result.js';
-import { RULES } from './rules/index.js';
+import type { AnalyzeResult, Summary } from './result.js';
+import { RULES, type RuleResult } from './rules/index.js';
+import { settleSavings } from './savings.js';
 import { summarize } from './summary.js';
 import { importKineto, type JsonReader } from './importers/kineto.js';
-import { importRocprofCsv, importRocprofJson, rocprofCsvKind } from './importers/rocprof.js';
+import { importRocprofCsv, importRocprofJson, rocprofCsvKind, rocprofCsvRole } from './importers/rocprof.js';
 import { importNsys, SQLITE_MAGIC } from './importers/nsys.js';
 import { importAllocLog, importSnapshot } from './importers/allocator.js';
 import { isPickleFile, snapshotEncoding } from '../formats/snapshot-file.js';
+import { importRocpd } from './importers/rocpd.js';
+import { importRocprofV1Json } from './importers/rocprof-json.js';
+import { jsonTraceFormat, refuseNonTrace, refuseObjectWithoutEvents, sqliteFormat } from './detect.js';
 
-export const TRACE_FORMATS = ['kineto', 'rocprofv3-json', 'rocprof-csv', 'nsys-sqlite', 'memory-snapshot', 'alloc-log'] as const;
+export const TRACE_FORMATS = ['kineto', 'rocpd', 'rocprofv3-json', 'rocprof-csv', 'rocprof-json', 'nsys-sqlite', 'memory-snapshot', 'alloc-log'] as const;
 export type TraceFormat = (typeof TRACE_FORMATS)[number];
 
 /** Splits a CSV header line into names (quotes removed). */
@@ -35,19 +39,23 @@ function headerOf(line: string): string[] {
 export function detectTraceFormat(file: string): TraceFormat {
   if (/\.(nsys-rep|qdrep)$/i.test(file))
     throw new BadInputError('an Nsight Systems report must be exported first: nsys export --type sqlite --output trace.sqlite FILE.nsys-rep', file);
-  const text = sniffText(file);
-  if (headBytes(file, 16).toString('latin1') === SQLITE_MAGIC) return 'nsys-sqlite';
+  const head = sniffBytes(file, 65536);
+  if (head.toString('latin1', 0, 16) === SQLITE_MAGIC) {
+    if (headBytes(file, 16).toString('latin1') !== SQLITE_MAGIC)
+      throw new BadInputError('a gzip-compressed SQLite database: decompress it first (gunzip)', file);
+    return sqliteFormat(file);
+  }
   if (isPickleFile(file)) {
     snapshotEncoding(file); // a pickle of anything but a memory snapshot is refused, naming what it holds
     return 'memory-snapshot';
   }
-  const t = text.replace(/^\uFEFF/, '').trimStart();
+  refuseNonTrace(file, head, isGzipFile(file));
+  const text = head.toString('utf8');
+  const t = text
+    .replace(/^\uFEFF/, '')
+    .trimStart()
+    .slice(0, 8192);
   if (t.startsWith('{') || t.startsWith('[')) {
-    if (/^\[\s*\[/.test(t))
-      throw new BadInputError(
-        'a JSON array of arrays, not a trace: this is the shape of torch.profiler export_memory_timeline output ([time, action, bytes, category] rows); analyze reads the profiler trace itself (export_chrome_trace) or a memory snapshot',
-        file,
-      );
     if (/^\{\s*"schema"\s*:/.test(t) && /"nodes"\s*:/.test(t))
       throw new BadInputError(
         'a PyTorch execution trace (ExecutionTraceObserver): it records operators, not GPU activity; analyze reads the torch.profiler trace of the same run (export_chrome_trace)',
@@ -56,20 +64,27 @@ export function detectTraceFormat(file: string): TraceFormat {
     if (/^\{\s*"t"\s*:/.test(t)) return 'alloc-log';
     if (t.includes('"rocprofiler-sdk-tool"')) return 'rocprofv3-json';
     if (/"(segments|device_traces)"\s*:/.test(t) && !t.includes('"traceEvents"')) return 'memory-snapshot';
-    return 'kineto';
+    if (!isGzipFile(file)) refuseObjectWithoutEvents(file, text, fileSize(file));
+    return jsonTraceFormat(text);
   }
   const first = t.split(/\r?\n/, 1)[0] ?? '';
   if (/^Thread\s*,\s*Time\s*,\s*Action/i.test(first)) return 'alloc-log';
   if (rocprofCsvKind(headerOf(first))) return 'rocprof-csv';
   if (text.includes('\0'))
     throw new BadInputError(
-      'a binary file gpumem does not read (formats: Kineto JSON, rocprofv3 CSV/JSON, rocprof CSV, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation logs)',
+      'a binary file gpumem does not read (formats: Kineto JSON, rocprofv3 database, CSV or JSON, rocprof CSV or JSON, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation logs)',
       file,
     );
   throw new BadInputError(
-    `not a trace gpumem reads (first line: ${JSON.stringify(first.slice(0, 80))}); formats: Kineto JSON, rocprofv3 CSV/JSON, rocprof CSV, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation logs`,
+    `not a trace gpumem reads (first line: ${JSON.stringify(first.slice(0, 80))}); formats: Kineto JSON, rocprofv3 database, CSV or JSON, rocprof CSV or JSON, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation logs`,
     file,
   );
+}
+
+/** An error of the file system (ENOENT, EACCES, EISDIR...) or of zlib (Z_DATA_ERROR...), as Node gives them. */
+function isFileError(e: unknown): boolean {
+  const code = (e as NodeJS.ErrnoException | null)?.code;
+  return e instanceof Error && !isGpuError(e) && typeof code === 'string' && /^(E[A-Z]+|Z_[A-Z_]+|ERR_STREAM_PREMATURE_CLOSE)$/.test(code);
 }
 
 export interface AnalyzeOptions {
@@ -84,9 +99,9 @@ export interface AnalyzeOptions {
 }
 
 /** Formats that record the same activity (kernels, copies, API calls), each with its own clock. */
-const PROFILER_FORMATS: readonly TraceFormat[] = ['kineto', 'rocprofv3-json', 'rocprof-csv', 'nsys-sqlite'];
+const PROFILER_FORMATS: readonly TraceFormat[] = ['kineto', 'rocpd', 'rocprofv3-json', 'rocprof-csv', 'rocprof-json', 'nsys-sqlite'];
 /** Which profiler format a folder's files are read in when it holds several: the one that records the most. */
-const FOLDER_PREFERENCE: readonly TraceFormat[] = ['rocprofv3-json', 'nsys-sqlite', 'kineto', 'rocprof-csv'];
+const FOLDER_PREFERENCE: readonly TraceFormat[] = ['rocpd', 'rocprofv3-json', 'nsys-sqlite', 'kineto', 'rocprof-json', 'rocprof-csv'];
 
 /** The files under a folder, depth first, in name order. */
 function filesUnder(dir: string, depth = 0): string[] {
@@ -142,6 +157,12 @@ export function traceInputs(paths: readonly string[], forced?: TraceFormat): { i
     if (skipped > 0) notes.push(`${path}: ${skipped} files that are not traces were skipped`);
     inputs.push(...kept);
   }
+  const kept = withoutTotalsOfTracedActivity(inputs);
+  if (kept.length < inputs.length) {
+    const left = inputs.filter((x) => !kept.includes(x)).map((x) => x.file);
+    notes.push(`${left.join(', ')}: statistics of activity the trace tables record event by event, left out so that nothing is counted twice`);
+    inputs.splice(0, inputs.length, ...kept);
+  }
   const formats = [...new Set(inputs.map((x) => x.format).filter((f) => PROFILER_FORMATS.includes(f)))];
   if (formats.length > 1) {
     const list = formats
@@ -158,6 +179,15 @@ export function traceInputs(paths: readonly string[], forced?: TraceFormat): { i
     );
   }
   return { inputs, notes };
+}
+
+/** The inputs less rocprof statistics tables that total an activity another input records event by event. */
+function withoutTotalsOfTracedActivity<T extends { file: string; format: TraceFormat }>(inputs: T[]): T[] {
+  const csv = inputs.filter((x) => x.format === 'rocprof-csv').map((x) => ({ x, role: rocprofCsvRole(x.file) }));
+  const traced = new Set(csv.map((c) => c.role.activity).filter((a) => a !== undefined));
+  if (inputs.some((x) => x.format === 'rocprof-json')) for (const a of ['kernels', 'copies', 'api'] as const) traced.add(a);
+  const drop = new Set(csv.filter((c) => c.role.stats !== undefined && traced.has(c.role.stats)).map((c) => c.x));
+  return inputs.filter((x) => !drop.has(x));
 }
 
 /**
@@ -186,6 +216,12 @@ export async function loadTraces(files: readonly string[], options: AnalyzeOptio
         case 'nsys-sqlite':
           await importNsys(file, model, progress);
           break;
+        case 'rocpd':
+          await importRocpd(file, model, progress);
+          break;
+        case 'rocprof-json':
+          await importRocprofV1Json(file, model, progress);
+          break;
         case 'memory-snapshot':
           await importSnapshot(file, model, progress);
           break;
@@ -194,7 +230,9 @@ export async function loadTraces(files: readonly string[], options: AnalyzeOptio
           break;
       }
     } catch (e) {
-      if (e instanceof BadInputError) throw e;
+      // what reading a file can throw beyond the importers' own errors: the file system's and zlib's; anything else
+      // is a bug in gpumem, and goes up as it is
+      if (!isFileError(e)) throw e;
       throw new BadInputError(`cannot read it as ${format}: ${(e as Error).message}`, file, { cause: e });
     }
     model.files.push(file);
@@ -206,14 +244,15 @@ export async function loadTraces(files: readonly string[], options: AnalyzeOptio
 export function analyzeModel(model: TraceModel, rates: CopyRates): AnalyzeResult {
   inferHostKinds(model);
   const ctx = new AnalysisContext(model, rates);
-  const findings: Finding[] = [];
+  const results: RuleResult[] = [];
   const notApplicable: Summary['notApplicable'] = [];
   for (const rule of RULES) {
     const out = rule.run(ctx);
     if (!out) continue;
     if ('notApplicable' in out) notApplicable.push({ rule: rule.id, reason: out.notApplicable });
-    else findings.push(out);
+    else results.push(out);
   }
+  const findings = settleSavings(results);
   findings.sort((a, b) => b.estimatedSavingNs - a.estimatedSavingNs || (b.bytes ?? 0) - (a.bytes ?? 0));
   return { schema: 'gpumem.analyze/1', summary: summarize(ctx, notApplicable), findings };
 }
@@ -223,8 +262,7 @@ export function analyzeModel(model: TraceModel, rates: CopyRates): AnalyzeResult
  * @throws BadInputError for unreadable or malformed input, naming the file.
  */
 export async function analyzeFiles(files: readonly string[], options: AnalyzeOptions = {}): Promise<AnalyzeResult> {
+  const rates = options.fromBench ? ratesFromBench(options.fromBench) : undefined;
   const model = await loadTraces(files, options);
-  const device = [...model.devices.values()][0];
-  const rates = options.fromBench ? ratesFromBench(options.fromBench) : defaultRates(device);
-  return analyzeModel(model, rates);
+  return analyzeModel(model, rates ?? ratesForModel(model));
 }

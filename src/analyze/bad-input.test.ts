@@ -8,14 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { createRequire } from 'node:module';
 import fc from 'fast-check';
 import { propertyParams } from '../testing/property.js';
 import { BadInputError } from '../errors.js';
 import { loadTraces } from './analyze.js';
 import { runCli } from '../testing/harness.js';
+import { openSqlite } from '../input/sqlite.js';
 
-const require = createRequire(import.meta.url);
 const dir = mkdtempSync(join(tmpdir(), 'gpumem-analyze-bad-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const fixture = (p: string): string => new URL(`../../fixtures/${p}`, import.meta.url).pathname;
@@ -52,7 +51,7 @@ test('empty, missing, truncated, wrong-format and binary files are refused with 
     /binary file|not a trace/,
   );
   await refused(file('notes.txt', 'hello, world\nthis is not a trace\n'), /not a trace gpumem reads/);
-  await refused(file('other.json', '{"a": 1}'), /no traceEvents/);
+  await refused(file('other.json', '{"a": 1}'), /a JSON object with keys a, not a trace/);
   await refused(file('report1.nsys-rep', 'x'), /nsys export --type sqlite/);
   await refused(file('fake.sqlite', `SQLite format 3\0${'x'.repeat(200)}`), /not a database|not an Nsight/);
 });
@@ -75,9 +74,8 @@ test('deep nesting, huge numbers and wrong types are refused, not crashed on', a
     ),
     /Start_Timestamp is not a valid number/,
   );
-  const Database = require('better-sqlite3') as typeof import('better-sqlite3');
   const sqlite = join(dir, 'hostile.sqlite');
-  const db = new Database(sqlite);
+  const db = openSqlite(sqlite, { write: true });
   db.exec("CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start, end, bytes, copyKind); INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (1, 2, 'many', 1)");
   db.close();
   await refused(sqlite, /column bytes holds "many", not an integer/);

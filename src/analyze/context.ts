@@ -55,13 +55,30 @@ export class AnalysisContext {
     this.span = model.span();
   }
 
+  private gpuWork: Union | undefined;
+
+  /** How much of [a, b] any GPU spent running a kernel, copy or memset. */
+  gpuBusyWithin(a: number, b: number): number {
+    if (!this.gpuWork) {
+      const m = this.model;
+      const starts = Float64Array.from([...m.kernels.col('start'), ...m.copies.col('start'), ...m.memsets.col('start')]);
+      const ends = Float64Array.from([...m.kernels.col('end'), ...m.copies.col('end'), ...m.memsets.col('end')]);
+      this.gpuWork = unionOf(starts, ends);
+    }
+    return coveredWithin(this.gpuWork, a, b);
+  }
+
   get spanNs(): number {
     return this.span[1] - this.span[0];
   }
 
-  /** Pinned copy rate for a direction in bytes per ns (numerically GB/s, with GB = 1e9). */
+  /**
+   * Pinned copy rate for a direction in bytes per ns (numerically GB/s, with GB = 1e9): the other direction's where
+   * only that one has a figure, NaN where neither has (no catalogue device and no sized host copy).
+   */
   pinnedRate(dir: number): number {
-    return dir === Direction.DtoH ? this.rates.DtoH : this.rates.HtoD;
+    const [own, other] = dir === Direction.DtoH ? [this.rates.DtoH, this.rates.HtoD] : [this.rates.HtoD, this.rates.DtoH];
+    return own ?? other ?? Number.NaN;
   }
 
   /** How the fixed cost of a copy in `dir` was found, for savingHow texts. */
@@ -71,11 +88,15 @@ export class AnalysisContext {
       : 'no fixed cost (the trace has no copy of 64 KiB or less in this direction to measure it by, so the saving is high by a few µs per copy)';
   }
 
-  /** What copy i would take from pinned memory at the stated rate: the fixed cost plus bytes over bandwidth. */
+  /**
+   * What copy i would take from pinned memory at the stated rate: the fixed cost plus bytes over bandwidth; its own
+   * time where there is no rate, so that no saving is claimed without one.
+   */
   pinnedTimeNs(i: number): number {
     const c = this.model.copies;
     const dir = c.get(i, 'dir');
-    return this.floorNs[dir]! + c.get(i, 'bytes') / this.pinnedRate(dir);
+    const t = this.floorNs[dir]! + c.get(i, 'bytes') / this.pinnedRate(dir);
+    return Number.isFinite(t) ? t : c.get(i, 'end') - c.get(i, 'start');
   }
 
   /** Time of copy i during which a kernel ran on its device. */

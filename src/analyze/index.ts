@@ -1,6 +1,7 @@
 /**
  * `gpumem/analyze`: profiler and allocator traces turned into findings. Pure TypeScript: importing it loads no GPU
- * library and no native addon (reading an Nsight Systems SQLite export loads better-sqlite3 when it is used).
+ * library and no native addon (reading an SQLite database, an Nsight Systems export or a rocprofv3 rocpd database,
+ * loads better-sqlite3, or node:sqlite where that is absent, when it is used).
  *
  * ```ts
  * import { analyzeFiles } from 'gpumem/analyze';
@@ -8,7 +9,7 @@
  * ```
  */
 export { analyzeFiles, analyzeModel, loadTraces, detectTraceFormat, TRACE_FORMATS, type TraceFormat, type AnalyzeOptions } from './analyze.js';
-export { defaultRates, ratesFromBench, type CopyRates } from './bandwidth.js';
+export { defaultRates, ratesForModel, ratesFromBench, type CopyRates } from './bandwidth.js';
 export { timelineOf, type Timeline, type TimelineBar } from './timeline.js';
 export type { AnalyzeResult, Finding, Severity, Summary, CopyGroup } from './result.js';
 export { RULES, type Rule } from './rules/index.js';

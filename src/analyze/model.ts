@@ -73,6 +73,9 @@ export const Api = {
   mallocAsync: 13,
   freeAsync: 14,
   hostRegister: 15,
+  /** Virtual memory management: mapping and unmapping physical memory into a reserved range (expandable segments). */
+  vmmMap: 16,
+  vmmUnmap: 17,
 } as const;
 export const API_NAMES = Object.keys(Api) as Array<keyof typeof Api>;
 
@@ -80,12 +83,17 @@ export const API_NAMES = Object.keys(Api) as Array<keyof typeof Api>;
 export function classifyApi(name: string): number {
   const n = name.replace(/^(cuda|hip|cu|hsa_amd_|hsa_)/, '').replace(/_v\d+$|_ptsz$|_ptds$/, '');
   if (/^Memcpy(Peer|2D|3D|ToSymbol|FromSymbol|HtoD|DtoH|DtoD)?$/i.test(n) && !/Async/.test(name)) return Api.memcpySync;
-  if (/^Memcpy.*Async$/i.test(n) || /^MemcpyWithStream$/.test(n)) return Api.memcpyAsync;
+  // hipMemcpyWithStream returns when the copy is done: PyTorch's synchronous copy on ROCm (non_blocking=False)
+  if (/^MemcpyWithStream$/.test(n)) return Api.memcpySync;
+  if (/^Memcpy.*Async$/i.test(n)) return Api.memcpyAsync;
   if (/^StreamSynchronize$/i.test(n)) return Api.streamSync;
   if (/^(Device|Ctx)Synchronize$/i.test(n)) return Api.deviceSync;
   if (/^EventSynchronize$/i.test(n)) return Api.eventSync;
-  if (/^(Malloc|MemAlloc|ExtMallocWithFlags|MallocPitch)$/i.test(n)) return Api.malloc;
-  if (/^(Free|MemFree)$/i.test(n)) return Api.free;
+  // cuMemCreate / cuMemRelease take and give back physical memory as malloc and free do (virtual memory management)
+  if (/^(Malloc|MemAlloc|ExtMallocWithFlags|MallocPitch|MemCreate)$/i.test(n)) return Api.malloc;
+  if (/^(Free|MemFree|MemRelease)$/i.test(n)) return Api.free;
+  if (/^MemMap$/i.test(n)) return Api.vmmMap;
+  if (/^MemUnmap$/i.test(n)) return Api.vmmUnmap;
   if (/^(HostAlloc|MallocHost|HostMalloc|ExtHostAlloc|MemAllocHost|MemHostAlloc)$/i.test(n)) return Api.hostAlloc;
   if (/^(FreeHost|HostFree|MemFreeHost)$/i.test(n)) return Api.hostFree;
   if (/^(MallocManaged|MemAllocManaged)$/i.test(n)) return Api.mallocManaged;
@@ -146,6 +154,8 @@ export class TraceModel {
   readonly agentTypes = new Map<string, 'CPU' | 'GPU'>();
   readonly aggregateCopies: AggregateCopy[] = [];
   readonly aggregateApis: AggregateApi[] = [];
+  /** Kernels by name where a tool kept only totals (rocprof --stats, rocprofv3 kernel_stats). */
+  readonly aggregateKernels: AggregateApi[] = [];
   readonly segments: SnapshotSegment[] = [];
   /** Out-of-memory events seen in allocator traces. */
   ooms = 0;
@@ -156,6 +166,8 @@ export class TraceModel {
   allocsOrderOnly = false;
   readonly kernelNames = new Map<string, { count: number; ns: number }>();
   readonly devices = new Map<number, string>();
+  /** Each device's memory in bytes as the runtime reported it, where the trace records it. */
+  readonly deviceMemory = new Map<number, number>();
   readonly formats = new Set<string>();
   /** The rank of the process in a distributed job, where the trace says (Kineto's distributedInfo). */
   rank: number | undefined;
@@ -175,7 +187,7 @@ export class TraceModel {
     if (this.tracedActivities.has(activity)) return true;
     switch (activity) {
       case 'kernels':
-        return this.kernels.length > 0 || this.kernelNames.size > 0;
+        return this.kernels.length > 0 || this.kernelNames.size > 0 || this.aggregateKernels.length > 0;
       case 'copies':
         return this.copies.length > 0 || this.aggregateCopies.length > 0;
       case 'runtime':
@@ -185,6 +197,12 @@ export class TraceModel {
       case 'faults':
         return this.faults.length > 0;
     }
+  }
+
+  /** True when the trace holds only a tool's totals per name: no event has a time, a size or a host memory kind. */
+  aggregatesOnly(): boolean {
+    const events = this.copies.length + this.kernels.length + this.memsets.length + this.runtime.length + this.syncs.length + this.allocs.length;
+    return events === 0 && this.aggregateCopies.length + this.aggregateApis.length + this.aggregateKernels.length > 0;
   }
 
   /** Whose GPU the trace comes from, by its formats and device names; undefined when it does not say. */
@@ -274,11 +292,14 @@ export class TraceModel {
         if (e[i]! > hi) hi = e[i]!;
       }
     }
-    const rs = this.runtime.col('start');
-    const re = this.runtime.col('end');
-    for (let i = 0; i < rs.length; i++) {
-      if (rs[i]! < lo) lo = rs[i]!;
-      if (re[i]! > hi) hi = re[i]!;
+    // synchronisation records can end after every call and kernel (a context sync at the end of a run)
+    for (const t of [this.runtime, this.syncs] as const) {
+      const rs = t.col('start');
+      const re = t.col('end');
+      for (let i = 0; i < rs.length; i++) {
+        if (rs[i]! < lo) lo = rs[i]!;
+        if (re[i]! > hi) hi = re[i]!;
+      }
     }
     for (const t of this.allocsOrderOnly ? [this.faults.col('time')] : [this.allocs.col('time'), this.faults.col('time')]) {
       for (const v of t) {

@@ -77,7 +77,11 @@ test('gpumem analyze DIR of rank traces prints each rank and the stragglers', as
   assert.match(err, /timeline of one trace/);
 });
 
-const SHARED = new URL('../../../shared/traces/HolisticTraceAnalysis/tests/data/trace_filter/', import.meta.url).pathname;
+/** ../shared/traces beside the checkout, or beside the folder of worktrees that holds it. */
+const SHARED =
+  ['../../../', '../../../../']
+    .map((p) => new URL(`${p}shared/traces/HolisticTraceAnalysis/tests/data/trace_filter/`, import.meta.url).pathname)
+    .find(existsSync) ?? '../shared/traces/HolisticTraceAnalysis/tests/data/trace_filter/';
 test('the two sampled ranks of a 128-rank job are read as ranks 0 and 1', { skip: existsSync(SHARED) ? false : `${SHARED} is absent` }, async () => {
   const r = await analyzeRanks([`${SHARED}sampled_rank-1.json.gz`, `${SHARED}sampled_rank-0.json.gz`], { format: 'kineto' });
   assert.deepEqual(

@@ -19,6 +19,11 @@ export interface Finding {
   estimatedSavingNs: number;
   /** How the saving was computed. */
   savingHow: string;
+  /**
+   * Rules whose findings' savings rest on some of the same time (a pageable copy and the synchronisation that
+   * waits for it): their savings are not additive.
+   */
+  overlapsWith: string[];
   /** Figures from the trace that show the problem. */
   evidence: string[];
   /** What to change. */
@@ -71,6 +76,9 @@ export interface Summary {
     hostAllocCalls: number;
     hostFreeCalls: number;
     managedAllocCalls: number;
+    /** Driver-level virtual memory: physical memory mapped into and unmapped from reserved ranges (cuMemMap / cuMemUnmap). */
+    vmmMapCalls: number;
+    vmmUnmapCalls: number;
     driverAllocEvents: number;
     frameworkAllocEvents: number;
     peakAllocatedBytes: number | null;
@@ -80,7 +88,8 @@ export interface Summary {
   };
   faults: { gpu: number; cpu: number };
   cpuOps: Record<string, number>;
-  aggregates: { copies: AggregateCopy[]; apis: AggregateApi[] } | null;
+  /** A tool's totals per name (rocprof --stats), where the trace kept those; the figures above include them. */
+  aggregates: { copies: AggregateCopy[]; apis: AggregateApi[]; kernels: AggregateApi[] } | null;
   rates: CopyRates;
   notes: string[];
   /** Rules that could not judge this trace, and why. */

@@ -13,7 +13,8 @@ import type { AnalyzeResult } from './result.js';
 import { readTrace } from '../formats/allocator-trace.js';
 import { replay } from '../replay/replay.js';
 
-const ROOT = new URL('../../../shared/traces/', import.meta.url).pathname;
+/** ../shared/traces beside the checkout, or beside the folder of worktrees that holds it. */
+const ROOT = ['../../../shared/traces/', '../../../../shared/traces/'].map((p) => new URL(p, import.meta.url).pathname).find(existsSync) ?? '../shared/traces/';
 const skip = existsSync(ROOT) ? false : `${ROOT} is absent (the shared traces sit beside the checkout)`;
 const at = (p: string): string => ROOT + p;
 const HTA = 'HolisticTraceAnalysis/tests/data/';
@@ -132,7 +133,9 @@ const TRACES: Expected[] = [
     kernels: 1312,
     copies: { 'HtoD/pageable': 254, 'DtoH/pageable': 25 },
     syncs: [0, 1312, 0, 1312],
-    fire: ['sync-copy', 'sync-storm', 'pageable-copy'],
+    fire: ['sync-copy', 'pageable-copy'],
+    // its 1312 device synchronisations follow kernel launches, not copies: no storm of waits on copies
+    quiet: ['sync-storm'],
   },
   {
     file: 'extrap/tests/data/nsight/concurrent_example/concurrent.s4/profile4.sqlite',
@@ -222,11 +225,11 @@ test('shared traces: small-copies leaves out calls that waited for the GPU (5 ca
 test('shared traces: alloc-churn counts neither start-up allocations nor a one-off 6.0 s cudaFree', { skip }, async () => {
   const r = await analyzed(`${HTA}critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz`);
   const f = r.findings.find((x) => x.rule === 'alloc-churn');
-  if (f) {
-    assert.ok(f.estimatedSavingNs < 1e9, `saving ${f.estimatedSavingNs} ns`);
-    assert.ok(f.evidence.some((e) => /one-off calls/.test(e)));
-    assert.ok(f.evidence.some((e) => /left out of the saving/.test(e)));
-  }
+  // the benchmark frees and allocates again between its iterations: churn, found, without the one-off calls
+  assert.ok(f, `alloc-churn in ${r.findings.map((x) => x.rule).join(', ')}`);
+  assert.ok(f.estimatedSavingNs < 1e9, `saving ${f.estimatedSavingNs} ns`);
+  assert.ok(f.evidence.some((e) => /one-off calls/.test(e)));
+  assert.ok(f.evidence.some((e) => /left out of the saving/.test(e)));
 });
 
 test('shared traces: files that are not traces are refused with what they are', { skip }, async () => {

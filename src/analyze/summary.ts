@@ -1,7 +1,7 @@
 /** The summary of a trace's memory activity: copies by direction and host kind, overlap, syncs, allocations. */
 import { AnalysisContext } from './context.js';
 import { unionLength } from './intervals.js';
-import { Api, AllocLevel, DIRECTIONS, MEM_KINDS } from './model.js';
+import { Api, AllocLevel, classifyApi, DIRECTIONS, MEM_KINDS } from './model.js';
 import type { CopyGroup, DeviceFigures, Summary } from './result.js';
 
 /** Sums a column, or null when every value is NaN (the trace never records it). */
@@ -99,27 +99,40 @@ export function summarize(ctx: AnalysisContext, notApplicable: Summary['notAppli
     }
     overlapped += ctx.overlapNs(i);
   }
+  // a tool's totals count as what they total: calls of copies, kernels and API calls with their time
+  for (const a of m.aggregateCopies) {
+    const key = `${a.direction}/unknown`;
+    let g = groups.get(key);
+    if (!g)
+      groups.set(key, (g = { direction: a.direction, hostKind: 'unknown', count: 0, bytes: null, timeNs: 0, achievedGBps: null, knownBytes: 0, knownNs: 0 }));
+    g.count += a.calls;
+    g.timeNs += a.totalNs;
+    copyNs += a.totalNs;
+  }
+  const aggregateCopyCalls = m.aggregateCopies.reduce((t, a) => t + a.calls, 0);
   const copyGroups: CopyGroup[] = [...groups.values()]
     .map(({ knownBytes, knownNs, ...g }) => ({ ...g, achievedGBps: knownNs > 0 ? +(knownBytes / knownNs).toFixed(3) : null }))
     .sort((a, b) => b.timeNs - a.timeNs);
 
   const r = m.runtime;
   const syncs = { streamSync: 0, deviceSync: 0, eventSync: 0, memcpySync: 0, hostBlockedNs: 0, deviceRecords: m.syncs.length };
-  const calls = { mallocCalls: 0, freeCalls: 0, hostAllocCalls: 0, hostFreeCalls: 0, managedAllocCalls: 0 };
-  for (let i = 0; i < r.length; i++) {
-    const api = r.get(i, 'api');
-    const d = r.get(i, 'end') - r.get(i, 'start');
-    if (api === Api.streamSync) syncs.streamSync++;
-    else if (api === Api.deviceSync) syncs.deviceSync++;
-    else if (api === Api.eventSync) syncs.eventSync++;
-    else if (api === Api.memcpySync) syncs.memcpySync++;
+  const calls = { mallocCalls: 0, freeCalls: 0, hostAllocCalls: 0, hostFreeCalls: 0, managedAllocCalls: 0, vmmMapCalls: 0, vmmUnmapCalls: 0 };
+  const count = (api: number, n: number, d: number): void => {
+    if (api === Api.streamSync) syncs.streamSync += n;
+    else if (api === Api.deviceSync) syncs.deviceSync += n;
+    else if (api === Api.eventSync) syncs.eventSync += n;
+    else if (api === Api.memcpySync) syncs.memcpySync += n;
     if (AnalysisContext.isBlocking(api)) syncs.hostBlockedNs += d;
-    if (api === Api.malloc || api === Api.mallocAsync) calls.mallocCalls++;
-    else if (api === Api.free || api === Api.freeAsync) calls.freeCalls++;
-    else if (api === Api.hostAlloc) calls.hostAllocCalls++;
-    else if (api === Api.hostFree) calls.hostFreeCalls++;
-    else if (api === Api.mallocManaged) calls.managedAllocCalls++;
-  }
+    if (api === Api.malloc || api === Api.mallocAsync) calls.mallocCalls += n;
+    else if (api === Api.free || api === Api.freeAsync) calls.freeCalls += n;
+    else if (api === Api.hostAlloc) calls.hostAllocCalls += n;
+    else if (api === Api.hostFree) calls.hostFreeCalls += n;
+    else if (api === Api.mallocManaged) calls.managedAllocCalls += n;
+    else if (api === Api.vmmMap) calls.vmmMapCalls += n;
+    else if (api === Api.vmmUnmap) calls.vmmUnmapCalls += n;
+  };
+  for (let i = 0; i < r.length; i++) count(r.get(i, 'api'), 1, r.get(i, 'end') - r.get(i, 'start'));
+  for (const x of m.aggregateApis) count(classifyApi(x.name), x.calls, x.totalNs);
   const a = m.allocs;
   let driverAllocEvents = 0;
   let frameworkAllocEvents = 0;
@@ -150,7 +163,7 @@ export function summarize(ctx: AnalysisContext, notApplicable: Summary['notAppli
     devices: [...m.devices].map(([id, name]) => ({ id, name })),
     spanNs: ctx.spanNs,
     copies: {
-      count: c.length,
+      count: c.length + aggregateCopyCalls,
       bytes: knownSum(c.col('bytes')),
       timeNs: copyNs,
       groups: copyGroups,
@@ -158,13 +171,15 @@ export function summarize(ctx: AnalysisContext, notApplicable: Summary['notAppli
       overlapFraction: copyNs > 0 && k.length > 0 ? +(overlapped / copyNs).toFixed(4) : null,
     },
     kernels: {
-      count: k.length,
-      timeNs: kernelNs,
+      count: k.length + m.aggregateKernels.reduce((t, a) => t + a.calls, 0),
+      timeNs: kernelNs + m.aggregateKernels.reduce((t, a) => t + a.totalNs, 0),
       busyNs: [...ctx.kernelBusy.values()].reduce((s, u) => s + unionLength(u), 0),
-      top: [...m.kernelNames]
-        .sort((x, y) => y[1].ns - x[1].ns)
-        .slice(0, 5)
-        .map(([name, v]) => ({ name, count: v.count, timeNs: v.ns })),
+      top: [
+        ...[...m.kernelNames].map(([name, v]) => ({ name, count: v.count, timeNs: v.ns })),
+        ...m.aggregateKernels.map((a) => ({ name: a.name, count: a.calls, timeNs: a.totalNs })),
+      ]
+        .sort((x, y) => y.timeNs - x.timeNs)
+        .slice(0, 5),
     },
     memsets: { count: m.memsets.length, bytes: knownSum(m.memsets.col('bytes')), timeNs: memsetNs },
     perDevice: perDevice(ctx),
@@ -189,8 +204,12 @@ export function summarize(ctx: AnalysisContext, notApplicable: Summary['notAppli
     faults: { gpu: gpuFaults, cpu: m.faults.length - gpuFaults },
     cpuOps: Object.fromEntries(m.cpuOps),
     aggregates:
-      m.aggregateCopies.length + m.aggregateApis.length > 0
-        ? { copies: m.aggregateCopies, apis: [...m.aggregateApis].sort((x, y) => y.totalNs - x.totalNs).slice(0, 15) }
+      m.aggregateCopies.length + m.aggregateApis.length + m.aggregateKernels.length > 0
+        ? {
+            copies: m.aggregateCopies,
+            apis: [...m.aggregateApis].sort((x, y) => y.totalNs - x.totalNs).slice(0, 15),
+            kernels: [...m.aggregateKernels].sort((x, y) => y.totalNs - x.totalNs).slice(0, 15),
+          }
         : null,
     rates: ctx.rates,
     notes: [...m.notes],

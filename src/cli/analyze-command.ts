@@ -5,6 +5,7 @@ import type { TraceFormat } from '../analyze/analyze.js';
 import { checkWritable, type Io } from './context.js';
 import { UsageError } from './errors.js';
 import { parsePositive } from './options.js';
+import { outputWidth } from '../render/width.js';
 
 export interface AnalyzeCliOptions {
   json?: boolean;
@@ -62,7 +63,7 @@ async function runAnalyze(files: string[], opts: AnalyzeCliOptions, io: Io): Pro
   checkWritable(opts.html, '--html');
   const { analyzeModel, loadTraces, traceInputs } = await import('../analyze/analyze.js');
   const { RANK_FORMATS } = await import('../analyze/ranks.js');
-  const { defaultRates, ratesFromBench } = await import('../analyze/bandwidth.js');
+  const { ratesForModel, ratesFromBench } = await import('../analyze/bandwidth.js');
   const { timelineOf } = await import('../analyze/timeline.js');
   const { renderAnalyzeHtml } = await import('../render/analyze-html.js');
   const { renderAnalyze } = await import('../render/analyze-text.js');
@@ -97,11 +98,11 @@ async function runAnalyze(files: string[], opts: AnalyzeCliOptions, io: Io): Pro
         },
       },
     );
-    io.out(opts.json ? `${JSON.stringify(result, null, 2)}\n` : `${renderRanks(result)}\n`);
+    io.out(opts.json ? `${JSON.stringify(result, null, 2)}\n` : `${renderRanks(result, { width: outputWidth() })}\n`);
     return;
   }
   const model = await loadTraces(files, { format, progress });
-  const result = analyzeModel(model, rates ?? defaultRates([...model.devices.values()][0]));
+  const result = analyzeModel(model, rates ?? ratesForModel(model));
   if (opts.html && inputs.length === 1 && inputs[0]!.format === 'memory-snapshot') {
     // a snapshot's page: its memory timeline, segments and replay what-ifs per GPU (read again, with stack traces)
     const { readPytorchSnapshot } = await import('../formats/pytorch-snapshot.js');
@@ -114,5 +115,5 @@ async function runAnalyze(files: string[], opts: AnalyzeCliOptions, io: Io): Pro
     writeFileSync(opts.html, renderAnalyzeHtml(result, timelineOf(model)));
     io.err(`wrote ${opts.html}\n`);
   }
-  io.out(opts.json ? `${JSON.stringify(result, null, 2)}\n` : `${renderAnalyze(result)}\n`);
+  io.out(opts.json ? `${JSON.stringify(result, null, 2)}\n` : `${renderAnalyze(result, { width: outputWidth() })}\n`);
 }

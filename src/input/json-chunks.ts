@@ -12,10 +12,10 @@
 import { isAscii } from 'node:buffer';
 import { BadInputError } from '../errors.js';
 import { openInput } from './files.js';
-import { cutMark, DEFAULT_LIMITS, type Json, type JsonLimits, type PathKey } from './json-stream.js';
+import { cutMark, DEFAULT_LIMITS, setMember, type Json, type JsonLimits, type PathKey } from './json-stream.js';
 
 /** Bytes of whole elements parsed at once. */
-const CHUNK = 1 << 20;
+export const CHUNK_BYTES = 1 << 20;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -36,9 +36,10 @@ export async function walkJsonChunked(
   file: string,
   select: (path: readonly PathKey[]) => boolean,
   onValue: (path: readonly PathKey[], value: Json) => void,
-  options: { limits?: Partial<JsonLimits>; progress?: (bytes: number) => void; pieceBytes?: number } = {},
+  options: { limits?: Partial<JsonLimits>; progress?: (bytes: number) => void; pieceBytes?: number; chunkBytes?: number } = {},
 ): Promise<void> {
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  const chunkBytes = options.chunkBytes ?? CHUNK_BYTES;
   const fail = (msg: string): never => {
     throw new BadInputError(msg, file);
   };
@@ -203,7 +204,7 @@ export async function walkJsonChunked(
             elementTooLarge(total + i);
             elementStart = total + i + 1;
             scanIndex++;
-            if (heldBytes + (i - mark) >= CHUNK) {
+            if (heldBytes + (i - mark) >= chunkBytes) {
               flushElements(b, i);
               mark = i + 1;
             }
@@ -324,6 +325,6 @@ function cutStrings(v: Json, max: number): Json {
   if (v === null || typeof v !== 'object') return v;
   if (Array.isArray(v)) return v.map((x) => cutStrings(x, max));
   const out: { [k: string]: Json } = {};
-  for (const k of Object.keys(v)) out[cutKey(k, max)] = cutStrings(v[k]!, max);
+  for (const k of Object.keys(v)) setMember(out, cutKey(k, max), cutStrings(v[k]!, max));
   return out;
 }

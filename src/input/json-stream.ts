@@ -21,6 +21,15 @@ export function isJsonObject(v: Json | undefined): v is JsonObject {
   return v !== null && v !== undefined && typeof v === 'object' && !Array.isArray(v);
 }
 
+/**
+ * Sets an object's member as JSON.parse does: an own property, even for the key "__proto__" (assignment would
+ * set the object's prototype instead, and a trace could then lend every event inherited fields).
+ */
+export function setMember(o: JsonObject, key: string, v: Json): void {
+  if (key === '__proto__') Object.defineProperty(o, key, { value: v, writable: true, enumerable: true, configurable: true });
+  else o[key] = v;
+}
+
 /** A string cut at the length limit, marked so that nobody takes it for the whole. */
 export const cutMark = (kept: string): string => `${kept}…[cut]`;
 
@@ -82,7 +91,7 @@ export async function walkJson(
     if (wasRoot) onValue(rootPath, v);
     else if (t?.build) {
       if (Array.isArray(t.build)) t.build.push(v);
-      else t.build[t.key] = v;
+      else setMember(t.build, t.key, v);
     }
     if (t && t.kind === 'array') t.index++;
   };

@@ -2,7 +2,7 @@
 import type { AnalyzeResult } from '../analyze/result.js';
 import type { Timeline } from '../analyze/timeline.js';
 import { formatBytes, formatNs } from '../units.js';
-import { PER_DEVICE_HEADERS, perDeviceRows } from './analyze-text.js';
+import { PER_DEVICE_HEADERS, perDeviceRows, ratesText } from './analyze-text.js';
 import { chartPlaceholder, esc, htmlTable, renderPage, type ChartSpec } from './html.js';
 
 const COLOURS: Record<string, string> = {
@@ -48,7 +48,7 @@ export function renderAnalyzeHtml(r: AnalyzeResult, timeline: Timeline): string 
             f,
           ) => `<div class="card"><h3>${esc(`${f.rule}: ${f.title}`)} <span class="${f.severity === 'high' ? 'bad' : f.severity === 'medium' ? 'warn' : 'note'}">[${esc(f.severity)}]</span></h3>
 <p>${esc(f.count)} events${f.bytes !== null ? `, ${esc(formatBytes(f.bytes))}` : ''}${f.timeNs > 0 ? `, ${esc(formatNs(f.timeNs))}` : ''}; saves about <b>${esc(f.estimatedSavingNs > 0 ? formatNs(f.estimatedSavingNs) : 'no time')}</b></p>
-<ul>${f.evidence.map((e) => `<li>${esc(e)}</li>`).join('')}</ul><p class="note">saving: ${esc(f.savingHow)}</p><p><b>change:</b> ${esc(f.change)}</p></div>`,
+<ul>${f.evidence.map((e) => `<li>${esc(e)}</li>`).join('')}</ul><p class="note">saving: ${esc(f.savingHow)}</p>${f.overlapsWith.length ? `<p class="note">overlaps: ${esc(f.overlapsWith.join(', '))} (savings resting on the same time: not additive)</p>` : ''}<p><b>change:</b> ${esc(f.change)}</p></div>`,
         )
         .join('\n')
     : s.notApplicable.length > 0
@@ -85,7 +85,7 @@ export function renderAnalyzeHtml(r: AnalyzeResult, timeline: Timeline): string 
       {
         heading: 'Summary',
         html: `${gpus}${copies}<p>overlap of copies with kernels: ${s.copies.overlapFraction === null ? 'n/a' : `${(100 * s.copies.overlapFraction).toFixed(1)}%`}; host synchronisations: ${s.syncs.streamSync + s.syncs.deviceSync + s.syncs.eventSync} (${esc(formatNs(s.syncs.hostBlockedNs))} blocked)</p>
-<p class="note">copy rates: pinned HtoD ${s.rates.HtoD} GB/s, DtoH ${s.rates.DtoH} GB/s — ${esc(s.rates.source)}</p>${notes.map((n) => `<p class="note">${esc(n)}</p>`).join('')}`,
+<p class="note">copy rates: ${esc(ratesText(s.rates))}</p>${notes.map((n) => `<p class="note">${esc(n)}</p>`).join('')}`,
       },
     ],
     charts: [chart],

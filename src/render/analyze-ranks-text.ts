@@ -1,12 +1,15 @@
 /** `gpumem analyze` of one trace per rank: the text rendering of the ranks compared. */
 import type { RanksResult } from '../analyze/ranks.js';
 import { formatBytes, formatNs } from '../units.js';
+import { fitLines } from './analyze-text.js';
 import { table } from './text.js';
 
 /** Ranks listed one per row up to this many; past it, the stragglers and the spread of each column. */
 const ALL_ROWS = 32;
 
-export function renderRanks(r: RanksResult): string {
+/** The ranks compared, as text no wider than `width` where given. */
+export function renderRanks(r: RanksResult, options: { width?: number } = {}): string {
+  const width = options.width;
   const out: string[] = [];
   out.push(
     `ranks: ${r.ranks.length} traces (${r.format}), analysed on ${r.workers} worker thread${r.workers === 1 ? '' : 's'} in ${formatNs(r.wallNs)}${r.refused.length ? `; ${r.refused.length} refused` : ''}`,
@@ -28,7 +31,8 @@ export function renderRanks(r: RanksResult): string {
       top ? `${top.rule} (${formatNs(top.estimatedSavingNs)})` : 'none',
     ];
   };
-  if (r.ranks.length <= ALL_ROWS) out.push(table(header, r.ranks.map(row)));
+  const priorities = [undefined, 3, 4, 2, 5, 1, 6, 7];
+  if (r.ranks.length <= ALL_ROWS) out.push(table(header, r.ranks.map(row), { width, priorities }));
   else {
     const spread = (k: keyof RanksResult['ranks'][number]['metrics']) => {
       const v = r.ranks.map((x) => x.metrics[k]).sort((a, b) => a - b);
@@ -47,7 +51,7 @@ export function renderRanks(r: RanksResult): string {
       ),
     );
     const shown = new Set(r.stragglers.map((s) => s.rank));
-    if (shown.size) out.push('', table(header, r.ranks.filter((x) => shown.has(x.rank)).map(row)));
+    if (shown.size) out.push('', table(header, r.ranks.filter((x) => shown.has(x.rank)).map(row), { width, priorities }));
   }
   out.push('');
   if (r.stragglers.length === 0) out.push(`stragglers: none${r.ranks.length < 3 ? ' (too few ranks to tell)' : ' — no rank stands out from the others'}`);
@@ -66,5 +70,5 @@ export function renderRanks(r: RanksResult): string {
       );
     out.push("  (each rank's evidence and change: --json, or gpumem analyze on that rank's file)");
   }
-  return out.join('\n');
+  return fitLines(out.join('\n'), width);
 }

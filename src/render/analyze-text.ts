@@ -2,6 +2,31 @@
 import type { AnalyzeResult } from '../analyze/result.js';
 import { formatBytes, formatNs } from '../units.js';
 import { table } from './text.js';
+import { wrapLine } from './width.js';
+
+/**
+ * Lines no wider than `width`: prose wraps at spaces (continuation lines indented as the line's list marker), and a
+ * word longer than a line (a file path) is broken where it must be.
+ */
+export function fitLines(text: string, width: number | undefined): string {
+  if (width === undefined) return text;
+  return text
+    .split('\n')
+    .flatMap((line) =>
+      wrapLine(line, width).flatMap((l) => {
+        if (l.length <= width) return [l];
+        const indent = /^\s*/.exec(l)?.[0] ?? '';
+        const room = Math.max(10, width - indent.length);
+        const out = [l.slice(0, width)];
+        for (let at = width; at < l.length; at += room) out.push(`${indent}${l.slice(at, at + room)}`);
+        return out;
+      }),
+    )
+    .join('\n');
+}
+
+/** `s` cut to `n` characters, marked where it was cut. */
+const cut = (s: string, n: number): string => (s.length <= n ? s : `${s.slice(0, Math.max(1, n - 1))}…`);
 
 const orNa = (v: number | null, f: (x: number) => string): string => (v === null ? 'n/a' : f(v));
 
@@ -21,17 +46,27 @@ export function perDeviceRows(s: AnalyzeResult['summary']): Array<Array<string |
   ]);
 }
 
-export function renderAnalyze(r: AnalyzeResult): string {
+/** "pinned HtoD 55.5 GB/s, DtoH 55.4 GB/s — where from", or what is missing. */
+export function ratesText(r: AnalyzeResult['summary']['rates']): string {
+  const gbps = (v: number | null): string => (v === null ? 'none' : `${v} GB/s`);
+  return `pinned HtoD ${gbps(r.HtoD)}, DtoH ${gbps(r.DtoH)} — ${r.source}`;
+}
+
+/** The analysis as text, no wider than `width` where given (tables give up columns or cut names, prose wraps). */
+export function renderAnalyze(r: AnalyzeResult, options: { width?: number } = {}): string {
+  const width = options.width;
   const s = r.summary;
   const out: string[] = [];
   out.push(`trace: ${s.files.join(', ')} (${s.formats.join(', ')})`);
   if (s.devices.length) out.push(`devices: ${s.devices.map((d) => `${d.id}: ${d.name}`).join('; ')}`);
   out.push(
-    `span: ${s.spanNs > 0 ? formatNs(s.spanNs) : 'not recorded'}; kernels: ${s.kernels.count} (${formatNs(s.kernels.timeNs)}, GPU busy ${formatNs(s.kernels.busyNs)}); memsets: ${s.memsets.count}`,
+    s.spanNs === 0 && s.aggregates
+      ? `span: none (the trace kept totals, no times); kernels: ${s.kernels.count} (${formatNs(s.kernels.timeNs)}); memsets: ${s.memsets.count}`
+      : `span: ${s.spanNs > 0 ? formatNs(s.spanNs) : 'not recorded'}; kernels: ${s.kernels.count} (${formatNs(s.kernels.timeNs)}, GPU busy ${formatNs(s.kernels.busyNs)}); memsets: ${s.memsets.count}`,
   );
   if (s.perDevice.length > 0) {
     out.push(`per GPU (${s.perDevice.length} GPUs; the figures above are their sums):`);
-    out.push(table([...PER_DEVICE_HEADERS], perDeviceRows(s)));
+    out.push(table([...PER_DEVICE_HEADERS], perDeviceRows(s), { width, priorities: [undefined, 2, 5, 3, 6, 4, 1, 2] }));
   }
   out.push('');
   if (s.copies.count > 0) {
@@ -47,6 +82,7 @@ export function renderAnalyze(r: AnalyzeResult): string {
           formatNs(g.timeNs),
           orNa(g.achievedGBps, (x) => `${x.toFixed(2)} GB/s`),
         ]),
+        { width },
       ),
     );
     out.push(
@@ -60,6 +96,7 @@ export function renderAnalyze(r: AnalyzeResult): string {
   const a = s.allocations;
   const alloc = [`${a.mallocCalls} device alloc / ${a.freeCalls} free calls`, `${a.hostAllocCalls} pinned alloc / ${a.hostFreeCalls} free calls`];
   if (a.managedAllocCalls) alloc.push(`${a.managedAllocCalls} managed`);
+  if (a.vmmMapCalls + a.vmmUnmapCalls) alloc.push(`${a.vmmMapCalls} map / ${a.vmmUnmapCalls} unmap calls (virtual memory)`);
   if (a.driverAllocEvents) alloc.push(`${a.driverAllocEvents} driver allocation events`);
   if (a.frameworkAllocEvents) alloc.push(`${a.frameworkAllocEvents} allocator (tensor) allocations`);
   if (a.peakReservedBytes !== null) alloc.push(`peak ${formatBytes(a.peakAllocatedBytes ?? 0)} allocated / ${formatBytes(a.peakReservedBytes)} reserved`);
@@ -74,10 +111,18 @@ export function renderAnalyze(r: AnalyzeResult): string {
     const rows = [
       ...s.aggregates.copies.map((c) => [`copy ${c.direction}`, c.calls, formatNs(c.totalNs)]),
       ...s.aggregates.apis.map((x) => [x.name, x.calls, formatNs(x.totalNs)]),
+      ...s.aggregates.kernels.map((x) => [`kernel ${x.name}`, x.calls, formatNs(x.totalNs)]),
     ];
-    out.push(table(['name', '>calls', '>total time'], rows));
+    // names (kernel names run to hundreds of characters) cut to what the line leaves beside the two figures
+    const nameRoom = width === undefined ? Number.POSITIVE_INFINITY : Math.max(20, width - 2 * 2 - 8 - 12);
+    out.push(
+      table(
+        ['name', '>calls', '>total time'],
+        rows.map(([n, ...rest]) => [cut(String(n), nameRoom), ...rest]),
+      ),
+    );
   }
-  out.push(`copy rates for savings: pinned HtoD ${s.rates.HtoD} GB/s, DtoH ${s.rates.DtoH} GB/s — ${s.rates.source}`);
+  out.push(`copy rates for savings: ${ratesText(s.rates)}`);
   for (const n of s.notes) out.push(`note: ${n}`);
   out.push('');
   if (r.findings.length === 0)
@@ -96,6 +141,7 @@ export function renderAnalyze(r: AnalyzeResult): string {
       );
       for (const e of f.evidence) out.push(`   - ${e}`);
       out.push(`   saving: ${f.savingHow}`);
+      if (f.overlapsWith.length > 0) out.push(`   overlaps: ${f.overlapsWith.join(', ')} (savings resting on the same time: not additive)`);
       out.push(`   change: ${f.change}`);
     }
   }
@@ -106,5 +152,5 @@ export function renderAnalyze(r: AnalyzeResult): string {
     for (const n of s.notApplicable) byReason.set(n.reason, [...(byReason.get(n.reason) ?? []), n.rule]);
     for (const [reason, rules] of byReason) out.push(`not judged: ${rules.join(', ')} — ${reason}`);
   }
-  return out.join('\n');
+  return fitLines(out.join('\n'), width);
 }

@@ -84,15 +84,21 @@ export async function importKineto(file: string, model: TraceModel, progress?: (
   };
   const select = (p: readonly PathKey[]): boolean =>
     (p.length === 1 && p[0] === 'distributedInfo') ||
-    (p.length === 2 && typeof p[1] === 'number' && (p[0] === 'traceEvents' || p[0] === 'deviceProperties')) ||
+    (p.length === 2 && typeof p[1] === 'number' && (p[0] === 'traceEvents' || p[0] === 'deviceProperties' || p[0] === 'computeProperties')) ||
     (p.length === 1 && typeof p[0] === 'number');
   const onValue = (p: readonly PathKey[], v: Json): void => {
     if (p[0] === 'distributedInfo') {
       if (isObj(v)) model.rank = optNumber(v.rank, 'distributedInfo.rank', file);
       return;
     }
-    if (p[0] === 'deviceProperties') {
-      if (isObj(v) && typeof v.name === 'string') model.devices.set(optNumber(v.id, 'deviceProperties id', file) ?? model.devices.size, v.name);
+    if (p[0] === 'deviceProperties' || p[0] === 'computeProperties') {
+      // computeProperties is the 2021 schema's name for the same list
+      if (isObj(v) && typeof v.name === 'string') {
+        const id = optNumber(v.id, `${p[0]} id`, file) ?? model.devices.size;
+        model.devices.set(id, v.name);
+        const mem = optNumber(v.totalGlobalMem, `${p[0]} totalGlobalMem`, file);
+        if (mem !== undefined && mem > 0) model.deviceMemory.set(id, mem);
+      }
       return;
     }
     sawEvents = true;

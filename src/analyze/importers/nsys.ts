@@ -1,5 +1,5 @@
 /**
- * Nsight Systems SQLite exports (`nsys export --type sqlite`), read with better-sqlite3: the CUPTI activity tables
+ * Nsight Systems SQLite exports (`nsys export --type sqlite`), read through input/sqlite.ts: the CUPTI activity tables
  * (MEMCPY, MEMSET, KERNEL, RUNTIME, SYNCHRONIZATION), CUDA_GPU_MEMORY_USAGE_EVENTS and the unified-memory page-fault
  * tables. Tables are created lazily by nsys, so any may be missing; columns are checked before they are read.
  * Enumerations are Nsight's, not CUPTI's: memory kinds 0 pageable, 1 pinned, 2 device, 3 array, 4 managed, 5 device
@@ -8,12 +8,9 @@
  * types 1 event, 2 stream wait, 3 stream, 4 context (ENUM_CUPTI_SYNC_TYPE). Recent exports carry these tables and
  * they are read where present (by their labels); older exports do not, and get the numbering above.
  */
-import { createRequire } from 'node:module';
-import type BetterSqlite3 from 'better-sqlite3';
-import { BadInputError } from '../../errors.js';
+import { BadInputError, isGpuError } from '../../errors.js';
+import { columnsOf, openSqlite, tablesOf, type SqliteDb } from '../../input/sqlite.js';
 import { AllocLevel, Direction, MemKind, SyncKind, classifyApi, type TraceModel } from '../model.js';
-
-const require = createRequire(import.meta.url);
 
 /** Nsight's copy kinds when the export has no ENUM_CUDA_MEMCPY_OPER table. */
 const COPY_KIND: Record<number, number> = {
@@ -85,17 +82,11 @@ export const SQLITE_MAGIC = 'SQLite format 3\0';
  * @throws BadInputError when the file is not SQLite or not an nsys export, or holds values of the wrong type.
  */
 export async function importNsys(file: string, model: TraceModel, progress?: (rows: number) => void): Promise<void> {
-  const Database = require('better-sqlite3') as typeof BetterSqlite3;
-  let db: BetterSqlite3.Database;
-  try {
-    db = new Database(file, { readonly: true, fileMustExist: true });
-  } catch (e) {
-    throw new BadInputError(`cannot open it as SQLite: ${(e as Error).message}`, file, { cause: e });
-  }
+  const db = openSqlite(file, { what: 'an Nsight Systems export' });
   try {
     read(db, file, model, progress);
   } catch (e) {
-    if (e instanceof BadInputError) throw e;
+    if (isGpuError(e)) throw e;
     throw new BadInputError(`cannot read it as an nsys export: ${(e as Error).message}`, file, { cause: e });
   } finally {
     db.close();
@@ -103,27 +94,36 @@ export async function importNsys(file: string, model: TraceModel, progress?: (ro
   model.formats.add('nsys-sqlite');
 }
 
-function read(db: BetterSqlite3.Database, file: string, model: TraceModel, progress?: (rows: number) => void): void {
-  const tables = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((r) => r.name));
+function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: number) => void): void {
+  const tables = tablesOf(db);
   const known = ['CUPTI_ACTIVITY_KIND_MEMCPY', 'CUPTI_ACTIVITY_KIND_KERNEL', 'CUPTI_ACTIVITY_KIND_RUNTIME', 'CUPTI_ACTIVITY_KIND_MEMSET'];
   if (!known.some((t) => tables.has(t)))
     throw new BadInputError(
-      'no CUPTI_ACTIVITY_KIND_* tables: not an Nsight Systems export with CUDA trace (nsys profile --trace=cuda; nsys export --type sqlite)',
+      `an Nsight Systems export with no CUDA activity (no CUPTI_ACTIVITY_KIND_* table${tables.has('OSRT_API') ? '; it holds OS runtime calls' : ''}): the run was recorded without --trace=cuda, or its CUDA work fell outside the profiled range`,
       file,
     );
   // nsys --trace=cuda records kernels, copies and runtime calls together (a table is written only where events were)
   model.traced('kernels', 'copies', 'runtime');
-  const columns = (t: string): Set<string> =>
-    new Set((db.prepare(`PRAGMA table_info(${JSON.stringify(t)})`).all() as Array<{ name: string }>).map((r) => r.name));
+  const columns = (t: string): Set<string> => columnsOf(db, t);
+  /** A small integer id as the binding gives it (a bigint), or undefined. */
+  const id = (v: unknown): number | undefined =>
+    typeof v === 'bigint' && v >= 0n && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : typeof v === 'number' && Number.isSafeInteger(v) ? v : undefined;
   const strings = new Map<number, string>();
   if (tables.has('StringIds'))
-    for (const r of db.prepare('SELECT id, value FROM StringIds').iterate() as Iterable<{ id: unknown; value: unknown }>)
-      if (typeof r.id === 'number' && typeof r.value === 'string') strings.set(r.id, r.value);
+    for (const r of db.iterate('SELECT id, value FROM StringIds')) {
+      const k = id(r.id);
+      if (k !== undefined && typeof r.value === 'string') strings.set(k, r.value);
+    }
   if (tables.has('TARGET_INFO_GPU')) {
     const c = columns('TARGET_INFO_GPU');
     if (c.has('id') && c.has('name'))
-      for (const r of db.prepare('SELECT id, name FROM TARGET_INFO_GPU').all() as Array<{ id: unknown; name: unknown }>)
-        if (typeof r.id === 'number' && typeof r.name === 'string') model.devices.set(r.id, r.name);
+      for (const r of db.all(`SELECT id, name, ${c.has('totalMemory') ? 'totalMemory' : 'NULL'} AS mem FROM TARGET_INFO_GPU`)) {
+        const k = id(r.id);
+        if (k === undefined || typeof r.name !== 'string') continue;
+        model.devices.set(k, r.name);
+        const mem = id(r.mem);
+        if (mem !== undefined && mem > 0) model.deviceMemory.set(k, mem);
+      }
   }
   // The export's own enumerations, by label, where it carries them.
   const enumTable = (t: string, fromLabel: (label: string) => number, fallback: Record<number, number>): Record<number, number> => {
@@ -132,8 +132,10 @@ function read(db: BetterSqlite3.Database, file: string, model: TraceModel, progr
     const label = c.has('label') ? 'label' : c.has('name') ? 'name' : undefined;
     if (!c.has('id') || !label) return fallback;
     const out: Record<number, number> = {};
-    for (const r of db.prepare(`SELECT id, "${label}" AS label FROM "${t}"`).all() as Array<{ id: unknown; label: unknown }>)
-      if (typeof r.id === 'number' && typeof r.label === 'string') out[r.id] = fromLabel(r.label);
+    for (const r of db.all(`SELECT id, "${label}" AS label FROM "${t}"`)) {
+      const k = id(r.id);
+      if (k !== undefined && typeof r.label === 'string') out[k] = fromLabel(r.label);
+    }
     return out;
   };
   const memKinds = enumTable('ENUM_CUDA_MEM_KIND', memKindLabel, MEM_KIND);
@@ -146,8 +148,7 @@ function read(db: BetterSqlite3.Database, file: string, model: TraceModel, progr
     const have = columns(t);
     for (const c of need) if (!have.has(c)) throw new BadInputError(`table ${t} has no ${c} column`, file);
     const cols = [...need, ...optional].map((c) => (have.has(c) ? `"${c}"` : `NULL AS "${c}"`)).join(', ');
-    const stmt = db.prepare(`SELECT ${cols} FROM "${t}"`).safeIntegers(true);
-    for (const r of stmt.iterate() as Iterable<Record<string, unknown>>) {
+    for (const r of db.iterate(`SELECT ${cols} FROM "${t}"`)) {
       if (++rows % 200_000 === 0) progress?.(rows);
       yield r;
     }
@@ -272,4 +273,8 @@ function read(db: BetterSqlite3.Database, file: string, model: TraceModel, progr
   for (const r of each(T, ['start'], ['address']))
     model.faults.push({ time: stamp(T, 'start', r.start), duration: 0, bytes: Number.NaN, kind: 0, address: int(T, 'address', r.address) });
   progress?.(rows);
+  if (model.kernels.length + model.copies.length + model.memsets.length === 0)
+    model.note(
+      `${file}: the export holds no GPU activity (no kernel, copy or memset; ${model.runtime.length} CUDA API calls): did the GPU work fall outside the profiled range?`,
+    );
 }

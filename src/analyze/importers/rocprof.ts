@@ -8,6 +8,7 @@
  */
 import { BadInputError } from '../../errors.js';
 import { readCsv, type CsvRow } from '../../input/csv.js';
+import { sniffText } from '../../input/files.js';
 import { isJsonObject as isObj, walkJson, type Json, type JsonObject as Obj, type PathKey } from '../../input/json-stream.js';
 import { AllocLevel, DIRECTIONS, Direction, MemKind, classifyApi, type TraceModel } from '../model.js';
 import { describe, optNumber, reqNumber, reqTimestamp } from '../../input/numbers.js';
@@ -34,6 +35,46 @@ export function rocprofCsvKind(columns: readonly string[]): CsvKind | undefined 
 
 const col = (columns: readonly string[], re: RegExp): string | undefined => columns.find((c) => re.test(c));
 
+/** What a statistics table totals: kernels, copies or API calls. */
+export type StatsKind = 'kernels' | 'copies' | 'api';
+
+/**
+ * What a statistics table totals, by the names rocprof gives its files (results.stats.csv for kernels,
+ * results.hip_stats.csv, results.copy_stats.csv; rocprofv3's kernel_stats.csv, hip_api_stats.csv,
+ * memory_copy_stats.csv), or undefined when the name does not say.
+ */
+export function statsKindOf(file: string): StatsKind | undefined {
+  const name = file.replace(/^.*[\\/]/, '').toLowerCase();
+  if (/copy_stats\.csv$/.test(name)) return 'copies';
+  if (/(hip|hsa|marker|api|allocation|scratch)[a-z_]*_stats\.csv$/.test(name)) return 'api';
+  if (/kernel_stats\.csv$/.test(name) || /(^|[^_])\.stats\.csv$/.test(name)) return 'kernels';
+  return undefined;
+}
+
+/**
+ * What a rocprof CSV file totals or traces, from its header and name: 'stats' tables with what they total, the
+ * other tables with the activity they hold.
+ */
+export function rocprofCsvRole(file: string): { stats: StatsKind | undefined; activity: StatsKind | undefined } {
+  const header = (
+    sniffText(file, 4096)
+      .replace(/^\uFEFF/, '')
+      .split(/\r?\n/, 1)[0] ?? ''
+  )
+    .split(',')
+    .map((c) => c.trim().replace(/^"(.*)"$/, '$1'));
+  const kind = rocprofCsvKind(header);
+  if (kind === 'stats') return { stats: statsKindOf(file), activity: undefined };
+  const activity: Partial<Record<CsvKind, StatsKind>> = { copies: 'copies', 'copy-rows': 'copies', kernels: 'kernels', dispatches: 'kernels', api: 'api' };
+  return { stats: undefined, activity: kind ? activity[kind] : undefined };
+}
+
+/** What one row of a statistics table whose file name does not say is: a copy, an API call, or a kernel. */
+function statsRowKind(name: string): StatsKind {
+  if (directionCode(name.replace(/^Copy/i, '')) !== Direction.unknown) return 'copies';
+  return /^(hip|hsa_|__hip|roctx|rocblas|hipblas|MEMORY_|SCRATCH_|MARKER_)/i.test(name) ? 'api' : 'kernels';
+}
+
 /**
  * Reads one rocprof / rocprofv3 CSV file into the model.
  * @throws BadInputError for a CSV that is not a known rocprof table, or a malformed row.
@@ -45,6 +86,7 @@ export async function importRocprofCsv(file: string, model: TraceModel, progress
   let dstAddrCol: string | undefined;
   let beginCol = 'Start_Timestamp';
   let endCol = 'End_Timestamp';
+  const statsKind = statsKindOf(file);
   const onHeader = (cols: string[]): void => {
     kind = rocprofCsvKind(cols);
     if (!kind) throw new BadInputError(`not a rocprof / rocprofv3 CSV table (header: ${cols.slice(0, 8).join(',').slice(0, 120)})`, file);
@@ -130,6 +172,8 @@ export async function importRocprofCsv(file: string, model: TraceModel, progress
       }
       case 'allocations': {
         const op = (r.Operation ?? '').toUpperCase();
+        // scratch memory is the runtime's per-kernel workspace, not the application's allocations
+        if (op.startsWith('SCRATCH')) return;
         const isFree = /FREE|RELEASE/.test(op);
         if (!isFree && !/ALLOCATE|CREATE/.test(op)) return;
         const size = reqNumber(r.Allocation_Size, `${where} Allocation_Size`, file);
@@ -162,8 +206,10 @@ export async function importRocprofCsv(file: string, model: TraceModel, progress
         const name = r.Name ?? '';
         const calls = reqNumber(r.Calls, `${where} Calls`, file);
         const totalNs = reqNumber(r.TotalDurationNs, `${where} TotalDurationNs`, file);
-        const dir = directionCode(name.replace(/^Copy/i, ''));
-        if (dir !== Direction.unknown) model.aggregateCopies.push({ direction: DIRECTIONS[dir]!, calls, totalNs, bytes: undefined });
+        const what = statsKind ?? statsRowKind(name);
+        if (what === 'copies')
+          model.aggregateCopies.push({ direction: DIRECTIONS[directionCode(name.replace(/^Copy/i, ''))]!, calls, totalNs, bytes: undefined });
+        else if (what === 'kernels') model.aggregateKernels.push({ name: name.replace(/ \[clone \.kd\]$/, ''), calls, totalNs });
         else model.aggregateApis.push({ name, calls, totalNs });
         return;
       }

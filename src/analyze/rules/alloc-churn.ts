@@ -1,7 +1,7 @@
 /** alloc-churn and pinned-alloc-churn: memory allocated and freed again in the steady state. */
 import { formatNs } from '../../units.js';
 import { AllocLevel, classifyApi } from '../model.js';
-import { aggregateFinding, cappedAtMedian, severityOf, steadyFrom, sum, type RuleCheck } from './shared.js';
+import { aggregateFinding, basisOf, cappedAtMedian, severityOf, steadyFrom, sum, type RuleCheck } from './shared.js';
 
 /**
  * Churn is memory given back and taken again: an allocation counts when a free came before it, a free when an
@@ -72,6 +72,7 @@ export function allocationChurn(apis: number[], host: boolean): RuleCheck {
       bytes: null,
       timeNs: t,
       estimatedSavingNs: saving,
+      basis: basisOf(r, idx),
       savingHow:
         idx.length > 0
           ? host

@@ -2,7 +2,7 @@
 import { formatNs } from '../../units.js';
 import { unionLength } from '../intervals.js';
 import { Direction } from '../model.js';
-import { pct, severityOf, sum, type RuleCheck } from './shared.js';
+import { basisOf, pct, severityOf, sum, type RuleCheck } from './shared.js';
 
 export const exposedCopy: RuleCheck = (ctx) => {
   if (ctx.model.kernels.length === 0) return ctx.copyCount > 0 ? { notApplicable: 'the trace has no kernels to overlap copies with' } : undefined;
@@ -40,6 +40,7 @@ export const exposedCopy: RuleCheck = (ctx) => {
     bytes: sum(idx, (i) => c.get(i, 'bytes')) || null,
     timeNs,
     estimatedSavingNs: saving,
+    basis: basisOf(c, idx),
     savingHow: `the copies' time outside kernels, capped by the kernel time (${formatNs(kernelBusy)}) not already overlapped: what double-buffering could hide`,
     evidence,
     change:

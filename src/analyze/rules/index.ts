@@ -15,7 +15,7 @@ import { lowBandwidth } from './low-bandwidth.js';
 import { managedFaults } from './managed-faults.js';
 import { pageableCopies } from './pageable-copy.js';
 import { redundantCopy } from './redundant-copy.js';
-import type { RuleCheck } from './shared.js';
+import type { Basis, RuleCheck } from './shared.js';
 import { smallCopies } from './small-copies.js';
 import { syncCopy } from './sync-copy.js';
 import { syncStorm } from './sync-storm.js';
@@ -54,9 +54,15 @@ const ACTIVITY_TEXT: Record<Activity, string> = {
   faults: 'page faults',
 };
 
+/** Rules that can judge a tool's totals per name (calls and time), with no event timeline. */
+const JUDGE_AGGREGATES = new Set(['sync-copy', 'sync-storm', 'alloc-churn', 'pinned-alloc-churn']);
+
+/** A finding as the registry returns it: with its rule's id, and the events its saving rests on. */
+export type RuleResult = Finding & { basis?: Basis };
+
 export interface Rule {
   id: string;
-  run(ctx: AnalysisContext): Finding | { notApplicable: string } | undefined;
+  run(ctx: AnalysisContext): RuleResult | { notApplicable: string } | undefined;
 }
 
 /** The rules, each stamping its id on the finding it returns, or saying which activity it needed and the trace lacks. */
@@ -65,8 +71,10 @@ export const RULES: readonly Rule[] = CHECKS.map(([id, check, needs]) => ({
   run(ctx) {
     const missing = needs.find((group) => !group.some((a) => ctx.model.recorded(a)));
     if (missing) return { notApplicable: `the trace did not record ${missing.map((a) => ACTIVITY_TEXT[a]).join(' or ')}` };
+    if (ctx.model.aggregatesOnly() && !JUDGE_AGGREGATES.has(id))
+      return { notApplicable: 'aggregate statistics (calls and time per name) record no timeline, sizes or host memory kinds' };
     const out = check(ctx);
     if (!out || 'notApplicable' in out) return out;
-    return { rule: id, ...out };
+    return { rule: id, ...out, overlapsWith: [] };
   },
 }));

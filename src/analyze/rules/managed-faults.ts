@@ -1,7 +1,7 @@
 /** managed-faults: page faults on managed memory. */
 import { formatBytes, formatNs, MiB } from '../../units.js';
 import { Direction, MemKind } from '../model.js';
-import { gbps, severityOf, sum, type RuleCheck } from './shared.js';
+import { basisOf, gbps, joinBasis, severityOf, sum, type RuleCheck } from './shared.js';
 
 export const managedFaults: RuleCheck = (ctx) => {
   const f = ctx.model.faults;
@@ -25,8 +25,9 @@ export const managedFaults: RuleCheck = (ctx) => {
   const pingPong = [...pages.values()].filter((v) => v === 3).length;
   const migNs = sum(mig, (i) => c.get(i, 'end') - c.get(i, 'start'));
   const migBytes = sum(mig, (i) => c.get(i, 'bytes') || 0);
-  const prefetchNs = migBytes / ctx.pinnedRate(Direction.HtoD);
-  const saving = Math.max(0, migNs + faultNs - prefetchNs);
+  // without a rate no prefetch time can be stated: the saving is then not computed (0)
+  const prefetchNs = migBytes > 0 ? migBytes / ctx.pinnedRate(Direction.HtoD) : 0;
+  const saving = Number.isFinite(prefetchNs) ? Math.max(0, migNs + faultNs - prefetchNs) : 0;
   const evidence = [`${gpu} GPU page-fault groups (${formatNs(faultNs)}) and ${cpu} CPU page faults on managed memory`];
   if (mig.length > 0) evidence.push(`${mig.length} on-demand migrations moved ${formatBytes(migBytes)} in ${formatNs(migNs)} (${gbps(migBytes, migNs)})`);
   if (pingPong > 0) evidence.push(`${pingPong} 2 MiB regions faulted on both the CPU and the GPU: pages ping-pong between them`);
@@ -37,6 +38,10 @@ export const managedFaults: RuleCheck = (ctx) => {
     bytes: migBytes || null,
     timeNs: migNs + faultNs,
     estimatedSavingNs: saving,
+    basis: joinBasis(basisOf(c, mig), {
+      start: Array.from(f.col('time')),
+      end: Array.from(f.col('time'), (t, i) => t + f.get(i, 'duration')),
+    }),
     savingHow: `migration and GPU fault time minus moving the same bytes in bulk at ${ctx.pinnedRate(Direction.HtoD)} GB/s (a prefetch)`,
     evidence,
     change: `Prefetch managed ranges before the kernels that use them (${ctx.api('cudaMemPrefetchAsync', 'hipMemPrefetchAsync')}) and back before the CPU reads them; advise read-mostly data (SetReadMostly) and a preferred location to stop ping-pong.${ctx.model.vendor() === 'nvidia' ? '' : ' On AMD, with XNACK off, managed memory does not migrate on fault: prefetch or use device memory.'}`,

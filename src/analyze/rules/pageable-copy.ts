@@ -1,7 +1,7 @@
 /** pageable-copy and d2h-to-pageable: recurring copies between the device and pageable host memory. */
 import { formatBytes, formatNs } from '../../units.js';
 import { Direction, DIRECTIONS, MemKind } from '../model.js';
-import { gbps, opsOf, RECURRING, severityOf, sizeList, sum, type RuleCheck } from './shared.js';
+import { basisOf, gbps, opsOf, RECURRING, severityOf, sizeList, sum, type RuleCheck } from './shared.js';
 
 /** pageable-copy and d2h-to-pageable: recurring copies between the device and pageable host memory. */
 export function pageableCopies(dir: number): RuleCheck {
@@ -43,6 +43,7 @@ export function pageableCopies(dir: number): RuleCheck {
       bytes,
       timeNs,
       estimatedSavingNs: saving,
+      basis: basisOf(c, idx),
       savingHow: `each copy's measured time minus what it takes from pinned memory: ${ctx.floorText(dir)} plus its bytes at ${ctx.pinnedRate(dir)} GB/s`,
       evidence,
       change:

@@ -1,7 +1,7 @@
 /** redundant-copy: the same data copied again. */
 import { formatBytes, KiB } from '../../units.js';
 import { Direction } from '../model.js';
-import { RECURRING, severityOf, sum, type RuleCheck } from './shared.js';
+import { basisOf, RECURRING, severityOf, sum, type RuleCheck } from './shared.js';
 
 export const redundantCopy: RuleCheck = (ctx) => {
   const c = ctx.model.copies;
@@ -33,6 +33,7 @@ export const redundantCopy: RuleCheck = (ctx) => {
     bytes: sum(repeats, (i) => c.get(i, 'bytes')),
     timeNs: t,
     estimatedSavingNs: t,
+    basis: basisOf(c, repeats),
     savingHow: 'the time of every upload of a buffer after its first (if its contents did not change, which the trace cannot show)',
     evidence: again
       .slice(0, 5)

@@ -4,8 +4,30 @@ import type { AnalysisContext } from '../context.js';
 import type { AggregateApi } from '../model.js';
 import type { Finding, Severity } from '../result.js';
 
-/** A finding as a rule returns it: the rule's id is stamped on it by the registry (rules/index.ts). */
-export type RuleFinding = Omit<Finding, 'rule'>;
+/**
+ * The events a finding's saving rests on, as time intervals (ns): the saving can be no larger than the time they
+ * cover, and two findings whose intervals meet claim the same time (analyze/savings.ts).
+ */
+export interface Basis {
+  start: number[];
+  end: number[];
+}
+
+/** The intervals of rows `idx` of a table with start and end columns. */
+export function basisOf(table: { get(i: number, c: 'start' | 'end'): number }, idx: readonly number[]): Basis {
+  return { start: idx.map((i) => table.get(i, 'start')), end: idx.map((i) => table.get(i, 'end')) };
+}
+
+/** Both bases in one. */
+export function joinBasis(a: Basis, b: Basis): Basis {
+  return { start: [...a.start, ...b.start], end: [...a.end, ...b.end] };
+}
+
+/**
+ * A finding as a rule returns it: the rule's id and the findings it overlaps are stamped on it by the registry
+ * (rules/index.ts, savings.ts); `basis` is the events its saving rests on, where it rests on events.
+ */
+export type RuleFinding = Omit<Finding, 'rule' | 'overlapsWith'> & { basis?: Basis };
 export type RuleOutcome = RuleFinding | { notApplicable: string } | undefined;
 /** One rule's check of a trace. */
 export type RuleCheck = (ctx: AnalysisContext) => RuleOutcome;

@@ -2,7 +2,17 @@
 import { formatBytes, formatNs } from '../../units.js';
 import { coveredWithin } from '../intervals.js';
 import { Direction } from '../model.js';
-import { cappedAtMedian, opsOf, severityOf, sizeList, SMALL_COPY_BYTES, SMALL_COPY_COUNT, sum, type RuleCheck } from './shared.js';
+import { basisOf, cappedAtMedian, joinBasis, opsOf, severityOf, sizeList, SMALL_COPY_BYTES, SMALL_COPY_COUNT, sum, type RuleCheck } from './shared.js';
+
+/** The runtime calls that issued copies `idx`, where the trace links them. */
+function issuing(ctx: Parameters<RuleCheck>[0], idx: readonly number[]): number[] {
+  const out: number[] = [];
+  for (const i of idx) {
+    const r = ctx.runtimeByCorrelation.get(ctx.model.copies.get(i, 'correlation'));
+    if (r !== undefined) out.push(r);
+  }
+  return out;
+}
 
 export const smallCopies: RuleCheck = (ctx) => {
   const c = ctx.model.copies;
@@ -17,6 +27,7 @@ export const smallCopies: RuleCheck = (ctx) => {
     for (let i = 0; i < c.length && sized === 0; i++) if (!Number.isNaN(c.get(i, 'bytes'))) sized++;
     return c.length > 0 && sized === 0 ? { notApplicable: 'the trace does not record copy sizes' } : undefined;
   }
+  if (!Number.isFinite(ctx.pinnedRate(Direction.HtoD))) return { notApplicable: 'no copy rate to price a batched copy with (pass --from-bench)' };
   idx.sort((a, b) => c.get(a, 'start') - c.get(b, 'start'));
   // bursts: runs of small copies in one direction with no kernel between them; batched, each is one copy
   const bursts: Array<{ dir: number; bytes: number; n: number }> = [];
@@ -39,6 +50,8 @@ export const smallCopies: RuleCheck = (ctx) => {
   const issue = cappedAtMedian(idx.map((i) => ctx.issueNs(i)));
   const batched = bursts.reduce((s, b) => s + ctx.floorNs[b.dir]! + b.bytes / ctx.pinnedRate(b.dir) + issue.capNs, 0);
   const saving = Math.max(0, deviceNs + issue.sumNs - batched);
+  // copies that already cost no more than one batched copy would: nothing to gain
+  if (saving <= 0) return undefined;
   const sizes = new Map<number, number>();
   for (const i of idx) sizes.set(c.get(i, 'bytes'), (sizes.get(c.get(i, 'bytes')) ?? 0) + 1);
   const evidence = [
@@ -59,6 +72,7 @@ export const smallCopies: RuleCheck = (ctx) => {
     bytes,
     timeNs: deviceNs + issueNs,
     estimatedSavingNs: saving,
+    basis: joinBasis(basisOf(c, idx), basisOf(ctx.model.runtime, issuing(ctx, idx))),
     savingHow: `copy-engine time of the small copies plus their issuing calls, each call counted at most at the median call (${formatNs(issue.capNs)}; time beyond it is waiting, not issuing), minus one copy per burst (${bursts.length}): ${ctx.floorText(Direction.HtoD)}, the burst's bytes at the pinned rate, and one median issuing call`,
     evidence,
     change: `Pack small tensors into one buffer (torch.cat into a preallocated pinned staging tensor, or one struct) and copy it once per step; keep scalars such as counters, masks or learning rates on the device instead of uploading them. Where they cannot be packed, enqueue them with one batch call (${ctx.api('cudaMemcpyBatchAsync from CUDA 12.8', 'hipMemcpyBatchAsync from ROCm 7.1')}; gpumem rt.copyBatch) or capture the step's copies once as a graph (${ctx.api('CUDA graphs', 'HIP graphs')}, torch.cuda.graphs; gpumem rt.capture).`,

@@ -1,0 +1,119 @@
+/**
+ * Legacy rocprof (v1) `results.json`, the Chrome trace its --hip-trace / --hsa-trace runs write (rocprofiler's
+ * tblextr.py): no `cat` on events; lanes are processes named by `process_name` metadata ("CPU HIP API", "CPU HSA API",
+ * "COPY", "GPU0", "GPU Barriers0", "Markers and Ranges"); `ts` and `dur` are microseconds written as strings; every
+ * event's args repeat its table row, with BeginNs / EndNs in nanoseconds, which are used where present. Copies carry
+ * no byte count and no correlation to the call that issued them.
+ */
+import { BadInputError } from '../../errors.js';
+import { walkJsonChunked } from '../../input/json-chunks.js';
+import { isJsonObject as isObj, type Json, type PathKey } from '../../input/json-stream.js';
+import { optNumber, reqTimestamp } from '../../input/numbers.js';
+import { classifyApi, Direction, MemKind, type TraceModel } from '../model.js';
+import { parseCopyName } from './kineto.js';
+
+type Lane = { kind: 'copy' | 'hip' | 'hsa' | 'gpu' | 'other'; device: number };
+
+/** What a lane label names. */
+function laneOf(label: string): Lane {
+  if (label === 'COPY') return { kind: 'copy', device: 0 };
+  if (label === 'CPU HIP API') return { kind: 'hip', device: 0 };
+  if (label === 'CPU HSA API') return { kind: 'hsa', device: 0 };
+  const gpu = /^GPU(\d+)$/.exec(label);
+  if (gpu) return { kind: 'gpu', device: Number(gpu[1]) };
+  return { kind: 'other', device: 0 }; // GPU Barriers, Markers and Ranges
+}
+
+/**
+ * Reads a legacy rocprof results.json into the model.
+ * @throws BadInputError for malformed JSON or events whose times are not numbers.
+ */
+export async function importRocprofV1Json(file: string, model: TraceModel, progress?: (bytes: number) => void): Promise<void> {
+  const lanes = new Map<number, Lane>();
+  let unlabelled = 0;
+  let events = 0;
+  /** Whether times come from BeginNs / EndNs (nanoseconds, one clock) or ts / dur (microseconds since the run's start). */
+  let clock: 'ns' | 'us' | undefined;
+  let otherClock = 0;
+  const select = (p: readonly PathKey[]): boolean => p.length === 2 && p[0] === 'traceEvents' && typeof p[1] === 'number';
+  const onValue = (p: readonly PathKey[], v: Json): void => {
+    if (!isObj(v)) return;
+    const where = `traceEvents[${String(p[1])}]`;
+    const args = isObj(v.args ?? null) ? (v.args as Record<string, Json>) : {};
+    const pid = optNumber(v.pid, `${where}.pid`, file);
+    if (v.ph === 'M') {
+      if (v.name === 'process_name' && pid !== undefined && typeof args.name === 'string') lanes.set(pid, laneOf(args.name));
+      return;
+    }
+    if (v.ph !== 'X') return;
+    events++;
+    const lane = pid === undefined ? undefined : lanes.get(pid);
+    if (!lane) {
+      unlabelled++;
+      return;
+    }
+    if (lane.kind === 'other') return;
+    const hasNs = args.BeginNs !== undefined && args.EndNs !== undefined;
+    clock ??= hasNs ? 'ns' : 'us';
+    let start: number;
+    let end: number;
+    if (clock === 'ns') {
+      if (!hasNs) {
+        otherClock++;
+        return;
+      }
+      start = model.time(reqTimestamp(args.BeginNs, `${where}.args.BeginNs`, file));
+      end = model.time(reqTimestamp(args.EndNs, `${where}.args.EndNs`, file));
+    } else {
+      const ts = optNumber(v.ts, `${where}.ts`, file);
+      const dur = optNumber(v.dur, `${where}.dur`, file);
+      if (ts === undefined || dur === undefined) throw new BadInputError(`${where} has no ts / dur`, file);
+      start = model.time(ts * 1000);
+      end = start + dur * 1000;
+    }
+    if (end < start) throw new BadInputError(`${where} ends before it starts`, file);
+    const name = typeof v.name === 'string' ? v.name : '';
+    const stream = optNumber(args['stream-id'] ?? args['queue-id'], `${where}.args.stream-id`, file) ?? 0;
+    if (lane.kind === 'hip' || lane.kind === 'hsa') {
+      const thread = optNumber(args.tid ?? v.tid, `${where}.tid`, file) ?? 0;
+      model.runtime.push({ start, end, api: classifyApi(name), thread, correlation: Number.NaN });
+      return;
+    }
+    if (lane.kind === 'gpu') {
+      model.kernels.push({ start, end, stream, device: lane.device });
+      model.addKernelName(name, end - start);
+      return;
+    }
+    const device = optNumber(args['dev-id'], `${where}.args.dev-id`, file) ?? 0;
+    if (/^FillBuffer/i.test(name)) {
+      model.memsets.push({ start, end, bytes: Number.NaN, stream, device });
+      return;
+    }
+    if (/barrier|marker/i.test(name)) return;
+    const { dir } = parseCopyName(name);
+    if (dir === Direction.HtoD || dir === Direction.DtoH) model.hostKindUnknown++;
+    model.copies.push({
+      start,
+      end,
+      dir,
+      src: dir === Direction.HtoD || dir === Direction.HtoH ? MemKind.unknown : MemKind.device,
+      dst: dir === Direction.DtoH || dir === Direction.HtoH ? MemKind.unknown : MemKind.device,
+      bytes: Number.NaN,
+      stream,
+      device,
+      correlation: Number.NaN,
+      hostAddr: Number.NaN,
+      op: -1,
+    });
+  };
+  await walkJsonChunked(file, select, onValue, { progress });
+  if (lanes.size === 0) throw new BadInputError('no process_name metadata naming rocprof lanes: not a rocprof results.json', file);
+  if (events === 0) throw new BadInputError(`traceEvents holds no events, only the names of ${lanes.size} lanes`, file);
+  if (unlabelled > 0) model.note(`${unlabelled} events on lanes with no process_name label were left out`);
+  if (otherClock > 0) model.note(`${otherClock} events without BeginNs / EndNs (on another clock than the rest) were left out`);
+  // --hip-trace records HIP calls with the kernels and copies they start: a labelled HIP lane means all three were traced
+  if ([...lanes.values()].some((l) => l.kind === 'hip')) model.traced('runtime', 'kernels', 'copies');
+  if (model.copies.length > 0)
+    model.note('rocprof results.json copies carry no byte counts: size-based findings need a rocprofv3 database or JSON, or an nsys or Kineto trace');
+  model.formats.add('rocprof-json');
+}
