@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { BackendUnavailableError, ErrorCode, GpuError } from '../errors.js';
-import { openRuntime } from '../memory/runtime.js';
+import { openRuntime } from '../runtime/runtime.js';
 import { main } from '../cli/program.js';
 import { openBackend } from './select.js';
 

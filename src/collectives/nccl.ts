@@ -6,7 +6,7 @@
  */
 import { BackendUnavailableError, ErrorCode, GpuError } from '../errors.js';
 import { SourcedDeviceMemory } from '../memory/allocation.js';
-import type { Runtime } from '../memory/runtime.js';
+import type { MemoryRuntime as Runtime } from '../memory/runtime.js';
 import { checkSize } from '../memory/validate.js';
 import { cudaLibraryDirs, rocmLibraryDirs } from '../backend/library-search.js';
 import { declare, loadLibrary, type NativeFn } from '../backend/native/ffi.js';

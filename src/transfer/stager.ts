@@ -20,7 +20,7 @@ import type { HostCopier } from '../backend/backend.js';
 import { CopyKind } from '../backend/backend.js';
 import type { Allocation, PinnedAllocation } from '../memory/allocation.js';
 import type { MemoryRef } from '../memory/copy.js';
-import type { Runtime } from '../memory/runtime.js';
+import type { MemoryRuntime } from '../memory/runtime.js';
 import { checkInteger, checkSize } from '../memory/validate.js';
 import type { GpuEvent } from '../stream/event.js';
 import type { Stream } from '../stream/stream.js';
@@ -103,7 +103,7 @@ export class Stager implements Disposable {
    *   INVALID_ARGUMENT for a thread count or depth out of range or an unknown device.
    */
   constructor(
-    private readonly rt: Runtime,
+    private readonly rt: MemoryRuntime,
     options: StagerOptions = {},
   ) {
     const d = transferDefaults();

@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { propertyParams } from '../testing/property.js';
 import { ErrorCode, GpuError, InvalidArgumentError } from '../errors.js';
 import { BENCH_KERNELS } from '../kernels/bench-kernels.js';
-import type { Runtime } from '../memory/runtime.js';
+import type { Runtime } from '../runtime/runtime.js';
 import type { BatchCopy } from './batch.js';
 
 const KiB = 1024;

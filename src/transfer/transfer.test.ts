@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { ErrorCode, GpuError } from '../errors.js';
 import type { Backend } from '../backend/backend.js';
 import { createHostBackend } from '../backend/host/host-backend.js';
-import { openRuntime, Runtime } from '../memory/runtime.js';
+import { openRuntime, Runtime } from '../runtime/runtime.js';
 import { forEachGpuBackend } from '../testing/harness.js';
 import { pattern, transferConformance } from './transfer.case.js';
 

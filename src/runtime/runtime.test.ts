@@ -1,0 +1,57 @@
+/**
+ * The facade's own behaviour on the host backend: what a wrong kind of argument is told (a JS buffer handed to
+ * rt.copy or copyBatch), and that the facade is the core with transfers on top (lower layers type against the core).
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ErrorCode, GpuError } from '../errors.js';
+import { MemoryRuntime } from '../memory/runtime.js';
+import { openRuntime, Runtime } from './runtime.js';
+
+const MiB = 2 ** 20;
+
+test('a JS typed array given to rt.copy or copyBatch is described briefly and the message points to rt.upload / rt.download', () => {
+  using rt = openRuntime({ backend: 'host', host: { devices: 1, deviceBytes: 256 * MiB } });
+  const gpu = rt.device(0);
+  using dst = gpu.alloc(64 * MiB);
+  using s = gpu.createStream();
+  const big = new Float32Array(16 * MiB);
+  const checks: Array<[() => unknown, string]> = [
+    [() => rt.copy(dst, big as unknown as number), 'copy source'],
+    [() => rt.copy(big as unknown as number, dst), 'copy destination'],
+    [() => rt.copyBatch([{ dst, src: big as unknown as number }], { stream: s }), 'copyBatch: copy 0'],
+    [() => rt.prepareCopy(dst, new DataView(new ArrayBuffer(64)) as unknown as number), 'copy source'],
+  ];
+  for (const [call, where] of checks) {
+    assert.throws(call, (e: unknown) => {
+      assert.ok(e instanceof GpuError, String(e));
+      assert.equal(e.code, ErrorCode.INVALID_ARGUMENT, 'not an address at all: not FOREIGN_ADDRESS');
+      assert.ok(e.message.length < 300, `a short message (${e.message.length} characters)`);
+      assert.ok(e.message.includes(where), e.message);
+      assert.match(e.message, /rt\.upload \/ rt\.download/);
+      return true;
+    });
+  }
+  assert.throws(
+    () => rt.copy(dst, big as unknown as number),
+    (e: unknown) => e instanceof GpuError && e.message.includes(`a Float32Array of ${16 * MiB} elements (${64 * MiB} bytes)`),
+  );
+  // Something that is neither a buffer nor an address: described, with no advice about uploads.
+  assert.throws(
+    () => rt.copy(dst, 'x'.repeat(10_000) as unknown as number),
+    (e: unknown) => e instanceof GpuError && e.message.includes('a string of 10000 characters') && !e.message.includes('rt.upload'),
+  );
+  // A number that is not an address keeps its code.
+  assert.throws(
+    () => rt.copy(dst, -4096),
+    (e: unknown) => e instanceof GpuError && e.code === ErrorCode.FOREIGN_ADDRESS,
+  );
+});
+
+test('the facade is the core runtime with the transfer engine on top', () => {
+  using rt = openRuntime({ backend: 'host' });
+  assert.ok(rt instanceof Runtime);
+  assert.ok(rt instanceof MemoryRuntime);
+  assert.equal(typeof rt.upload, 'function');
+  assert.equal('upload' in MemoryRuntime.prototype, false, 'the core knows nothing of transfers');
+});
