@@ -245,6 +245,18 @@ export interface HostCopier {
   readonly threads: number;
   /** Copies `bytes` from `src` to `dst` (host addresses, already checked), split over the threads. */
   copy(dst: Address, src: Address, bytes: number): Promise<void>;
+  /** Many copies as one job (a gather into a chunk or a scatter out of it), split over the threads. */
+  copyMany?(dsts: ArrayLike<Address>, srcs: ArrayLike<Address>, sizes: ArrayLike<number>): Promise<void>;
+  /**
+   * Reads bytes `[offset, offset + bytes)` of the open file `fd` into host memory at `dst` on the threads (pread);
+   * at least `need` bytes (default all) must be there. Where absent, the caller reads through its own means.
+   * @throws GpuError IO_ERROR (rejects) for a failed read or a file that ends before `need`.
+   */
+  readFile?(fd: number, dst: Address, bytes: number, offset: number, need?: number): Promise<void>;
+  /** Writes `bytes` of host memory at `src` to the open file `fd` at `offset` on the threads (pwrite). @throws IO_ERROR */
+  writeFile?(fd: number, src: Address, bytes: number, offset: number): Promise<void>;
+  /** Resolves once the threads are up (at once where there are none to start). */
+  readonly ready?: Promise<void>;
   /** Waits on this thread for the copies already started, refuses the rest, and stops the threads. Idempotent. */
   dispose(): void;
 }
