@@ -53,7 +53,14 @@ export {
   type TransferOptions,
   type TransferResult,
   type TransferPath,
+  type UploadItem,
+  type DownloadItem,
+  type ManyOptions,
+  type ManyResult,
+  type FileTransferOptions,
+  type FileTransferResult,
 } from './transfer/stager.js';
+export type { FileRef } from './transfer/file-source.js';
 export type { HostBuffer } from './transfer/host-buffer.js';
 export { transferDefaults, type TransferSettings } from './transfer/defaults.js';
 export type { BatchCopy, BatchResult, PreparedBatch } from './transfer/batch.js';

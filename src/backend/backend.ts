@@ -257,6 +257,10 @@ export interface HostCopier {
   writeFile?(fd: number, src: Address, bytes: number, offset: number): Promise<void>;
   /** Resolves once the threads are up (at once where there are none to start). */
   readonly ready?: Promise<void>;
+  /** The share (0 to 1) of a file range's pages in the page cache, where it can be told (mincore). */
+  cachedShare?(fd: number, offset: number, bytes: number): number | undefined;
+  /** Waits on this thread until the work already posted has finished (the threads keep running). */
+  waitIdle?(): void;
   /** Waits on this thread for the copies already started, refuses the rest, and stops the threads. Idempotent. */
   dispose(): void;
 }

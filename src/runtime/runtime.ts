@@ -11,7 +11,8 @@
  * await rt.upload(dst, new Float32Array(16 * MiB));
  * ```
  */
-import { openBackend, type OpenBackendOptions } from '../backend/select.js';
+import type { HostCopier } from '../backend/backend.js';
+import { openBackend, type BackendSelection, type OpenBackendOptions } from '../backend/select.js';
 import type { MemoryRef } from '../memory/copy.js';
 import { MemoryRuntime } from '../memory/runtime.js';
 import type { Stream } from '../stream/stream.js';
@@ -19,13 +20,33 @@ import { BatchMemo, planBatch, type BatchCopy, type BatchResult, type PreparedBa
 import { captureGraph, type CapturedGraph, type CaptureScope } from '../transfer/graph.js';
 import type { HostBuffer } from '../transfer/host-buffer.js';
 import { runPipeline, type PipelineOptions, type PipelineResult } from '../transfer/pipeline.js';
-import { Stager, type StagerOptions, type TransferOptions, type TransferResult } from '../transfer/stager.js';
+import { transferDefaults } from '../transfer/defaults.js';
+import type { FileRef } from '../transfer/file-source.js';
+import {
+  Stager,
+  type DownloadItem,
+  type FileTransferOptions,
+  type FileTransferResult,
+  type ManyOptions,
+  type ManyResult,
+  type StagerOptions,
+  type TransferOptions,
+  type TransferResult,
+  type UploadItem,
+} from '../transfer/stager.js';
 
 export type { CopyOptions, FillOptions, MemoryRef, CopyDirection } from '../memory/copy.js';
 export type { PreparedCopy, PageableAllocOptions, LiveMemory } from '../memory/runtime.js';
 
 /** Options of {@link openRuntime}. */
-export type OpenRuntimeOptions = OpenBackendOptions;
+export interface OpenRuntimeOptions extends OpenBackendOptions {
+  /**
+   * Start the transfer engine in the background (default true): its host threads when the runtime opens a GPU
+   * backend, the pinned ring of a device's stager once memory is first allocated there. A program's first transfer
+   * then finds them running; with false they start at the first transfer, which then pays for them.
+   */
+  warmTransfers?: boolean;
+}
 
 /**
  * A backend and its devices, with the transfer engine on top. Disposing it stops the transfers, then frees every
@@ -35,6 +56,27 @@ export class Runtime extends MemoryRuntime {
   /** The stager per device that rt.upload and rt.download use, made on first use. */
   private readonly defaultStagers = new Map<number, Stager>();
   private readonly batches = new BatchMemo();
+  /** The host threads every default stager shares. */
+  private sharedCopier: HostCopier | undefined;
+  private readonly warmTransfers: boolean;
+
+  /** Prefer {@link openRuntime}. */
+  constructor(selection: BackendSelection, options: { warmTransfers?: boolean | undefined } = {}) {
+    super(selection);
+    // The host backend's copier copies on the JS thread: nothing to start ahead of time there.
+    this.warmTransfers = options.warmTransfers !== false && this.backend.name !== 'host' && this.devices.length > 0;
+    if (this.warmTransfers) this.copier();
+  }
+
+  /** The device's stager starts pinning its ring once device memory is allocated there (a transfer is near). */
+  protected override deviceMemoryAdopted(device: number): void {
+    if (this.warmTransfers && !this.defaultStagers.has(device)) this.defaultStager(device).warm();
+  }
+
+  private copier(): HostCopier {
+    this.sharedCopier ??= this.backend.createHostCopier(transferDefaults().threads);
+    return this.sharedCopier;
+  }
 
   /**
    * Copies a JS buffer (or pageable, pinned, mapped memory) into device or managed memory, the fastest way this
@@ -63,6 +105,78 @@ export class Runtime extends MemoryRuntime {
   }
 
   /**
+   * Uploads a list of buffers, each to its place in device or managed memory, as one transfer: small buffers are
+   * packed into shared pinned chunks and land with one batched copy per chunk. Resolves with one result: the whole
+   * transfer's rate and each item's path.
+   * @throws (rejects) InvalidArgumentError naming the item, before anything is copied; as upload otherwise
+   */
+  uploadMany(items: readonly UploadItem[], options: ManyOptions = {}): Promise<ManyResult> {
+    try {
+      return this.stagerFor(items?.[0]?.dst, 'uploadMany: item 0 destination').uploadMany(items, options);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * Downloads device or managed memory into a list of buffers as one transfer. See {@link uploadMany}.
+   * @throws as uploadMany
+   */
+  downloadMany(items: readonly DownloadItem[], options: ManyOptions = {}): Promise<ManyResult> {
+    try {
+      return this.stagerFor(items?.[0]?.src, 'downloadMany: item 0 source').downloadMany(items, options);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * Reads a file (a path, a FileHandle or a descriptor; `offset` and `bytes` pick a range) into device or managed
+   * memory at `dstOffset`: the host threads pread it straight into the pinned ring (O_DIRECT where most of the range
+   * is not in the page cache and the file system allows it) while the copy engine moves the chunk before. No JS
+   * buffer, no 2 GiB limit. Resolves with the way it read (`path`: direct, buffered or cufile) and, when that is not
+   * the way asked, why (`fallback`).
+   * @throws (rejects) InvalidArgumentError before anything is read (not a regular file; OUT_OF_BOUNDS for a range past
+   *   the end of the file or a destination too small); GpuError IO_ERROR (open, read, a file that ends early),
+   *   ABORTED, DisposedError
+   */
+  uploadFile(dst: MemoryRef, file: FileRef, options: FileTransferOptions = {}): Promise<FileTransferResult> {
+    try {
+      return this.stagerFor(dst, 'uploadFile destination').uploadFile(dst, file, options);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * Writes device or managed memory (`srcOffset`, `bytes`) into a file at `offset` (a path is created if missing, and
+   * never truncated): the copy engine fills the pinned ring, the host threads pwrite it out.
+   * @throws as uploadFile
+   */
+  downloadFile(file: FileRef, src: MemoryRef, options: FileTransferOptions = {}): Promise<FileTransferResult> {
+    try {
+      return this.stagerFor(src, 'downloadFile source').downloadFile(file, src, options);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * The stager rt.upload & co. use for a device (made on first use, its host threads shared with the other devices').
+   * @throws InvalidArgumentError for an unknown device
+   */
+  defaultStager(device = 0): Stager {
+    this.assertOpen();
+    const index = this.device(device).index;
+    let st = this.defaultStagers.get(index);
+    if (!st) {
+      st = this.createStager({ device: index, copier: this.backend.name === 'host' ? undefined : this.copier() });
+      this.defaultStagers.set(index, st);
+    }
+    return st;
+  }
+
+  /**
    * A stager of its own shape (thread count, chunk size, ring depth) for one device; disposed with the runtime if
    * not before.
    * @throws InvalidArgumentError for options out of range (a chunk below 4 KiB, a ring beyond the pinned budget)
@@ -74,14 +188,16 @@ export class Runtime extends MemoryRuntime {
     return st;
   }
 
-  private stagerFor(ref: MemoryRef, what: string): Stager {
-    const device = this.resolve(ref, what).allocation.device ?? 0;
-    let st = this.defaultStagers.get(device);
-    if (!st) {
-      st = this.createStager({ device });
-      this.defaultStagers.set(device, st);
-    }
-    return st;
+  private stagerFor(ref: MemoryRef | undefined, what: string): Stager {
+    return this.defaultStager(this.resolve(ref as MemoryRef, what).allocation.device ?? 0);
+  }
+
+  /** Stops the transfers (their threads first), then frees everything else. A second call does nothing. */
+  override [Symbol.dispose](): void {
+    if (this.disposed) return;
+    // Host work in flight finishes before any ring is freed; queued work is refused.
+    this.sharedCopier?.dispose();
+    super[Symbol.dispose]();
   }
 
   /**
@@ -127,5 +243,5 @@ export class Runtime extends MemoryRuntime {
  * @throws InvalidArgumentError for an unknown backend name; BackendUnavailableError when a requested backend cannot load.
  */
 export function openRuntime(options: OpenRuntimeOptions = {}): Runtime {
-  return new Runtime(openBackend(options));
+  return new Runtime(openBackend(options), { warmTransfers: options.warmTransfers });
 }

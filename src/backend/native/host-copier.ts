@@ -17,6 +17,7 @@ import { Worker } from 'node:worker_threads';
 import { constants } from 'node:os';
 import { DisposedError, ErrorCode, GpuError } from '../../errors.js';
 import type { Address, HostCopier } from '../backend.js';
+import { libcIo } from './host-io/ffi.js';
 import { CTL, END_OF_FILE, ENTRY_FIELDS, JOB_FIELDS, LIST_CAP, MAX_GROUPS, OP, RING } from './host-copier-layout.js';
 
 /** Parts are cut at this granularity so that two threads never write the same page (and O_DIRECT stays aligned). */
@@ -124,6 +125,15 @@ export class ThreadedHostCopier implements HostCopier {
     return this.submit([[OP.WRITE, fd, src, bytes, offset, bytes]], 'pwrite');
   }
 
+  cachedShare(fd: number, offset: number, bytes: number): number | undefined {
+    try {
+      const r = libcIo().residentPages(fd, offset, bytes);
+      return r && r.pages > 0 ? r.resident / r.pages : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   private submit(entries: Entry[], what: string): Promise<void> {
     if (this.disposed) return Promise.reject(new DisposedError('the host copier was disposed'));
     if (this.failure) return Promise.reject(this.failure);
@@ -224,6 +234,15 @@ export class ThreadedHostCopier implements HostCopier {
     this.queued.length = 0;
   }
 
+  /** Waits on this thread until every copy posted (and queued) has finished; the threads keep running. */
+  waitIdle(): void {
+    while ((this.inFlight.size > 0 || this.queued.length > 0) && !this.failure) {
+      const seen = Atomics.load(this.ctl, CTL.GROUP_DONE);
+      this.settle();
+      if (this.inFlight.size > 0) Atomics.wait(this.ctl, CTL.GROUP_DONE, seen, 1000);
+    }
+  }
+
   /**
    * Stops the threads. Copies already posted are waited for on this thread (the memory they touch may be freed
    * next); queued ones are refused.
@@ -233,11 +252,7 @@ export class ThreadedHostCopier implements HostCopier {
     this.disposed = true;
     for (const p of this.queued) p.reject(new DisposedError('the host copier was disposed before the copy started'));
     this.queued.length = 0;
-    while (this.inFlight.size > 0 && !this.failure) {
-      const seen = Atomics.load(this.ctl, CTL.GROUP_DONE);
-      this.settle();
-      if (this.inFlight.size > 0) Atomics.wait(this.ctl, CTL.GROUP_DONE, seen, 1000);
-    }
+    this.waitIdle();
     Atomics.store(this.ctl, CTL.STOP, 1);
     for (let i = 0; i < this.threads; i++) Atomics.notify(this.ctl, CTL.mailbox(i));
     for (const w of this.workers) void w.terminate();

@@ -1,0 +1,549 @@
+/**
+ * The engine of a stager: every transfer queued on it is cut into pieces that flow through the pinned ring in the
+ * order they were asked for, without the ring draining between transfers. Pieces are packed into chunks: one slot of
+ * the ring, filled by the host threads (a gather of many small sources, or a file read) and landed with one device
+ * copy, a batched copy when the chunk holds several pieces; downloads the other way round. Chunks go to the device in
+ * order (a later transfer to the same memory lands after an earlier one) and their completions are waited for in
+ * order, one waiting thread at a time.
+ *
+ *   upload chunk:   [hazards] -> fill slot (threads) -> device copy (in chunk order) -> event -> slot free
+ *   download chunk: device copy (in chunk order) -> event -> [hazards] -> drain slot (threads) -> slot free
+ *
+ * Host ranges are tracked per buffer while chunks use them, so that a download into a buffer waits for an earlier
+ * upload still reading it (and the reverse); device ranges are ordered by the stream. A failing chunk fails the
+ * transfers it carries; the others go on, and the ring is whole again once the chunks in flight have settled.
+ */
+import { ErrorCode, GpuError } from '../errors.js';
+import { CopyKind, type HostCopier, type NativeCopyBatch } from '../backend/backend.js';
+import type { MemoryRuntime } from '../memory/runtime.js';
+import type { GpuEvent } from '../stream/event.js';
+import type { Stream } from '../stream/stream.js';
+import type { Ring, Slot } from './ring.js';
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+/** Most pieces in one chunk (one batched copy, one gather on the threads). */
+const MAX_SEGMENTS = 512;
+/** Smallest chunk the engine cuts when little is queued (smaller chunks overlap the fill with the copy sooner). */
+const MIN_CHUNK = MiB;
+/** File chunks start at file offsets aligned to this (O_DIRECT needs it; buffered reads do not mind). */
+export const FILE_ALIGN = 4096;
+
+/** How a transfer's pieces move. */
+export type JobMode = 'staged' | 'direct' | 'file';
+
+/** A transfer in the engine. */
+export interface Job {
+  readonly direction: 'upload' | 'download';
+  readonly mode: JobMode;
+  /** For file transfers: the open file and whether it was opened with O_DIRECT. */
+  readonly file?: { fd: number; direct: boolean; key: string } | undefined;
+  readonly stream: Stream;
+  readonly signal: AbortSignal | undefined;
+  /** Bytes not landed yet. */
+  left: number;
+  /** Chunks that carried part of it. */
+  chunks: number;
+  /** Chunks in flight that carry part of it. */
+  inFlight: number;
+  /** The first failure (or the abort). */
+  failed: unknown;
+  settled: boolean;
+  /** Called once, when every piece landed or, after a failure, when its chunks in flight have settled. */
+  finish(error: unknown): void;
+}
+
+/**
+ * A piece of a transfer: `bytes` between host memory at `host` (a file offset for file transfers) and device memory
+ * at `dev`. `key` names the host buffer (or file) for the hazard check.
+ */
+export interface Piece {
+  job: Job;
+  host: number;
+  dev: number;
+  bytes: number;
+  /** The device side is managed memory (copied with the runtime's default kind, never batched). */
+  managed: boolean;
+  /** The host side is memory the runtime pinned or registered (a direct piece may go into a batched copy). */
+  pinned: boolean;
+  /** The host buffer (or file) for the hazard check, and the address of its first byte (0 for a file). */
+  key: object | string;
+  keyBase: number;
+}
+
+interface Segment {
+  job: Job;
+  host: number;
+  dev: number;
+  bytes: number;
+  managed: boolean;
+  pinned: boolean;
+  key: object | string;
+  keyBase: number;
+  /** Offset in the slot (staged and file chunks). */
+  at: number;
+}
+
+interface Chunk {
+  direction: 'upload' | 'download';
+  mode: JobMode;
+  stream: Stream;
+  slot: Slot | undefined;
+  event: GpuEvent;
+  segs: Segment[];
+  /** For a file chunk: the aligned file range read into (or written from) the slot. */
+  fileStart: number;
+  fileBytes: number;
+  /** Host operations of earlier chunks this one must wait for. */
+  deps: Array<Promise<void>>;
+  release: () => void;
+}
+
+interface HostOp {
+  key: object | string;
+  start: number;
+  end: number;
+  write: boolean;
+  done: Promise<void>;
+}
+
+/** What the engine needs from its stager. */
+export interface FlowHost {
+  readonly rt: MemoryRuntime;
+  readonly device: number;
+  readonly ring: Ring;
+  copier(): HostCopier;
+  /** A blocking-sync event for a chunk that uses no slot (taken back with {@link giveEvent}). */
+  takeEvent(): GpuEvent;
+  giveEvent(e: GpuEvent): void;
+  /** An event used to order the stager's copies across streams. */
+  handoffEvent(): GpuEvent;
+  /** Host work the stager does itself where the copier cannot (file reads on the host backend). */
+  readInto(fd: number, address: number, bytes: number, offset: number, need: number): Promise<void>;
+  writeFrom(fd: number, address: number, bytes: number, offset: number): Promise<void>;
+}
+
+export class Flow {
+  private queue: Piece[] = [];
+  private head = 0;
+  private queuedBytes = 0;
+  private pumping = false;
+  private dmaChain: Promise<unknown> = Promise.resolve();
+  private waitChain: Promise<unknown> = Promise.resolve();
+  private lastStream: Stream | undefined;
+  private readonly hostOps = new Map<object | string, HostOp[]>();
+  /** Chunks started and not settled. */
+  private live = 0;
+  private idleWaiters: Array<() => void> = [];
+  /** Chunks started since the stager was made (a list of small transfers packs into few). */
+  chunksStarted = 0;
+  /** @internal Test hook: awaited before each chunk's device copy is enqueued (holds a transfer at a known point). */
+  beforeDeviceCopy: ((chunk: { bytes: number; direction: string }) => Promise<void> | void) | undefined;
+
+  constructor(private readonly host: FlowHost) {}
+
+  /** Bytes queued and not yet in a chunk. */
+  get pending(): number {
+    return this.queuedBytes;
+  }
+
+  /** True while nothing is queued or in flight. */
+  get idle(): boolean {
+    return this.head >= this.queue.length && this.live === 0;
+  }
+
+  /** Resolves when nothing is queued or in flight. */
+  drained(): Promise<void> {
+    return this.idle ? Promise.resolve() : new Promise((r) => this.idleWaiters.push(r));
+  }
+
+  /** Queues a transfer's pieces; they start once the engine reaches them. */
+  submit(pieces: readonly Piece[]): void {
+    for (const p of pieces) {
+      this.queue.push(p);
+      this.queuedBytes += p.bytes;
+    }
+    this.pump();
+  }
+
+  private pump(): void {
+    if (this.pumping) return;
+    this.pumping = true;
+    queueMicrotask(() => void this.drive());
+  }
+
+  /** Builds chunks while pieces are queued, waiting for a ring slot when every slot is in use. */
+  private async drive(): Promise<void> {
+    try {
+      for (;;) {
+        const p = this.peek();
+        if (!p) break;
+        const needsSlot = p.job.mode !== 'direct';
+        let slot: Slot | undefined;
+        if (needsSlot) {
+          const s = this.host.ring.acquire();
+          slot = s instanceof Promise ? await s : s;
+        }
+        const chunk = this.assemble(slot);
+        if (!chunk) {
+          if (slot) this.host.ring.release(slot);
+          continue;
+        }
+        this.start(chunk);
+      }
+    } catch (e) {
+      // No slot could be pinned (or an event made): every transfer still queued fails with it.
+      for (let p = this.peek(); p; p = this.peek()) {
+        this.fail(p.job, e);
+        this.drop();
+      }
+    } finally {
+      this.pumping = false;
+      this.compact();
+      if (this.head < this.queue.length) this.pump();
+      else this.checkIdle();
+    }
+  }
+
+  /** The first queued piece of a live transfer (pieces of failed or aborted transfers are dropped on the way). */
+  private peek(): Piece | undefined {
+    while (this.head < this.queue.length) {
+      const p = this.queue[this.head]!;
+      const j = p.job;
+      if (j.failed === undefined && j.signal?.aborted) this.fail(j, aborted());
+      if (j.failed === undefined) return p;
+      this.drop();
+    }
+    return undefined;
+  }
+
+  private drop(): void {
+    const p = this.queue[this.head++]!;
+    this.queuedBytes -= p.bytes;
+    this.maybeFinish(p.job);
+  }
+
+  private compact(): void {
+    if (this.head > 0 && this.head >= this.queue.length) {
+      this.queue = [];
+      this.head = 0;
+    } else if (this.head > 4096 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  /**
+   * The next chunk from the queue's head. Little queued: chunks are cut smaller (down to 1 MiB) so that the copy of
+   * the first starts while the threads fill the next.
+   */
+  private assemble(slot: Slot | undefined): Chunk | undefined {
+    const first = this.peek();
+    if (!first) return undefined;
+    const job = first.job;
+    if ((job.mode === 'direct') !== (slot === undefined)) return undefined;
+    const ring = this.host.ring;
+    const limit = Math.min(ring.chunkBytes, Math.max(MIN_CHUNK, Math.ceil(this.queuedBytes / ring.depth / (64 * KiB)) * 64 * KiB));
+    const segs: Segment[] = [];
+    let used = 0;
+    let fileStart = 0;
+    let fileBytes = 0;
+    if (job.mode === 'file') {
+      // One piece per chunk, its slot read from an aligned file offset so that the next chunk starts aligned too.
+      const lead = first.host % FILE_ALIGN;
+      const take = Math.min(first.bytes, Math.max(FILE_ALIGN, Math.floor(limit / FILE_ALIGN) * FILE_ALIGN) - lead);
+      fileStart = first.host - lead;
+      fileBytes = Math.ceil((lead + take) / FILE_ALIGN) * FILE_ALIGN;
+      segs.push({ job, host: first.host, dev: first.dev, bytes: take, managed: first.managed, pinned: true, key: first.key, keyBase: 0, at: lead });
+      this.consume(first, take);
+    } else {
+      const cap = job.mode === 'staged' ? limit : Number.POSITIVE_INFINITY;
+      for (let p: Piece | undefined = first; p && segs.length < MAX_SEGMENTS; p = this.peek()) {
+        if (p.job.mode !== job.mode || p.job.direction !== job.direction || p.job.stream !== job.stream) break;
+        const take = Math.min(p.bytes, cap - used);
+        if (take <= 0) break;
+        segs.push({
+          job: p.job,
+          host: p.host,
+          dev: p.dev,
+          bytes: take,
+          managed: p.managed,
+          pinned: job.mode !== 'direct' || p.pinned,
+          key: p.key,
+          keyBase: p.keyBase,
+          at: used,
+        });
+        used += take;
+        const whole = take === p.bytes;
+        this.consume(p, take);
+        if (!whole || (job.mode === 'direct' && used >= 256 * MiB)) break;
+      }
+    }
+    const event = slot ? slot.event : this.host.takeEvent();
+    const chunk: Chunk = {
+      direction: job.direction,
+      mode: job.mode,
+      stream: job.stream,
+      slot,
+      event,
+      segs,
+      fileStart,
+      fileBytes,
+      deps: [],
+      release: () => (slot ? this.host.ring.release(slot) : this.host.giveEvent(event)),
+    };
+    const jobs = new Set(segs.map((s) => s.job));
+    for (const j of jobs) {
+      j.chunks++;
+      j.inFlight++;
+    }
+    this.live++;
+    this.chunksStarted++;
+    return chunk;
+  }
+
+  /** Takes `take` bytes off the front of a queued piece (the whole piece leaves the queue). */
+  private consume(p: Piece, take: number): void {
+    this.queuedBytes -= take;
+    if (take === p.bytes) {
+      this.head++;
+      return;
+    }
+    p.host += take;
+    p.dev += take;
+    p.bytes -= take;
+  }
+
+  /** Runs a chunk's life: registers its host ranges now (in order), then fills, copies, waits and drains. */
+  private start(c: Chunk): void {
+    const reads = c.direction === 'upload';
+    const ops = this.registerHostOps(c, !reads);
+    let hostDone: () => void = () => {};
+    const hostWork = new Promise<void>((r) => {
+      hostDone = r;
+    });
+    for (const op of ops) op.done = hostWork;
+    const deps = c.deps;
+    let landed: Promise<void>;
+    if (reads) {
+      const filled = (deps.length ? Promise.all(deps) : Promise.resolve()).then(() => this.fill(c));
+      filled.then(hostDone, hostDone);
+      const enqueued = this.dmaChain.then(() => filled).then(() => this.enqueue(c));
+      this.dmaChain = enqueued.catch(() => {});
+      landed = this.waitChain.then(() => enqueued).then((ran) => (ran ? c.event.synchronize() : undefined));
+      this.waitChain = landed.catch(() => {});
+    } else {
+      const enqueued = this.dmaChain.then(() => this.enqueue(c));
+      this.dmaChain = enqueued.catch(() => {});
+      const arrived = this.waitChain.then(() => enqueued).then((ran) => (ran ? c.event.synchronize() : undefined));
+      this.waitChain = arrived.catch(() => {});
+      landed = arrived.then(() => (deps.length ? Promise.all(deps) : undefined)).then(() => this.drain(c));
+      landed.then(hostDone, hostDone);
+    }
+    landed.then(
+      () => this.settle(c, undefined),
+      (e: unknown) => this.settle(c, e),
+    );
+    void hostWork.then(() => this.unregisterHostOps(ops));
+  }
+
+  /** Host ranges the chunk reads (uploads) or writes (downloads), with the earlier ones it conflicts with as deps. */
+  private registerHostOps(c: Chunk, write: boolean): HostOp[] {
+    const spans = new Map<object | string, [number, number]>();
+    if (c.mode === 'file') {
+      const key = c.segs[0]!.job.file!.key;
+      spans.set(key, [c.fileStart, c.fileStart + c.fileBytes]);
+    } else {
+      for (const s of c.segs) {
+        const key = s.key;
+        const at = s.host - s.keyBase;
+        const span = spans.get(key);
+        if (span) {
+          span[0] = Math.min(span[0], at);
+          span[1] = Math.max(span[1], at + s.bytes);
+        } else spans.set(key, [at, at + s.bytes]);
+      }
+    }
+    const ops: HostOp[] = [];
+    for (const [key, [start, end]] of spans) {
+      const list = this.hostOps.get(key);
+      if (list) {
+        for (const o of list) if ((write || o.write) && o.start < end && start < o.end) c.deps.push(o.done);
+      }
+      const op: HostOp = { key, start, end, write, done: Promise.resolve() };
+      if (list) list.push(op);
+      else this.hostOps.set(key, [op]);
+      ops.push(op);
+    }
+    return ops;
+  }
+
+  private unregisterHostOps(ops: HostOp[]): void {
+    for (const op of ops) {
+      const list = this.hostOps.get(op.key);
+      if (!list) continue;
+      const at = list.indexOf(op);
+      if (at >= 0) list.splice(at, 1);
+      if (list.length === 0) this.hostOps.delete(op.key);
+    }
+  }
+
+  /** The host threads fill the chunk's slot: a copy, a gather of several, or a file read. */
+  private fill(c: Chunk): Promise<void> {
+    const copier = this.host.copier();
+    const base = c.slot ? c.slot.memory.address : 0;
+    if (c.mode === 'file') {
+      const f = c.segs[0]!.job.file!;
+      const need = c.segs[0]!.at + c.segs[0]!.bytes;
+      return copier.readFile ? copier.readFile(f.fd, base, c.fileBytes, c.fileStart, need) : this.host.readInto(f.fd, base, c.fileBytes, c.fileStart, need);
+    }
+    if (c.mode === 'direct') return Promise.resolve();
+    return this.hostCopies(
+      copier,
+      c.segs.map((s) => base + s.at),
+      c.segs.map((s) => s.host),
+      c.segs,
+    );
+  }
+
+  /** The host threads empty the chunk's slot into host memory (a scatter) or into the file. */
+  private drain(c: Chunk): Promise<void> {
+    const copier = this.host.copier();
+    const base = c.slot ? c.slot.memory.address : 0;
+    if (c.mode === 'file') {
+      const s = c.segs[0]!;
+      const f = s.job.file!;
+      return copier.writeFile ? copier.writeFile(f.fd, base + s.at, s.bytes, s.host) : this.host.writeFrom(f.fd, base + s.at, s.bytes, s.host);
+    }
+    if (c.mode === 'direct') return Promise.resolve();
+    return this.hostCopies(
+      copier,
+      c.segs.map((s) => s.host),
+      c.segs.map((s) => base + s.at),
+      c.segs,
+    );
+  }
+
+  private hostCopies(copier: HostCopier, dsts: number[], srcs: number[], segs: readonly Segment[]): Promise<void> {
+    if (segs.length === 1) return copier.copy(dsts[0]!, srcs[0]!, segs[0]!.bytes);
+    const sizes = segs.map((s) => s.bytes);
+    if (copier.copyMany) return copier.copyMany(dsts, srcs, sizes);
+    return Promise.all(sizes.map((n, i) => copier.copy(dsts[i]!, srcs[i]!, n))).then(() => {});
+  }
+
+  /**
+   * Enqueues the chunk's device copy on its stream, after the chunks before it (the caller chains it): one copy,
+   * or one batched copy of its pieces. Answers false when every transfer it carries has failed or was aborted (the
+   * copy is left out: nothing more lands for them).
+   */
+  private async enqueue(c: Chunk): Promise<boolean> {
+    if (this.beforeDeviceCopy) await this.beforeDeviceCopy({ bytes: c.segs.reduce((a, s) => a + s.bytes, 0), direction: c.direction });
+    for (const s of c.segs) if (s.job.failed === undefined && s.job.signal?.aborted) this.fail(s.job, aborted());
+    if (c.segs.every((s) => s.job.failed !== undefined)) return false;
+    const rt = this.host.rt;
+    const b = rt.backend;
+    const s = c.stream;
+    s.assertLive('transfer');
+    if (this.lastStream && this.lastStream !== s && !this.lastStream.disposed) {
+      // Copies through one stager land in the order asked, whichever streams they go on.
+      const h = this.host.handoffEvent();
+      h.record(this.lastStream);
+      s.waitEvent(h);
+    }
+    this.lastStream = s;
+    const base = c.slot ? c.slot.memory.address : 0;
+    const up = c.direction === 'upload';
+    const addr = (g: Segment): [number, number] => {
+      const host = c.mode === 'direct' ? g.host : base + g.at;
+      return up ? [g.dev, host] : [host, g.dev];
+    };
+    const kind = (g: Segment): CopyKind => (g.managed ? CopyKind.Default : up ? CopyKind.HostToDevice : CopyKind.DeviceToHost);
+    if (c.segs.length > 1 && b.capabilities.batchCopies && c.segs.every((g) => !g.managed && g.pinned)) {
+      b.memcpyBatchAsync(packBatch(c.segs.map(addr), c.segs, up, this.host.device), s.handle);
+    } else {
+      for (const g of c.segs) {
+        const [d, src] = addr(g);
+        b.memcpyAsync(d, src, g.bytes, kind(g), s.handle);
+      }
+    }
+    c.event.record(s);
+    return true;
+  }
+
+  /** A chunk settled: its slot goes back, its bytes count as landed, and transfers that are done finish. */
+  private settle(c: Chunk, error: unknown): void {
+    c.release();
+    this.live--;
+    const jobs = new Set<Job>();
+    for (const s of c.segs) {
+      if (error === undefined && s.job.failed === undefined) s.job.left -= s.bytes;
+      jobs.add(s.job);
+    }
+    for (const j of jobs) {
+      j.inFlight--;
+      if (error !== undefined) this.fail(j, error);
+      this.maybeFinish(j);
+    }
+    this.checkIdle();
+  }
+
+  /** Marks a transfer failed (its first failure is kept); its queued pieces are dropped when the engine reaches them. */
+  fail(j: Job, e: unknown): void {
+    if (j.failed === undefined) j.failed = e;
+  }
+
+  private maybeFinish(j: Job): void {
+    if (j.settled || j.inFlight > 0) return;
+    if (j.failed === undefined && j.left > 0) return;
+    if (j.failed !== undefined && this.hasQueued(j)) return;
+    j.settled = true;
+    j.finish(j.failed);
+  }
+
+  private hasQueued(j: Job): boolean {
+    for (let i = this.head; i < this.queue.length; i++) if (this.queue[i]!.job === j) return true;
+    return false;
+  }
+
+  private checkIdle(): void {
+    if (!this.idle) return;
+    const w = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const r of w) r();
+  }
+
+  /** Fails everything still queued (the stager is going away); chunks in flight settle on their own. */
+  abandon(e: unknown): void {
+    for (let i = this.head; i < this.queue.length; i++) this.fail(this.queue[i]!.job, e);
+    for (let p = this.peek(); p; p = this.peek()) this.drop();
+    this.compact();
+    this.checkIdle();
+  }
+}
+
+/** A batch of the chunk's copies for the runtime's batch call (one run: host to device, or device to host). */
+function packBatch(pairs: ReadonlyArray<[number, number]>, segs: readonly Segment[], up: boolean, device: number): NativeCopyBatch {
+  const n = pairs.length;
+  const dsts = new Uint32Array(2 * n);
+  const srcs = new Uint32Array(2 * n);
+  const sizes = new Uint32Array(2 * n);
+  const U32 = 2 ** 32;
+  for (let i = 0; i < n; i++) {
+    const [d, s] = pairs[i]!;
+    const z = segs[i]!.bytes;
+    dsts[2 * i] = d % U32;
+    dsts[2 * i + 1] = (d / U32) >>> 0;
+    srcs[2 * i] = s % U32;
+    srcs[2 * i + 1] = (s / U32) >>> 0;
+    sizes[2 * i] = z % U32;
+    sizes[2 * i + 1] = (z / U32) >>> 0;
+  }
+  const dev = { type: 'device' as const, device };
+  const host = { type: 'host' as const };
+  return { count: n, dsts, srcs, sizes, runs: [{ first: 0, src: up ? host : dev, dst: up ? dev : host }] };
+}
+
+/** The error of an aborted transfer. */
+export function aborted(): GpuError {
+  return new GpuError(ErrorCode.ABORTED, 'the transfer was aborted: the chunks in flight finished, nothing more was copied');
+}
