@@ -112,7 +112,7 @@ export class Runtime extends MemoryRuntime {
    */
   uploadMany(items: readonly UploadItem[], options: ManyOptions = {}): Promise<ManyResult> {
     try {
-      return this.stagerFor(items?.[0]?.dst, 'uploadMany: item 0 destination').uploadMany(items, options);
+      return this.listStager(items, (it) => it.dst, 'uploadMany: item 0 destination').uploadMany(items, options);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -124,7 +124,7 @@ export class Runtime extends MemoryRuntime {
    */
   downloadMany(items: readonly DownloadItem[], options: ManyOptions = {}): Promise<ManyResult> {
     try {
-      return this.stagerFor(items?.[0]?.src, 'downloadMany: item 0 source').downloadMany(items, options);
+      return this.listStager(items, (it) => it.src, 'downloadMany: item 0 source').downloadMany(items, options);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -186,6 +186,12 @@ export class Runtime extends MemoryRuntime {
     const st = new Stager(this, options);
     this.adoptDependent(st);
     return st;
+  }
+
+  /** The stager of a list's first device memory (device 0's when there is none: its checks then name the fault). */
+  private listStager<T>(items: readonly T[], device: (item: T) => MemoryRef, what: string): Stager {
+    const first = Array.isArray(items) ? items[0] : undefined;
+    return first && typeof first === 'object' ? this.stagerFor(device(first), what) : this.defaultStager(0);
   }
 
   private stagerFor(ref: MemoryRef | undefined, what: string): Stager {

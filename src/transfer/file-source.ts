@@ -206,6 +206,7 @@ function safeClose(fd: number): void {
 export function ioError(message: string, e: unknown): GpuError {
   const err = e as NodeJS.ErrnoException;
   const name = err?.code;
+  if (name === 'EISDIR') return new InvalidArgumentError(`${message}: it is a directory`, ErrorCode.INVALID_ARGUMENT, { statusName: name, cause: e });
   return new GpuError(ErrorCode.IO_ERROR, `${message}: ${name === 'ENOENT' ? 'no such file (ENOENT)' : (name ?? String(e))}`, {
     status: typeof err?.errno === 'number' ? -err.errno : undefined,
     statusName: name,

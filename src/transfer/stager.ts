@@ -215,7 +215,7 @@ export class Stager implements Disposable, FlowHost {
     try {
       this.assertUsable();
       stream = this.checkCommon(o, direction, ['auto', 'staged', 'direct']);
-      c = this.check(direction, devRef, hostBuf, o, direction);
+      c = this.check(direction, devRef, hostBuf, o, direction, true);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -245,7 +245,7 @@ export class Stager implements Disposable, FlowHost {
         const it = items[i] as (UploadItem & DownloadItem) | undefined;
         if (!it || typeof it !== 'object') throw new InvalidArgumentError(`${name}: item ${i} is not an object`);
         const [devRef, hostBuf] = direction === 'upload' ? [it.dst, it.src] : [it.src, it.dst];
-        checked.push(this.check(direction, devRef, hostBuf, { ...it, path: o.path }, `${name}: item ${i}`));
+        checked.push(this.check(direction, devRef, hostBuf, { ...it, path: o.path }, `${name}: item ${i}`, items.length === 1));
       }
     } catch (e) {
       for (const c of checked) c.host.release();
@@ -342,7 +342,7 @@ export class Stager implements Disposable, FlowHost {
   }
 
   /** Checks one transfer's memory and ranges; the host buffer is resolved (release it if a later check fails). */
-  private check(direction: 'upload' | 'download', devRef: MemoryRef, hostBuf: HostBuffer, o: TransferOptions, what: string): Checked {
+  private check(direction: 'upload' | 'download', devRef: MemoryRef, hostBuf: HostBuffer, o: TransferOptions, what: string, alone: boolean): Checked {
     const up = direction === 'upload';
     const dev = this.resolveDevice(devRef, up ? `${what} destination` : `${what} source`);
     const host = resolveHost(this.rt.backend, hostBuf, up ? `${what} source` : `${what} destination`);
@@ -355,7 +355,7 @@ export class Stager implements Disposable, FlowHost {
         dev.allocation.bytes - dev.offset,
         up ? `${what} destination` : `${what} source`,
       );
-      const path = this.pathFor(host, bytes, o.path ?? 'auto');
+      const path = this.pathFor(host, bytes, o.path ?? 'auto', alone);
       return { dev, host, bytes, hostAddress: host.address + hostRange.offset, devOffset: dev.offset + devRange.offset, path };
     } catch (e) {
       host.release();
@@ -399,13 +399,13 @@ export class Stager implements Disposable, FlowHost {
     return { allocation, offset };
   }
 
-  private pathFor(host: ResolvedHost, bytes: number, asked: 'auto' | 'staged' | 'direct'): TransferPath {
+  private pathFor(host: ResolvedHost, bytes: number, asked: 'auto' | 'staged' | 'direct', alone: boolean): TransferPath {
     if (host.kind === 'pinned' || host.kind === 'mapped') return 'pinned';
     if (host.kind === 'registered') return 'registered';
     if (asked === 'direct') return 'direct';
     if (asked === 'staged') return 'staged';
-    // A small transfer that finds the stager idle costs less as one runtime copy; behind others it is packed.
-    return bytes < this.directBelow && this.flow.idle ? 'direct' : 'staged';
+    // A small transfer that finds the stager idle costs less as one runtime copy; behind others (or in a list) it is packed.
+    return alone && bytes < this.directBelow && this.flow.idle ? 'direct' : 'staged';
   }
 
   private result(direction: 'upload' | 'download', path: TransferPath, bytes: number, chunks: number, t0: number, ring = path === 'staged'): TransferResult {

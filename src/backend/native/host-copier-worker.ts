@@ -24,14 +24,23 @@ const params = new Float64Array(shared.params);
 const groups = new Int32Array(shared.groups);
 const lists = new Float64Array(shared.lists);
 const status = new Int32Array(shared.status);
-const where = new Float64Array(shared.where);
+const where = new BigInt64Array(shared.where);
 const libc = libcIo();
 const POSTED = CTL.mailbox(shared.index);
 const DONE = POSTED + 1;
 const base = shared.index * RING * JOB_FIELDS;
 
+/** Records a failure: an errno wins over the end of the file; of several, the lowest file offset is kept. */
 function fail(group: number, code: number, at: number): void {
-  if (Atomics.compareExchange(status, group, 0, code) === 0) where[group] = at;
+  const was = Atomics.compareExchange(status, group, 0, code);
+  if (was === END_OF_FILE && code > 0) Atomics.store(status, group, code);
+  const mine = BigInt(at);
+  let cur = Atomics.load(where, group);
+  while (mine < cur) {
+    const prev = Atomics.compareExchange(where, group, cur, mine);
+    if (prev === cur) break;
+    cur = prev;
+  }
 }
 
 /** Runs one entry; false when it failed (the failure is recorded). */

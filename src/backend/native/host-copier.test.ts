@@ -176,3 +176,45 @@ test('file reads and writes on the threads: byte-exact at any offset, a short fi
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('O_DIRECT reads into page-aligned memory land byte-exact, a tail past the end included; the page cache share is told', async () => {
+  const { constants, fsyncSync } = await import('node:fs');
+  const { libcIo, FADV } = await import('./host-io/ffi.js');
+  const dir = mkdtempSync(join(tmpdir(), 'gpumem-direct-'));
+  const copier = new ThreadedHostCopier(2);
+  try {
+    const size = (1 << 20) + 1234; // not a whole number of pages: the last O_DIRECT read ends early
+    const data = pattern(size, 3);
+    const path = join(dir, 'd.bin');
+    writeFileSync(path, data);
+    const w = openSync(path, 'r');
+    fsyncSync(w);
+    closeSync(w);
+    let fd: number;
+    try {
+      fd = openSync(path, constants.O_RDONLY | constants.O_DIRECT);
+    } catch {
+      return; // this file system refuses O_DIRECT: the engine falls back to buffered reads there (file-source.ts)
+    }
+    try {
+      const room = new ArrayBuffer(size + 3 * 4096);
+      const base = addressOf(room);
+      const aligned = Math.ceil(base / 4096) * 4096;
+      const alignedBytes = Math.ceil(size / 4096) * 4096;
+      await copier.readFile(fd, aligned, alignedBytes, 0, size);
+      assert.deepEqual(new Uint8Array(room, aligned - base, size), data);
+      // Dropped from the cache, the range is told as not cached; read through the cache, as cached.
+      assert.equal(libcIo().fadvise(fd, 0, size, FADV.DONTNEED), 0);
+      const cold = copier.cachedShare(fd, 0, size);
+      assert.ok(cold !== undefined && cold < 0.5, `after DONTNEED: ${cold}`);
+      readFileSync(path);
+      const warm = copier.cachedShare(fd, 0, size);
+      assert.ok(warm !== undefined && warm > 0.5, `after a read: ${warm}`);
+    } finally {
+      closeSync(fd);
+    }
+  } finally {
+    copier.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -13,6 +13,7 @@
  * `ready` resolves once every thread is up. Work posted before then waits in the mailboxes of the threads still
  * booting; `idleThreads()` lets a caller do small work itself meanwhile.
  */
+import { fstatSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { constants } from 'node:os';
 import { DisposedError, ErrorCode, GpuError } from '../../errors.js';
@@ -47,7 +48,7 @@ export class ThreadedHostCopier implements HostCopier {
   private readonly groups: Int32Array;
   private readonly lists: Float64Array;
   private readonly status: Int32Array;
-  private readonly where: Float64Array;
+  private readonly where: BigInt64Array;
   private readonly workers: Worker[] = [];
   private readonly freeGroups: number[] = [];
   private readonly inFlight = new Map<number, Pending>();
@@ -65,7 +66,7 @@ export class ThreadedHostCopier implements HostCopier {
     this.groups = new Int32Array(new SharedArrayBuffer(4 * MAX_GROUPS));
     this.lists = new Float64Array(new SharedArrayBuffer(8 * MAX_GROUPS * LIST_CAP * ENTRY_FIELDS));
     this.status = new Int32Array(new SharedArrayBuffer(4 * MAX_GROUPS));
-    this.where = new Float64Array(new SharedArrayBuffer(8 * MAX_GROUPS));
+    this.where = new BigInt64Array(new SharedArrayBuffer(8 * MAX_GROUPS));
     for (let g = MAX_GROUPS - 1; g >= 0; g--) this.freeGroups.push(g);
     const spin = Number(process.env.GPUMEM_COPIER_SPIN_US ?? SPIN_MICROS);
     const url = new URL('./host-copier-worker.js', import.meta.url);
@@ -174,6 +175,7 @@ export class ThreadedHostCopier implements HostCopier {
       }
     }
     Atomics.store(this.status, g, 0);
+    Atomics.store(this.where, g, 2n ** 63n - 1n);
     Atomics.store(this.groups, g, runs.length);
     this.inFlight.set(g, p);
     for (const [start, count] of runs) {
@@ -223,7 +225,7 @@ export class ThreadedHostCopier implements HostCopier {
       this.freeGroups.push(g);
       const code = Atomics.load(this.status, g);
       if (code === 0) p.resolve();
-      else p.reject(ioError(p.what, code, this.where[g]!, p.entries));
+      else p.reject(ioError(p.what, code, Number(Atomics.load(this.where, g)), p.entries));
     }
     while (this.queued.length > 0 && this.freeGroups.length > 0) this.post(this.queued.shift()!);
   }
@@ -287,7 +289,14 @@ function split(entries: readonly Entry[], threads: number): Entry[] {
 function ioError(what: string, code: number, at: number, entries: readonly Entry[]): GpuError {
   if (code === END_OF_FILE) {
     const end = Math.max(...entries.map((e) => e[4] + e[5]));
-    return new GpuError(ErrorCode.IO_ERROR, `the file ended at byte ${at}, before byte ${end} the read needed (was it truncated during the read?)`, {
+    // Threads stop at the first failure of their copy, so the lowest offset seen may be past the end: ask the file.
+    let size = at;
+    try {
+      size = Math.min(at, fstatSync(entries[0]![1]).size);
+    } catch {
+      // the descriptor was closed meanwhile: keep the offset the threads saw
+    }
+    return new GpuError(ErrorCode.IO_ERROR, `the file ended at byte ${size}, before byte ${end} the read needed (was it truncated during the read?)`, {
       statusName: 'EOF',
     });
   }
