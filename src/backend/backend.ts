@@ -259,6 +259,8 @@ export interface HostCopier {
   readonly ready?: Promise<void>;
   /** The share (0 to 1) of a file range's pages in the page cache, where it can be told (mincore). */
   cachedShare?(fd: number, offset: number, bytes: number): number | undefined;
+  /** Drops a file range's clean pages from the page cache (posix_fadvise DONTNEED); false where that cannot be done. */
+  dropCache?(fd: number, offset: number, bytes: number): boolean;
   /** Waits on this thread until the work already posted has finished (the threads keep running). */
   waitIdle?(): void;
   /** Waits on this thread for the copies already started, refuses the rest, and stops the threads. Idempotent. */

@@ -127,13 +127,17 @@ export class Flow {
   private queue: Piece[] = [];
   private head = 0;
   private queuedBytes = 0;
+  /** A drive runs (it may be waiting for a slot). */
   private pumping = false;
+  /** A drive is due at the end of this turn. */
+  private scheduled = false;
   private dmaChain: Promise<unknown> = Promise.resolve();
   private waitChain: Promise<unknown> = Promise.resolve();
   private lastStream: Stream | undefined;
   private readonly hostOps = new Map<object | string, HostOp[]>();
-  /** Chunks started and not settled. */
+  /** Chunks started and not settled, and their bytes. */
   private live = 0;
+  private flightBytes = 0;
   private idleWaiters: Array<() => void> = [];
   /** Chunks started since the stager was made (a list of small transfers packs into few). */
   chunksStarted = 0;
@@ -157,23 +161,49 @@ export class Flow {
     return this.idle ? Promise.resolve() : new Promise((r) => this.idleWaiters.push(r));
   }
 
-  /** Queues a transfer's pieces; they start once the engine reaches them. */
+  /**
+   * Queues a transfer's pieces; they start once the engine reaches them. Whole chunks' worth of staged pieces start
+   * at once while a slot is free, so that the threads copy while a program is still making its calls (4096 calls of
+   * rt.upload in a row); what is left waits for the end of the current turn, to be packed with what comes next.
+   */
   submit(pieces: readonly Piece[]): void {
     for (const p of pieces) {
       this.queue.push(p);
       this.queuedBytes += p.bytes;
     }
+    if (!this.pumping) {
+      const ring = this.host.ring;
+      for (let p = this.peek(); p && p.job.mode === 'staged' && this.queuedBytes >= ring.chunkBytes; p = this.peek()) {
+        let slot: Slot | undefined;
+        try {
+          slot = ring.tryAcquire();
+        } catch {
+          break; // pinning failed: the engine reports it when it reaches the piece
+        }
+        if (!slot) break;
+        const chunk = this.assemble(slot);
+        if (!chunk) {
+          ring.release(slot);
+          break;
+        }
+        this.start(chunk);
+      }
+    }
     this.pump();
   }
 
   private pump(): void {
-    if (this.pumping) return;
-    this.pumping = true;
-    queueMicrotask(() => void this.drive());
+    if (this.scheduled || this.head >= this.queue.length) return;
+    this.scheduled = true;
+    queueMicrotask(() => {
+      this.scheduled = false;
+      if (!this.pumping) void this.drive();
+    });
   }
 
   /** Builds chunks while pieces are queued, waiting for a ring slot when every slot is in use. */
   private async drive(): Promise<void> {
+    this.pumping = true;
     try {
       for (;;) {
         const p = this.peek();
@@ -234,8 +264,9 @@ export class Flow {
   }
 
   /**
-   * The next chunk from the queue's head. Little queued: chunks are cut smaller (down to 1 MiB) so that the copy of
-   * the first starts while the threads fill the next.
+   * The next chunk from the queue's head. Little queued or in flight (a lone transfer of a few MiB): chunks are cut
+   * smaller, down to 1 MiB, so that the copy of the first starts while the threads fill the next; a large transfer
+   * keeps full chunks to its end (what is in flight counts).
    */
   private assemble(slot: Slot | undefined): Chunk | undefined {
     const first = this.peek();
@@ -243,7 +274,8 @@ export class Flow {
     const job = first.job;
     if ((job.mode === 'direct') !== (slot === undefined)) return undefined;
     const ring = this.host.ring;
-    const limit = Math.min(ring.chunkBytes, Math.max(MIN_CHUNK, Math.ceil(this.queuedBytes / ring.depth / (64 * KiB)) * 64 * KiB));
+    const work = this.queuedBytes + this.flightBytes;
+    const limit = Math.min(ring.chunkBytes, Math.max(MIN_CHUNK, Math.ceil(work / ring.depth / (64 * KiB)) * 64 * KiB));
     const segs: Segment[] = [];
     let used = 0;
     let fileStart = 0;
@@ -298,6 +330,7 @@ export class Flow {
       j.inFlight++;
     }
     this.live++;
+    this.flightBytes += chunkBytesOf(segs);
     this.chunksStarted++;
     return chunk;
   }
@@ -437,7 +470,7 @@ export class Flow {
    * copy is left out: nothing more lands for them).
    */
   private async enqueue(c: Chunk): Promise<boolean> {
-    if (this.beforeDeviceCopy) await this.beforeDeviceCopy({ bytes: c.segs.reduce((a, s) => a + s.bytes, 0), direction: c.direction });
+    if (this.beforeDeviceCopy) await this.beforeDeviceCopy({ bytes: chunkBytesOf(c.segs), direction: c.direction });
     for (const s of c.segs) if (s.job.failed === undefined && s.job.signal?.aborted) this.fail(s.job, aborted());
     if (c.segs.every((s) => s.job.failed !== undefined)) return false;
     const rt = this.host.rt;
@@ -474,6 +507,7 @@ export class Flow {
   private settle(c: Chunk, error: unknown): void {
     c.release();
     this.live--;
+    this.flightBytes -= chunkBytesOf(c.segs);
     const jobs = new Set<Job>();
     for (const s of c.segs) {
       if (error === undefined && s.job.failed === undefined) s.job.left -= s.bytes;
@@ -541,6 +575,12 @@ function packBatch(pairs: ReadonlyArray<[number, number]>, segs: readonly Segmen
   const dev = { type: 'device' as const, device };
   const host = { type: 'host' as const };
   return { count: n, dsts, srcs, sizes, runs: [{ first: 0, src: up ? host : dev, dst: up ? dev : host }] };
+}
+
+function chunkBytesOf(segs: readonly Segment[]): number {
+  let n = 0;
+  for (const s of segs) n += s.bytes;
+  return n;
 }
 
 /** The error of an aborted transfer. */

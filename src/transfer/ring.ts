@@ -43,6 +43,11 @@ export class Ring {
     return new Promise<Slot>((resolve) => this.waiting.push(resolve));
   }
 
+  /** A free slot now (pinning a new one while the ring is below its depth), or undefined when every slot is in use. */
+  tryAcquire(): Slot | undefined {
+    return this.free.pop() ?? (this.slots.length < this.depth ? this.grow() : undefined);
+  }
+
   /** Gives a slot back once the work that used it is over. */
   release(s: Slot): void {
     if (this.closed) return;

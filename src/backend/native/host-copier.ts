@@ -18,7 +18,7 @@ import { Worker } from 'node:worker_threads';
 import { constants } from 'node:os';
 import { DisposedError, ErrorCode, GpuError } from '../../errors.js';
 import type { Address, HostCopier } from '../backend.js';
-import { libcIo } from './host-io/ffi.js';
+import { FADV, libcIo } from './host-io/ffi.js';
 import { CTL, END_OF_FILE, ENTRY_FIELDS, JOB_FIELDS, LIST_CAP, MAX_GROUPS, OP, RING } from './host-copier-layout.js';
 
 /** Parts are cut at this granularity so that two threads never write the same page (and O_DIRECT stays aligned). */
@@ -132,6 +132,14 @@ export class ThreadedHostCopier implements HostCopier {
       return r && r.pages > 0 ? r.resident / r.pages : undefined;
     } catch {
       return undefined;
+    }
+  }
+
+  dropCache(fd: number, offset: number, bytes: number): boolean {
+    try {
+      return libcIo().fadvise(fd, offset, bytes, FADV.DONTNEED) === 0;
+    } catch {
+      return false;
     }
   }
 
