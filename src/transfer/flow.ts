@@ -14,11 +14,14 @@
  * transfers it carries; the others go on, and the ring is whole again once the chunks in flight have settled.
  */
 import { ErrorCode, GpuError } from '../errors.js';
-import { CopyKind, type HostCopier, type NativeCopyBatch } from '../backend/backend.js';
-import type { MemoryRuntime } from '../memory/runtime.js';
-import type { GpuEvent } from '../stream/event.js';
+import { CopyKind } from '../backend/backend.js';
 import type { Stream } from '../stream/stream.js';
-import type { Ring, Slot } from './ring.js';
+import type { Slot } from './ring.js';
+import type { Chunk, FlowHost, Job, Piece, Segment } from './flow-types.js';
+
+export type { Chunk, FlowHost, Job, JobMode, Piece, Segment } from './flow-types.js';
+import { chunkBytesOf, drainChunk, fillChunk, packBatch, spansOf } from './chunk-io.js';
+import { HostHazards } from './hazards.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -28,100 +31,6 @@ const MAX_SEGMENTS = 512;
 const MIN_CHUNK = MiB;
 /** File chunks start at file offsets aligned to this (O_DIRECT needs it; buffered reads do not mind). */
 export const FILE_ALIGN = 4096;
-
-/** How a transfer's pieces move. */
-export type JobMode = 'staged' | 'direct' | 'file';
-
-/** A transfer in the engine. */
-export interface Job {
-  readonly direction: 'upload' | 'download';
-  readonly mode: JobMode;
-  /** For file transfers: the open file and whether it was opened with O_DIRECT. */
-  readonly file?: { fd: number; direct: boolean; key: string } | undefined;
-  readonly stream: Stream;
-  readonly signal: AbortSignal | undefined;
-  /** Bytes not landed yet. */
-  left: number;
-  /** Chunks that carried part of it. */
-  chunks: number;
-  /** Chunks in flight that carry part of it. */
-  inFlight: number;
-  /** The first failure (or the abort). */
-  failed: unknown;
-  settled: boolean;
-  /** Called once, when every piece landed or, after a failure, when its chunks in flight have settled. */
-  finish(error: unknown): void;
-}
-
-/**
- * A piece of a transfer: `bytes` between host memory at `host` (a file offset for file transfers) and device memory
- * at `dev`. `key` names the host buffer (or file) for the hazard check.
- */
-export interface Piece {
-  job: Job;
-  host: number;
-  dev: number;
-  bytes: number;
-  /** The device side is managed memory (copied with the runtime's default kind, never batched). */
-  managed: boolean;
-  /** The host side is memory the runtime pinned or registered (a direct piece may go into a batched copy). */
-  pinned: boolean;
-  /** The host buffer (or file) for the hazard check, and the address of its first byte (0 for a file). */
-  key: object | string;
-  keyBase: number;
-}
-
-interface Segment {
-  job: Job;
-  host: number;
-  dev: number;
-  bytes: number;
-  managed: boolean;
-  pinned: boolean;
-  key: object | string;
-  keyBase: number;
-  /** Offset in the slot (staged and file chunks). */
-  at: number;
-}
-
-interface Chunk {
-  direction: 'upload' | 'download';
-  mode: JobMode;
-  stream: Stream;
-  slot: Slot | undefined;
-  event: GpuEvent;
-  segs: Segment[];
-  /** For a file chunk: the aligned file range read into (or written from) the slot. */
-  fileStart: number;
-  fileBytes: number;
-  /** Host operations of earlier chunks this one must wait for. */
-  deps: Array<Promise<void>>;
-  release: () => void;
-}
-
-interface HostOp {
-  key: object | string;
-  start: number;
-  end: number;
-  write: boolean;
-  done: Promise<void>;
-}
-
-/** What the engine needs from its stager. */
-export interface FlowHost {
-  readonly rt: MemoryRuntime;
-  readonly device: number;
-  readonly ring: Ring;
-  copier(): HostCopier;
-  /** A blocking-sync event for a chunk that uses no slot (taken back with {@link giveEvent}). */
-  takeEvent(): GpuEvent;
-  giveEvent(e: GpuEvent): void;
-  /** An event used to order the stager's copies across streams. */
-  handoffEvent(): GpuEvent;
-  /** Host work the stager does itself where the copier cannot (file reads on the host backend). */
-  readInto(fd: number, address: number, bytes: number, offset: number, need: number): Promise<void>;
-  writeFrom(fd: number, address: number, bytes: number, offset: number): Promise<void>;
-}
 
 export class Flow {
   private queue: Piece[] = [];
@@ -134,7 +43,7 @@ export class Flow {
   private dmaChain: Promise<unknown> = Promise.resolve();
   private waitChain: Promise<unknown> = Promise.resolve();
   private lastStream: Stream | undefined;
-  private readonly hostOps = new Map<object | string, HostOp[]>();
+  private readonly hazards = new HostHazards();
   /** Chunks started and not settled, and their bytes. */
   private live = 0;
   private flightBytes = 0;
@@ -350,7 +259,7 @@ export class Flow {
   /** Runs a chunk's life: registers its host ranges now (in order), then fills, copies, waits and drains. */
   private start(c: Chunk): void {
     const reads = c.direction === 'upload';
-    const ops = this.registerHostOps(c, !reads);
+    const ops = this.hazards.register(spansOf(c), !reads, c.deps);
     let hostDone: () => void = () => {};
     const hostWork = new Promise<void>((r) => {
       hostDone = r;
@@ -359,7 +268,7 @@ export class Flow {
     const deps = c.deps;
     let landed: Promise<void>;
     if (reads) {
-      const filled = (deps.length ? Promise.all(deps) : Promise.resolve()).then(() => this.fill(c));
+      const filled = (deps.length ? Promise.all(deps) : Promise.resolve()).then(() => fillChunk(this.host, c));
       filled.then(hostDone, hostDone);
       const enqueued = this.dmaChain.then(() => filled).then(() => this.enqueue(c));
       this.dmaChain = enqueued.catch(() => {});
@@ -370,98 +279,14 @@ export class Flow {
       this.dmaChain = enqueued.catch(() => {});
       const arrived = this.waitChain.then(() => enqueued).then((ran) => (ran ? c.event.synchronize() : undefined));
       this.waitChain = arrived.catch(() => {});
-      landed = arrived.then(() => (deps.length ? Promise.all(deps) : undefined)).then(() => this.drain(c));
+      landed = arrived.then(() => (deps.length ? Promise.all(deps) : undefined)).then(() => drainChunk(this.host, c));
       landed.then(hostDone, hostDone);
     }
     landed.then(
       () => this.settle(c, undefined),
       (e: unknown) => this.settle(c, e),
     );
-    void hostWork.then(() => this.unregisterHostOps(ops));
-  }
-
-  /** Host ranges the chunk reads (uploads) or writes (downloads), with the earlier ones it conflicts with as deps. */
-  private registerHostOps(c: Chunk, write: boolean): HostOp[] {
-    const spans = new Map<object | string, [number, number]>();
-    if (c.mode === 'file') {
-      const key = c.segs[0]!.job.file!.key;
-      spans.set(key, [c.fileStart, c.fileStart + c.fileBytes]);
-    } else {
-      for (const s of c.segs) {
-        const key = s.key;
-        const at = s.host - s.keyBase;
-        const span = spans.get(key);
-        if (span) {
-          span[0] = Math.min(span[0], at);
-          span[1] = Math.max(span[1], at + s.bytes);
-        } else spans.set(key, [at, at + s.bytes]);
-      }
-    }
-    const ops: HostOp[] = [];
-    for (const [key, [start, end]] of spans) {
-      const list = this.hostOps.get(key);
-      if (list) {
-        for (const o of list) if ((write || o.write) && o.start < end && start < o.end) c.deps.push(o.done);
-      }
-      const op: HostOp = { key, start, end, write, done: Promise.resolve() };
-      if (list) list.push(op);
-      else this.hostOps.set(key, [op]);
-      ops.push(op);
-    }
-    return ops;
-  }
-
-  private unregisterHostOps(ops: HostOp[]): void {
-    for (const op of ops) {
-      const list = this.hostOps.get(op.key);
-      if (!list) continue;
-      const at = list.indexOf(op);
-      if (at >= 0) list.splice(at, 1);
-      if (list.length === 0) this.hostOps.delete(op.key);
-    }
-  }
-
-  /** The host threads fill the chunk's slot: a copy, a gather of several, or a file read. */
-  private fill(c: Chunk): Promise<void> {
-    const copier = this.host.copier();
-    const base = c.slot ? c.slot.memory.address : 0;
-    if (c.mode === 'file') {
-      const f = c.segs[0]!.job.file!;
-      const need = c.segs[0]!.at + c.segs[0]!.bytes;
-      return copier.readFile ? copier.readFile(f.fd, base, c.fileBytes, c.fileStart, need) : this.host.readInto(f.fd, base, c.fileBytes, c.fileStart, need);
-    }
-    if (c.mode === 'direct') return Promise.resolve();
-    return this.hostCopies(
-      copier,
-      c.segs.map((s) => base + s.at),
-      c.segs.map((s) => s.host),
-      c.segs,
-    );
-  }
-
-  /** The host threads empty the chunk's slot into host memory (a scatter) or into the file. */
-  private drain(c: Chunk): Promise<void> {
-    const copier = this.host.copier();
-    const base = c.slot ? c.slot.memory.address : 0;
-    if (c.mode === 'file') {
-      const s = c.segs[0]!;
-      const f = s.job.file!;
-      return copier.writeFile ? copier.writeFile(f.fd, base + s.at, s.bytes, s.host) : this.host.writeFrom(f.fd, base + s.at, s.bytes, s.host);
-    }
-    if (c.mode === 'direct') return Promise.resolve();
-    return this.hostCopies(
-      copier,
-      c.segs.map((s) => s.host),
-      c.segs.map((s) => base + s.at),
-      c.segs,
-    );
-  }
-
-  private hostCopies(copier: HostCopier, dsts: number[], srcs: number[], segs: readonly Segment[]): Promise<void> {
-    if (segs.length === 1) return copier.copy(dsts[0]!, srcs[0]!, segs[0]!.bytes);
-    const sizes = segs.map((s) => s.bytes);
-    if (copier.copyMany) return copier.copyMany(dsts, srcs, sizes);
-    return Promise.all(sizes.map((n, i) => copier.copy(dsts[i]!, srcs[i]!, n))).then(() => {});
+    void hostWork.then(() => this.hazards.unregister(ops));
   }
 
   /**
@@ -553,34 +378,6 @@ export class Flow {
     this.compact();
     this.checkIdle();
   }
-}
-
-/** A batch of the chunk's copies for the runtime's batch call (one run: host to device, or device to host). */
-function packBatch(pairs: ReadonlyArray<[number, number]>, segs: readonly Segment[], up: boolean, device: number): NativeCopyBatch {
-  const n = pairs.length;
-  const dsts = new Uint32Array(2 * n);
-  const srcs = new Uint32Array(2 * n);
-  const sizes = new Uint32Array(2 * n);
-  const U32 = 2 ** 32;
-  for (let i = 0; i < n; i++) {
-    const [d, s] = pairs[i]!;
-    const z = segs[i]!.bytes;
-    dsts[2 * i] = d % U32;
-    dsts[2 * i + 1] = (d / U32) >>> 0;
-    srcs[2 * i] = s % U32;
-    srcs[2 * i + 1] = (s / U32) >>> 0;
-    sizes[2 * i] = z % U32;
-    sizes[2 * i + 1] = (z / U32) >>> 0;
-  }
-  const dev = { type: 'device' as const, device };
-  const host = { type: 'host' as const };
-  return { count: n, dsts, srcs, sizes, runs: [{ first: 0, src: up ? host : dev, dst: up ? dev : host }] };
-}
-
-function chunkBytesOf(segs: readonly Segment[]): number {
-  let n = 0;
-  for (const s of segs) n += s.bytes;
-  return n;
 }
 
 /** The error of an aborted transfer. */

@@ -1,33 +1,15 @@
-/**
- * Staged transfers between a program's ordinary (pageable) memory, or its files, and device or managed memory: the
- * fastest way to move a JS buffer or a file to a GPU and back. A pageable copy through the runtime goes through the
- * driver's own bounce buffer on one thread; here the data goes through a ring of pinned chunks instead, filled (or
- * drained) by several host threads while the copy engine moves the chunk before it:
- *
- *   upload:   pageable / file --(threads: memcpy / pread)--> pinned chunk k --(copy engine)--> device
- *   download: device --(copy engine)--> pinned chunk k --(threads: memcpy / pwrite)--> pageable / file
- *
- * A stager owns its ring, its stream and (unless shared) its host threads, and reuses them between transfers.
- * Transfers queued on it (awaited in turn, all at once, or as one list) flow through the ring one after another
- * without draining it between them; small ones are packed into one chunk and land with one batched copy (flow.ts).
- * Pinned and mapped memory is copied from where it is, registered pageable memory too.
- *
- * Every argument is checked before anything is copied. The memory on both sides is held busy until the promise
- * settles (freeing it meanwhile is refused); on an error or an abort the stager waits for the chunks in flight,
- * then rejects, and the ring is ready for the next transfer.
- */
-import { read as fsRead } from 'node:fs';
-import { DisposedError, ErrorCode, GpuError, InvalidArgumentError } from '../errors.js';
+import { DisposedError, ErrorCode, InvalidArgumentError } from '../errors.js';
 import type { HostCopier } from '../backend/backend.js';
-import type { Allocation } from '../memory/allocation.js';
 import type { MemoryRef } from '../memory/copy.js';
 import type { MemoryRuntime } from '../memory/runtime.js';
 import { checkInteger, checkSize } from '../memory/validate.js';
-import type { GpuEvent } from '../stream/event.js';
 import type { Stream } from '../stream/stream.js';
 import { transferDefaults } from './defaults.js';
+import { cufileTransfer, cufileUnavailable } from './cufile-path.js';
 import { openForRead, openForWrite, type FileRef, type OpenedFile } from './file-source.js';
-import { Flow, type FlowHost, type Job, type JobMode, type Piece } from './flow.js';
+import { Flow, type Job, type JobMode, type Piece } from './flow.js';
+import { StagerResources } from './stager-host.js';
+import { checkOptions, choosePath, resolveDeviceSide, type DeviceSide } from './stager-checks.js';
 import { checkTransferRange, resolveHost, type HostBuffer, type ResolvedHost } from './host-buffer.js';
 import { Ring } from './ring.js';
 import type {
@@ -47,12 +29,6 @@ export type * from './transfer-types.js';
 
 const KiB = 1024;
 
-/** One side of a transfer in device or managed memory, checked. */
-interface DeviceSide {
-  allocation: Allocation;
-  offset: number;
-}
-
 /** What one item of a transfer resolved to, before it becomes a piece. */
 interface Checked {
   dev: DeviceSide;
@@ -63,7 +39,7 @@ interface Checked {
   path: TransferPath;
 }
 
-export class Stager implements Disposable, FlowHost {
+export class Stager implements Disposable {
   readonly device: number;
   readonly threads: number;
   readonly chunkBytes: number;
@@ -74,12 +50,7 @@ export class Stager implements Disposable, FlowHost {
   readonly ring: Ring;
   /** @internal */
   readonly flow: Flow;
-  private hostCopier: HostCopier | undefined;
-  private readonly sharedCopier: boolean;
-  private ownStream: Stream | undefined;
-  private readonly spareEvents: GpuEvent[] = [];
-  private readonly events: GpuEvent[] = [];
-  private handoff: GpuEvent | undefined;
+  private readonly res: StagerResources;
   private disposed = false;
 
   /**
@@ -104,11 +75,10 @@ export class Stager implements Disposable, FlowHost {
     }
     this.directBelow = checkSize(options.directBelow ?? d.directBelow, 'stager directBelow', { allowZero: true });
     this.numaLocal = options.numaLocal ?? true;
-    this.hostCopier = options.copier;
-    this.sharedCopier = options.copier !== undefined;
     const node = this.numaLocal ? rt.numaNodeFor(this.device) : undefined;
     this.ring = new Ring(rt, this.device, this.chunkBytes, this.depth, node);
-    this.flow = new Flow(this);
+    this.res = new StagerResources(rt, this.device, this.ring, this.threads, options.copier);
+    this.flow = new Flow(this.res);
   }
 
   /**
@@ -173,11 +143,22 @@ export class Stager implements Disposable, FlowHost {
       const noDirect = copier.readFile ? undefined : `the ${this.rt.backend.name} backend reads files through Node's fs, into memory not aligned for O_DIRECT`;
       const cached = copier.cachedShare ? (fd: number, r: { offset: number; bytes: number }) => copier.cachedShare?.(fd, r.offset, r.bytes) : undefined;
       const ask = options.path ?? 'auto';
-      const opened = openForRead(file, { offset: options.offset, bytes: options.bytes, path: ask === 'cufile' ? 'buffered' : ask, noDirect, cached });
+      const noCufile = ask === 'cufile' || ask === 'auto' ? cufileUnavailable(this.rt.backend.name, dev.allocation, ask === 'auto') : 'not asked';
+      const way = noCufile === undefined ? 'direct' : ask === 'cufile' ? 'buffered' : ask;
+      const opened = openForRead(file, {
+        offset: options.offset,
+        bytes: options.bytes,
+        path: way,
+        noDirect: noCufile === undefined ? undefined : noDirect,
+        cached,
+      });
       const { range } = opened;
       try {
         const devRange = checkTransferRange(options.dstOffset, range.bytes, dev.allocation.bytes - dev.offset, 'uploadFile destination');
-        const fallback = ask === 'cufile' ? 'cuFile is not available in this build of the engine' : opened.file.fallback;
+        if (noCufile === undefined && opened.file.direct) {
+          return this.cufileJob('upload', dev, devRange.offset, opened.file, range.offset, range.bytes, options.stream, options.signal, t0);
+        }
+        const fallback = ask === 'cufile' ? `cuFile: ${noCufile ?? opened.file.fallback ?? 'O_DIRECT refused'}` : opened.file.fallback;
         return this.fileJob('upload', dev, devRange.offset, opened.file, range.offset, range.bytes, stream, options.signal, t0, fallback);
       } catch (e) {
         opened.file.close();
@@ -311,6 +292,30 @@ export class Stager implements Disposable, FlowHost {
     });
   }
 
+  /** A file transfer through cuFile, after the transfers queued before it (and the stream's work) have finished. */
+  private async cufileJob(
+    direction: 'upload' | 'download',
+    dev: DeviceSide,
+    devOffset: number,
+    file: OpenedFile,
+    fileOffset: number,
+    bytes: number,
+    stream: Stream | undefined,
+    signal: AbortSignal | undefined,
+    t0: number,
+  ): Promise<FileTransferResult> {
+    dev.allocation.hold();
+    try {
+      await this.flow.drained();
+      await stream?.synchronize();
+      await cufileTransfer(direction, file.fd, dev.allocation, dev.offset + devOffset, fileOffset, bytes, signal);
+      return { ...this.result(direction, 'cufile', bytes, Math.ceil(bytes / (64 * 2 ** 20)), t0), path: 'cufile' };
+    } finally {
+      dev.allocation.unhold();
+      file.close();
+    }
+  }
+
   private job(
     direction: 'upload' | 'download',
     mode: JobMode,
@@ -376,36 +381,16 @@ export class Stager implements Disposable, FlowHost {
 
   /** Checks the options every call shares; answers the stream the device copies go on. */
   private checkCommon(o: { stream?: Stream | undefined; signal?: AbortSignal | undefined; path?: string | undefined }, what: string, paths: string[]): Stream {
-    if (o === null || typeof o !== 'object') throw new InvalidArgumentError(`${what}: options must be an object`);
-    if (o.stream !== undefined) {
-      this.rt.checkStream(o.stream);
-      if (o.stream.device !== this.device) {
-        throw new InvalidArgumentError(`the stream belongs to device ${o.stream.device}, the stager to device ${this.device}`, ErrorCode.WRONG_DEVICE);
-      }
-    }
-    if (o.path !== undefined && !paths.includes(o.path)) throw new InvalidArgumentError(`${what}: path must be ${paths.join(', ')}; got ${String(o.path)}`);
-    if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw new InvalidArgumentError(`${what}: signal: expected an AbortSignal`);
-    return o.stream ?? this.stream();
+    return checkOptions(this.rt, this.device, o, what, paths) ?? this.stream();
   }
 
   private resolveDevice(ref: MemoryRef, what: string): DeviceSide {
-    const { allocation, offset } = this.rt.resolve(ref, what);
-    if (allocation.kind !== 'device' && allocation.kind !== 'managed') {
-      throw new InvalidArgumentError(`${what}: expected device or managed memory, got ${allocation.kind} memory (copy between host buffers with rt.copy)`);
-    }
-    if (allocation.device !== this.device) {
-      throw new InvalidArgumentError(`${what}: the memory belongs to device ${allocation.device}, the stager to device ${this.device}`, ErrorCode.WRONG_DEVICE);
-    }
-    return { allocation, offset };
+    return resolveDeviceSide(this.rt, this.device, ref, what);
   }
 
   private pathFor(host: ResolvedHost, bytes: number, asked: 'auto' | 'staged' | 'direct', alone: boolean): TransferPath {
-    if (host.kind === 'pinned' || host.kind === 'mapped') return 'pinned';
-    if (host.kind === 'registered') return 'registered';
-    if (asked === 'direct') return 'direct';
-    if (asked === 'staged') return 'staged';
     // A small transfer that finds the stager idle costs less as one runtime copy; behind others (or in a list) it is packed.
-    return alone && bytes < this.directBelow && this.flow.idle ? 'direct' : 'staged';
+    return choosePath(host, asked, alone && bytes < this.directBelow && this.flow.idle);
   }
 
   private result(direction: 'upload' | 'download', path: TransferPath, bytes: number, chunks: number, t0: number, ring = path === 'staged'): TransferResult {
@@ -427,68 +412,13 @@ export class Stager implements Disposable, FlowHost {
     this.rt.assertOpen();
   }
 
-  // ---- FlowHost ---------------------------------------------------------------------------------------------
-
   /** @internal The host threads, started on first use. */
   copier(): HostCopier {
-    this.hostCopier ??= this.rt.backend.createHostCopier(this.threads);
-    return this.hostCopier;
+    return this.res.copier();
   }
 
-  /** The stager's own stream, made on first use. */
   private stream(): Stream {
-    this.ownStream ??= this.rt.device(this.device).createStream({ nonBlocking: true });
-    return this.ownStream;
-  }
-
-  /** @internal */
-  takeEvent(): GpuEvent {
-    const e = this.spareEvents.pop();
-    if (e) return e;
-    const made = this.rt.device(this.device).createEvent({ timing: false, blockingSync: true });
-    this.events.push(made);
-    return made;
-  }
-
-  /** @internal */
-  giveEvent(e: GpuEvent): void {
-    if (!e.disposed) this.spareEvents.push(e);
-  }
-
-  /** @internal */
-  handoffEvent(): GpuEvent {
-    this.handoff ??= this.rt.device(this.device).createEvent({ timing: false });
-    return this.handoff;
-  }
-
-  /** @internal File reads where the copier has none (the host backend): Node's fs into a view of the chunk. */
-  async readInto(fd: number, address: number, bytes: number, offset: number, need: number): Promise<void> {
-    const view = this.rt.backend.hostView(address, bytes);
-    let done = 0;
-    while (done < bytes) {
-      const n = await new Promise<number>((resolve, reject) => fsRead(fd, view, done, bytes - done, offset + done, (e, r) => (e ? reject(e) : resolve(r))));
-      if (n === 0) break;
-      done += n;
-    }
-    if (done < need) {
-      throw new GpuError(
-        ErrorCode.IO_ERROR,
-        `the file ended at byte ${offset + done}, before byte ${offset + need} the read needed (was it truncated during the read?)`,
-        {
-          statusName: 'EOF',
-        },
-      );
-    }
-  }
-
-  /** @internal File writes where the copier has none. */
-  async writeFrom(fd: number, address: number, bytes: number, offset: number): Promise<void> {
-    const { write } = await import('node:fs');
-    const view = this.rt.backend.hostView(address, bytes);
-    let done = 0;
-    while (done < bytes) {
-      done += await new Promise<number>((resolve, reject) => write(fd, view, done, bytes - done, offset + done, (e, r) => (e ? reject(e) : resolve(r))));
-    }
+    return this.res.stream();
   }
 
   /**
@@ -499,20 +429,6 @@ export class Stager implements Disposable, FlowHost {
     if (this.disposed) return;
     this.disposed = true;
     this.flow.abandon(new DisposedError('the stager was disposed before the transfer finished'));
-    // The host threads' work on the ring ends before the ring is freed (a shared copier keeps running).
-    if (!this.sharedCopier) this.hostCopier?.dispose();
-    else this.hostCopier?.waitIdle?.();
-    const live = !this.rt.disposed && this.rt.backend.unusableReason === undefined;
-    if (live && this.ownStream && !this.ownStream.disposed) {
-      try {
-        this.ownStream.waitSync();
-      } catch {
-        // the stream's work failed: nothing more can land in the ring
-      }
-    }
-    this.ring.dispose();
-    for (const e of this.events) e[Symbol.dispose]();
-    this.handoff?.[Symbol.dispose]();
-    this.ownStream?.[Symbol.dispose]();
+    this.res.dispose();
   }
 }
