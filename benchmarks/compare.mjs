@@ -418,7 +418,7 @@ function programs(out, nat, gpm, torch, bestNat, cell, median) {
   add(
     'cold file to the device, auto (C: O_DIRECT on the threads into the ring)',
     nat((r) => r.row === 'FtoD file-cold odirect-staged'),
-    g('FtoD', 'file-cold', (e) => e.startsWith('uploadFile (') && !e.includes('forced')),
+    g('FtoD', 'file-cold', (e) => e.startsWith('uploadFile (') && !e.includes('forced') && e !== 'uploadFile (cufile)'),
     torch('torch FtoD file-cold safetensors.load_file(cuda)'),
   );
   add(

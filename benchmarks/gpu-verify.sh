@@ -88,7 +88,8 @@ if want transfer; then
   # the nvidia-fs driver, and say so).
   cufile=()
   for inc in /usr/local/cuda/include /usr/include; do
-    if [ -f "$inc/cufile.h" ] && ldconfig -p 2>/dev/null | grep -q libcufile.so; then cufile=(-DHAVE_CUFILE -lcufile); break; fi
+    # (grep reads all of ldconfig's output: grep -q would end the pipe early, and pipefail would call it a failure)
+    if [ -f "$inc/cufile.h" ] && ldconfig -p 2>/dev/null | grep libcufile.so > /dev/null; then cufile=(-DHAVE_CUFILE -lcufile); break; fi
   done
   nvcc -O2 -arch="sm_${cc}" -Xcompiler -fopenmp "${cufile[@]}" -o "$bin/transfer" benchmarks/native/transfer.cu
 fi

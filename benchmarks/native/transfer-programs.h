@@ -49,12 +49,13 @@ static void staged_list(const std::vector<Piece>& list, Ring& r, int threads, cu
         off = 0;
       }
     }
-    if (fill.size() == 1) {
-      parallel_copy(fill[0].dst, fill[0].src, fill[0].n, threads);
-    } else {
+    // The chunk's pieces cut into parts of about chunk / threads (at least 64 KiB), shared out over the threads.
+    size_t per = std::max<size_t>(64 << 10, (used / threads + 4095) / 4096 * 4096);
+    std::vector<Piece> parts;
+    for (const Piece& f : fill)
+      for (size_t o = 0; o < f.n; o += per) parts.push_back({f.src + o, (char*)f.dst + o, std::min(per, f.n - o)});
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-      for (size_t p = 0; p < fill.size(); p++) std::memcpy(fill[p].dst, fill[p].src, fill[p].n);
-    }
+    for (size_t p = 0; p < parts.size(); p++) std::memcpy(parts[p].dst, parts[p].src, parts[p].n);
 #if CUDART_VERSION >= 12080
     if (sizes.size() > 1) {
       cudaMemcpyAttributes attr;

@@ -263,6 +263,12 @@ export interface HostCopier {
   dropCache?(fd: number, offset: number, bytes: number): boolean;
   /** Waits on this thread until the work already posted has finished (the threads keep running). */
   waitIdle?(): void;
+  /** Lets the threads pin memory with the runtime's allocator (the library's path as the backend loaded it). */
+  configurePinning?(library: string, symbol: 'cudaHostAlloc' | 'hipHostMalloc'): void;
+  /** Whether pinHost works (configurePinning was called). */
+  readonly canPin?: boolean;
+  /** Portable pinned host memory allocated on a copier thread; free it with the backend's hostFree. @throws NATIVE */
+  pinHost?(bytes: number): Promise<Address>;
   /** Waits on this thread for the copies already started, refuses the rest, and stops the threads. Idempotent. */
   dispose(): void;
 }

@@ -21,6 +21,7 @@ import { captureGraph, type CapturedGraph, type CaptureScope } from '../transfer
 import type { HostBuffer } from '../transfer/host-buffer.js';
 import { runPipeline, type PipelineOptions, type PipelineResult } from '../transfer/pipeline.js';
 import { transferDefaults } from '../transfer/defaults.js';
+import { enablePinning } from '../transfer/stager-host.js';
 import type { FileRef } from '../transfer/file-source.js';
 import {
   Stager,
@@ -74,7 +75,10 @@ export class Runtime extends MemoryRuntime {
   }
 
   private copier(): HostCopier {
-    this.sharedCopier ??= this.backend.createHostCopier(transferDefaults().threads);
+    if (!this.sharedCopier) {
+      this.sharedCopier = this.backend.createHostCopier(transferDefaults().threads);
+      enablePinning(this, this.sharedCopier);
+    }
     return this.sharedCopier;
   }
 

@@ -103,6 +103,16 @@ export function fileConformance(label: string, open: () => Runtime): void {
     assert.deepEqual(back.subarray(1000, 1000 + n), pattern(n + 50, 5).subarray(50));
     assert.ok(back.subarray(0, 1000).every((x) => x === 0x33));
     assert.ok(back.subarray(1000 + n).every((x) => x === 0x33));
+    // cuFile asked for where it cannot run (no NVIDIA backend, or no libcufile): the ring's way, with the reason.
+    using viaCufile = gpu.alloc(n + 50);
+    const asked = await rt.uploadFile(viaCufile, path, { offset: 1000, bytes: n, path: 'cufile' });
+    if (asked.path !== 'cufile') {
+      assert.equal(asked.path, 'buffered');
+      assert.match(asked.fallback ?? '', /cuFile/);
+    }
+    const viaBack = new Uint8Array(n);
+    await rt.download(viaBack, viaCufile, { bytes: n });
+    assert.deepEqual(viaBack, pattern(n + 50, 5).subarray(50));
     // A new file, written whole, then read back by uploadFile.
     const fresh = join(dir, 'fresh.bin');
     await rt.downloadFile(fresh, src);

@@ -16,6 +16,7 @@
 import { ErrorCode, GpuError } from '../errors.js';
 import { CopyKind } from '../backend/backend.js';
 import type { Stream } from '../stream/stream.js';
+import type { GpuEvent } from '../stream/event.js';
 import type { Slot } from './ring.js';
 import type { Chunk, FlowHost, Job, Piece, Segment } from './flow-types.js';
 
@@ -41,7 +42,7 @@ export class Flow {
   /** A drive is due at the end of this turn. */
   private scheduled = false;
   private dmaChain: Promise<unknown> = Promise.resolve();
-  private waitChain: Promise<unknown> = Promise.resolve();
+  private readonly completions = new Completions();
   private lastStream: Stream | undefined;
   private readonly hazards = new HostHazards();
   /** Chunks started and not settled, and their bytes. */
@@ -259,12 +260,12 @@ export class Flow {
   /** Runs a chunk's life: registers its host ranges now (in order), then fills, copies, waits and drains. */
   private start(c: Chunk): void {
     const reads = c.direction === 'upload';
-    const ops = this.hazards.register(spansOf(c), !reads, c.deps);
+    const op = this.hazards.register(() => spansOf(c), !reads, c.deps);
     let hostDone: () => void = () => {};
     const hostWork = new Promise<void>((r) => {
       hostDone = r;
     });
-    for (const op of ops) op.done = hostWork;
+    op.done = hostWork;
     const deps = c.deps;
     let landed: Promise<void>;
     if (reads) {
@@ -272,13 +273,11 @@ export class Flow {
       filled.then(hostDone, hostDone);
       const enqueued = this.dmaChain.then(() => filled).then(() => this.enqueue(c));
       this.dmaChain = enqueued.catch(() => {});
-      landed = this.waitChain.then(() => enqueued).then((ran) => (ran ? c.event.synchronize() : undefined));
-      this.waitChain = landed.catch(() => {});
+      landed = enqueued.then((ran) => (ran ? this.completions.watch(c.event) : undefined));
     } else {
       const enqueued = this.dmaChain.then(() => this.enqueue(c));
       this.dmaChain = enqueued.catch(() => {});
-      const arrived = this.waitChain.then(() => enqueued).then((ran) => (ran ? c.event.synchronize() : undefined));
-      this.waitChain = arrived.catch(() => {});
+      const arrived = enqueued.then((ran) => (ran ? this.completions.watch(c.event) : undefined));
       landed = arrived.then(() => (deps.length ? Promise.all(deps) : undefined)).then(() => drainChunk(this.host, c));
       landed.then(hostDone, hostDone);
     }
@@ -286,7 +285,7 @@ export class Flow {
       () => this.settle(c, undefined),
       (e: unknown) => this.settle(c, e),
     );
-    void hostWork.then(() => this.hazards.unregister(ops));
+    void hostWork.then(() => this.hazards.unregister(op));
   }
 
   /**
@@ -377,6 +376,63 @@ export class Flow {
     for (let p = this.peek(); p; p = this.peek()) this.drop();
     this.compact();
     this.checkIdle();
+  }
+}
+
+/**
+ * Waits for chunks' device copies in the order they were enqueued, one waiting thread at a time: the oldest is waited
+ * for (off the event loop), then every later one whose event has already completed lands at once, without a wait of
+ * its own (a query). A lone transfer cut into a few chunks pays one wait, not one per chunk.
+ */
+class Completions {
+  private q: Array<{ event: GpuEvent; resolve: () => void; reject: (e: unknown) => void }> = [];
+  private head = 0;
+  private running = false;
+
+  watch(event: GpuEvent): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.q.push({ event, resolve, reject });
+      void this.run();
+    });
+  }
+
+  private async run(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      while (this.head < this.q.length) {
+        const w = this.q[this.head]!;
+        try {
+          await w.event.synchronize();
+          this.head++;
+          w.resolve();
+        } catch (e) {
+          this.head++;
+          w.reject(e);
+          continue;
+        }
+        while (this.head < this.q.length) {
+          const n = this.q[this.head]!;
+          let done: boolean;
+          try {
+            done = n.event.query();
+          } catch (e) {
+            this.head++;
+            n.reject(e);
+            continue;
+          }
+          if (!done) break;
+          this.head++;
+          n.resolve();
+        }
+        if (this.head === this.q.length) {
+          this.q = [];
+          this.head = 0;
+        }
+      }
+    } finally {
+      this.running = false;
+    }
   }
 }
 

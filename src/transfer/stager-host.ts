@@ -12,6 +12,13 @@ import type { Stream } from '../stream/stream.js';
 import type { FlowHost } from './flow-types.js';
 import type { Ring } from './ring.js';
 
+/** Tells a host copier how this runtime pins memory, so its threads can pin the ring's slots. */
+export function enablePinning(rt: MemoryRuntime, copier: HostCopier): void {
+  const lib = rt.backend.libraries.find((l) => l.role === 'runtime' && l.loaded && l.path);
+  const symbol = rt.backend.name === 'cuda' ? 'cudaHostAlloc' : rt.backend.name === 'hip' ? 'hipHostMalloc' : undefined;
+  if (lib?.path && symbol) copier.configurePinning?.(lib.path, symbol);
+}
+
 export class StagerResources implements FlowHost {
   private hostCopier: HostCopier | undefined;
   private readonly shared: boolean;
@@ -33,8 +40,17 @@ export class StagerResources implements FlowHost {
 
   /** The host threads, started on first use. */
   copier(): HostCopier {
-    this.hostCopier ??= this.rt.backend.createHostCopier(this.threads);
+    if (!this.hostCopier) {
+      this.hostCopier = this.rt.backend.createHostCopier(this.threads);
+      enablePinning(this.rt, this.hostCopier);
+    }
     return this.hostCopier;
+  }
+
+  /** Pins memory on the host threads, where they can. */
+  pinner(): ((bytes: number) => Promise<number>) | undefined {
+    const c = this.copier();
+    return c.canPin && c.pinHost ? (bytes) => c.pinHost!(bytes) : undefined;
   }
 
   /** The stager's own stream, made on first use. */

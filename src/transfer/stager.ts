@@ -76,7 +76,7 @@ export class Stager implements Disposable {
     this.directBelow = checkSize(options.directBelow ?? d.directBelow, 'stager directBelow', { allowZero: true });
     this.numaLocal = options.numaLocal ?? true;
     const node = this.numaLocal ? rt.numaNodeFor(this.device) : undefined;
-    this.ring = new Ring(rt, this.device, this.chunkBytes, this.depth, node);
+    this.ring = new Ring(rt, this.device, this.chunkBytes, this.depth, node, () => this.res.pinner());
     this.res = new StagerResources(rt, this.device, this.ring, this.threads, options.copier);
     this.flow = new Flow(this.res);
   }
@@ -196,7 +196,7 @@ export class Stager implements Disposable {
     try {
       this.assertUsable();
       stream = this.checkCommon(o, direction, ['auto', 'staged', 'direct']);
-      c = this.check(direction, devRef, hostBuf, o, direction, true);
+      c = this.check(direction, devRef, hostBuf, o, o.path, direction, true);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -226,7 +226,7 @@ export class Stager implements Disposable {
         const it = items[i] as (UploadItem & DownloadItem) | undefined;
         if (!it || typeof it !== 'object') throw new InvalidArgumentError(`${name}: item ${i} is not an object`);
         const [devRef, hostBuf] = direction === 'upload' ? [it.dst, it.src] : [it.src, it.dst];
-        checked.push(this.check(direction, devRef, hostBuf, { ...it, path: o.path }, `${name}: item ${i}`, items.length === 1));
+        checked.push(this.check(direction, devRef, hostBuf, it, o.path, `${name}: item ${i}`, items.length === 1));
       }
     } catch (e) {
       for (const c of checked) c.host.release();
@@ -347,7 +347,15 @@ export class Stager implements Disposable {
   }
 
   /** Checks one transfer's memory and ranges; the host buffer is resolved (release it if a later check fails). */
-  private check(direction: 'upload' | 'download', devRef: MemoryRef, hostBuf: HostBuffer, o: TransferOptions, what: string, alone: boolean): Checked {
+  private check(
+    direction: 'upload' | 'download',
+    devRef: MemoryRef,
+    hostBuf: HostBuffer,
+    o: { srcOffset?: number | undefined; dstOffset?: number | undefined; bytes?: number | undefined },
+    asked: TransferOptions['path'],
+    what: string,
+    alone: boolean,
+  ): Checked {
     const up = direction === 'upload';
     const dev = this.resolveDevice(devRef, up ? `${what} destination` : `${what} source`);
     const host = resolveHost(this.rt.backend, hostBuf, up ? `${what} source` : `${what} destination`);
@@ -360,7 +368,7 @@ export class Stager implements Disposable {
         dev.allocation.bytes - dev.offset,
         up ? `${what} destination` : `${what} source`,
       );
-      const path = this.pathFor(host, bytes, o.path ?? 'auto', alone);
+      const path = this.pathFor(host, bytes, asked ?? 'auto', alone);
       return { dev, host, bytes, hostAddress: host.address + hostRange.offset, devOffset: dev.offset + devRange.offset, path };
     } catch (e) {
       host.release();

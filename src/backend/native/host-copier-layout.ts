@@ -25,7 +25,15 @@ export const OP = {
   READ: 1,
   /** pwrite(fd = a, buf = b, bytes, offset): host memory into the file. */
   WRITE: 2,
+  /**
+   * Pinned host memory of `bytes` (a = flags) from the runtime's own allocator (cudaHostAlloc / hipHostMalloc, named
+   * in the pin configuration); the address lands in the group's result word.
+   */
+  PIN: 3,
 } as const;
+
+/** Bytes of the shared pin configuration: the runtime library's path and the allocator's name, NUL-separated. */
+export const PIN_CONFIG_BYTES = 4096;
 
 /** A group's status: 0 while fine; else the first failure (errno > 0, or END_OF_FILE). */
 export const END_OF_FILE = -1;

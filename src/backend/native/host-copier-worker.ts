@@ -5,7 +5,7 @@
  * job's later entries are skipped. See host-copier.ts.
  */
 import { workerData } from 'node:worker_threads';
-import { libcIo } from './host-io/ffi.js';
+import { hostAllocator, libcIo } from './host-io/ffi.js';
 import { CTL, END_OF_FILE, ENTRY_FIELDS, JOB_FIELDS, LIST_CAP, OP, RING } from './host-copier-layout.js';
 
 const shared = workerData as {
@@ -15,6 +15,7 @@ const shared = workerData as {
   lists: SharedArrayBuffer;
   status: SharedArrayBuffer;
   where: SharedArrayBuffer;
+  pin: SharedArrayBuffer;
   index: number;
   /** Microseconds a thread spins on its empty mailbox before it sleeps (back-to-back copies find it awake). */
   spinMicros: number;
@@ -25,6 +26,8 @@ const groups = new Int32Array(shared.groups);
 const lists = new Float64Array(shared.lists);
 const status = new Int32Array(shared.status);
 const where = new BigInt64Array(shared.where);
+const pinConfig = new Uint8Array(shared.pin);
+let pinned: ((bytes: number, flags: number) => { address: number } | { status: number }) | undefined;
 const libc = libcIo();
 const POSTED = CTL.mailbox(shared.index);
 const DONE = POSTED + 1;
@@ -52,6 +55,19 @@ function run(group: number, e: number): boolean {
   const off = lists[e + 4]!;
   if (op === OP.COPY) {
     libc.memcpy(a, b, n);
+    return true;
+  }
+  if (op === OP.PIN) {
+    if (!pinned) {
+      const [library = '', symbol = ''] = new TextDecoder().decode(pinConfig.subarray(0, pinConfig.indexOf(0, pinConfig.indexOf(0) + 1))).split('\0');
+      pinned = hostAllocator(library, symbol);
+    }
+    const r = pinned(n, a);
+    if ('status' in r) {
+      fail(group, r.status, 0);
+      return false;
+    }
+    Atomics.store(where, group, BigInt(r.address));
     return true;
   }
   const need = lists[e + 5]!;

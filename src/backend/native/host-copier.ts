@@ -19,7 +19,7 @@ import { constants } from 'node:os';
 import { DisposedError, ErrorCode, GpuError } from '../../errors.js';
 import type { Address, HostCopier } from '../backend.js';
 import { FADV, libcIo } from './host-io/ffi.js';
-import { CTL, END_OF_FILE, ENTRY_FIELDS, JOB_FIELDS, LIST_CAP, MAX_GROUPS, OP, RING } from './host-copier-layout.js';
+import { CTL, END_OF_FILE, ENTRY_FIELDS, JOB_FIELDS, LIST_CAP, MAX_GROUPS, OP, PIN_CONFIG_BYTES, RING } from './host-copier-layout.js';
 
 /** Parts are cut at this granularity so that two threads never write the same page (and O_DIRECT stays aligned). */
 const PART_ALIGN = 4096;
@@ -35,6 +35,8 @@ interface Pending {
   what: string;
   resolve: () => void;
   reject: (e: unknown) => void;
+  /** A pin: resolved with the group's result word. */
+  resolveWith?: (address: number) => void;
 }
 
 const errnoNames = new Map<number, string>(Object.entries(constants.errno).map(([k, v]) => [v, k]));
@@ -49,6 +51,8 @@ export class ThreadedHostCopier implements HostCopier {
   private readonly lists: Float64Array;
   private readonly status: Int32Array;
   private readonly where: BigInt64Array;
+  private readonly pinConfig: Uint8Array;
+  private pinning = false;
   private readonly workers: Worker[] = [];
   private readonly freeGroups: number[] = [];
   private readonly inFlight = new Map<number, Pending>();
@@ -67,6 +71,7 @@ export class ThreadedHostCopier implements HostCopier {
     this.lists = new Float64Array(new SharedArrayBuffer(8 * MAX_GROUPS * LIST_CAP * ENTRY_FIELDS));
     this.status = new Int32Array(new SharedArrayBuffer(4 * MAX_GROUPS));
     this.where = new BigInt64Array(new SharedArrayBuffer(8 * MAX_GROUPS));
+    this.pinConfig = new Uint8Array(new SharedArrayBuffer(PIN_CONFIG_BYTES));
     for (let g = MAX_GROUPS - 1; g >= 0; g--) this.freeGroups.push(g);
     const spin = Number(process.env.GPUMEM_COPIER_SPIN_US ?? SPIN_MICROS);
     const url = new URL('./host-copier-worker.js', import.meta.url);
@@ -80,6 +85,7 @@ export class ThreadedHostCopier implements HostCopier {
           lists: this.lists.buffer,
           status: this.status.buffer,
           where: this.where.buffer,
+          pin: this.pinConfig.buffer,
           index: i,
           spinMicros: Number.isFinite(spin) && spin >= 0 ? spin : SPIN_MICROS,
         },
@@ -124,6 +130,39 @@ export class ThreadedHostCopier implements HostCopier {
 
   writeFile(fd: number, src: Address, bytes: number, offset: number): Promise<void> {
     return this.submit([[OP.WRITE, fd, src, bytes, offset, bytes]], 'pwrite');
+  }
+
+  /**
+   * Lets the threads pin memory with the runtime's own allocator (`symbol` of the library at `library`, as the
+   * backend loaded it): pinning costs about as much per byte as the copy itself, and done on a thread it overlaps
+   * what the JS thread does.
+   */
+  configurePinning(library: string, symbol: 'cudaHostAlloc' | 'hipHostMalloc'): void {
+    const text = new TextEncoder().encode(`${library}\0${symbol}\0`);
+    if (text.length > PIN_CONFIG_BYTES) return;
+    this.pinConfig.set(text);
+    this.pinning = true;
+  }
+
+  /** Whether {@link pinHost} can be used (configurePinning was called). */
+  get canPin(): boolean {
+    return this.pinning;
+  }
+
+  /**
+   * Pinned host memory of `bytes` (portable), allocated on one of the threads. Free it with the backend's hostFree.
+   * @throws GpuError NATIVE (rejects) with the runtime's status; UNSUPPORTED before configurePinning.
+   */
+  pinHost(bytes: number): Promise<Address> {
+    if (!this.pinning) return Promise.reject(new GpuError(ErrorCode.UNSUPPORTED, 'the host copier was not told how to pin memory'));
+    return new Promise<Address>((resolve, reject) => {
+      const p: Pending = { entries: [[OP.PIN, 1 /* portable */, 0, bytes, 0, 0]], what: 'pin', resolve: () => {}, reject };
+      p.resolveWith = resolve;
+      if (this.disposed) return reject(new DisposedError('the host copier was disposed'));
+      if (this.freeGroups.length > 0) this.post(p);
+      else this.queued.push(p);
+      this.pump();
+    });
   }
 
   cachedShare(fd: number, offset: number, bytes: number): number | undefined {
@@ -232,7 +271,13 @@ export class ThreadedHostCopier implements HostCopier {
       this.inFlight.delete(g);
       this.freeGroups.push(g);
       const code = Atomics.load(this.status, g);
-      if (code === 0) p.resolve();
+      if (p.resolveWith) {
+        if (code === 0) p.resolveWith(Number(Atomics.load(this.where, g)));
+        else
+          p.reject(
+            new GpuError(ErrorCode.NATIVE, `pinned allocation of ${p.entries[0]![3]} bytes on a copier thread failed (status ${code})`, { status: code }),
+          );
+      } else if (code === 0) p.resolve();
       else p.reject(ioError(p.what, code, Number(Atomics.load(this.where, g)), p.entries));
     }
     while (this.queued.length > 0 && this.freeGroups.length > 0) this.post(this.queued.shift()!);

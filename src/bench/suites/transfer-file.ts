@@ -12,6 +12,8 @@
 import { closeSync, fdatasyncSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import type { BenchContext } from '../context.js';
 
 const MiB = 2 ** 20;
@@ -97,6 +99,7 @@ export async function fileTransfers(ctx: BenchContext, bytes: number, quick: boo
         ctx.addBandwidth(row('file-cold', engine), ms, bytes, 'one-way', await verify());
       }
     }
+    if (rt.backend.name === 'cuda') await cufileRows(ctx, path, bytes, reps);
     // Back into a file (the page cache absorbs the writes).
     const out = join(dir, 'out.bin');
     await rt.upload(dst, readFileSync(path));
@@ -110,5 +113,46 @@ export async function fileTransfers(ctx: BenchContext, bytes: number, quick: boo
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** uploadFile through cuFile (compatibility mode where nvidia-fs is absent), measured in a child process. */
+async function cufileRows(ctx: BenchContext, path: string, bytes: number, reps: number): Promise<void> {
+  ctx.progress('transfer: uploadFile through cuFile (a child process)');
+  const child = fileURLToPath(new URL('./cufile-child.js', import.meta.url));
+  const out = await new Promise<string>((resolve) => {
+    const p = spawn(process.execPath, [child, String(ctx.dev.index), path, String(bytes), String(reps)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      signal: ctx.options.signal,
+    });
+    let text = '';
+    let err = '';
+    p.stdout.on('data', (d: Buffer) => {
+      text += d.toString();
+    });
+    p.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
+    p.once('error', (e) => resolve(JSON.stringify({ fallback: e.message })));
+    p.once('exit', (code, signal) =>
+      resolve(code === 0 ? text : JSON.stringify({ fallback: `the cuFile child ended with ${code ?? signal}: ${err.trim().slice(-300)}` })),
+    );
+  });
+  const r = JSON.parse(out.trim().split('\n').pop() ?? '{}') as { cached?: number[]; cold?: number[]; verified?: boolean; fallback?: string };
+  if (!r.cached || !r.cold) {
+    ctx.progress(`transfer: no cuFile rows: ${r.fallback ?? out.trim()}`);
+    return;
+  }
+  for (const [kind, ms] of [
+    ['file-cached', r.cached],
+    ['file-cold', r.cold],
+  ] as const) {
+    ctx.addBandwidth(
+      { test: 'transfer', direction: 'FtoD', srcKind: kind, dstKind: 'device', engine: 'uploadFile (cufile)', bytes },
+      ms,
+      bytes,
+      'one-way',
+      r.verified === true,
+    );
   }
 }

@@ -4,8 +4,9 @@
  * - 256 separate arrays of 4 MiB (weights loaded tensor by tensor) and 4096 arrays of 64 KiB (a batch of small
  *   inputs) to the device: awaited in turn (`await rt.upload` each), all at once (`Promise.all` of rt.upload) and as
  *   one list (`rt.uploadMany`);
- * - the first 1 GiB upload of a fresh process: a child process fills its buffer, opens the runtime, allocates, and
- *   times its very first rt.upload (the engine's threads, the ring's pinning and everything else paid once).
+ * - the first 1 GiB upload of a fresh process, in child processes (first-upload-child.ts), two ways: the source ready
+ *   before the runtime opens and the upload right after the allocation (nothing had time to start in the
+ *   background), and the runtime opened first, then the source filled (the background start had that time).
  * Every row is verified after its timed runs.
  */
 import { spawn } from 'node:child_process';
@@ -84,28 +85,31 @@ export async function manyArrays(ctx: BenchContext, count: number, each: number,
 export async function firstUpload(ctx: BenchContext, bytes: number, quick: boolean): Promise<void> {
   const { rt, dev } = ctx;
   if (rt.backend.name === 'host') return;
-  ctx.progress(`transfer: the first upload of ${bytes / MiB} MiB in a fresh process`);
   const child = fileURLToPath(new URL('./first-upload-child.js', import.meta.url));
-  const ms: number[] = [];
-  let verified = true;
-  let shape: { threads?: number; chunkBytes?: number } = {};
-  for (let i = 0; i < (quick ? 2 : 3); i++) {
-    ctx.checkAbort();
-    const out = await runChild(child, [rt.backend.name, String(dev.index), String(bytes)], ctx.options.signal);
-    const r = JSON.parse(out.trim().split('\n').pop() ?? '{}') as { ms?: number; verified?: boolean; threads?: number; chunkBytes?: number };
-    if (typeof r.ms !== 'number') throw new Error(`the first-upload child answered ${out}`);
-    ctx.progress(`transfer: first upload: ${out.trim()}`);
-    ms.push(r.ms);
-    verified &&= r.verified === true;
-    shape = { threads: r.threads, chunkBytes: r.chunkBytes };
+  for (const order of ['source-first', 'runtime-first'] as const) {
+    ctx.progress(`transfer: the first upload of ${bytes / MiB} MiB in a fresh process (${order})`);
+    const ms: number[] = [];
+    let verified = true;
+    let shape: { threads?: number; chunkBytes?: number } = {};
+    for (let i = 0; i < (quick ? 2 : 3); i++) {
+      ctx.checkAbort();
+      const out = await runChild(child, [rt.backend.name, String(dev.index), String(bytes), order], ctx.options.signal);
+      const r = JSON.parse(out.trim().split('\n').pop() ?? '{}') as { ms?: number; verified?: boolean; threads?: number; chunkBytes?: number };
+      if (typeof r.ms !== 'number') throw new Error(`the first-upload child answered ${out}`);
+      ctx.progress(`transfer: first upload: ${out.trim()}`);
+      ms.push(r.ms);
+      verified &&= r.verified === true;
+      shape = { threads: r.threads, chunkBytes: r.chunkBytes };
+    }
+    const engine = order === 'source-first' ? 'gpumem-upload (first call)' : 'gpumem-upload (first call, runtime opened first)';
+    ctx.addBandwidth(
+      { test: 'transfer', direction: 'HtoD-first', srcKind: 'pageable', dstKind: 'device', engine, bytes, ...shape },
+      ms,
+      bytes,
+      'one-way',
+      verified,
+    );
   }
-  ctx.addBandwidth(
-    { test: 'transfer', direction: 'HtoD-first', srcKind: 'pageable', dstKind: 'device', engine: 'gpumem-upload (first call)', bytes, ...shape },
-    ms,
-    bytes,
-    'one-way',
-    verified,
-  );
 }
 
 function runChild(script: string, args: string[], signal: AbortSignal | undefined): Promise<string> {

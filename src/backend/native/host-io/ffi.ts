@@ -18,7 +18,7 @@ export interface LibcIo {
   pwrite(fd: number, buf: number, bytes: number, offset: number): number;
   /** 0 or an errno (posix_fadvise returns the error itself). */
   fadvise(fd: number, offset: number, bytes: number, advice: number): number;
-  /** Pages of [offset, offset + bytes) resident in the page cache, and pages in all; undefined if mmap or mincore fail. */
+  /** Of a sample of the pages of [offset, offset + bytes), how many are in the page cache; undefined if mmap or mincore fail. */
   residentPages(fd: number, offset: number, bytes: number): { resident: number; pages: number } | undefined;
 }
 
@@ -61,12 +61,17 @@ export function libcIo(): LibcIo {
       const p = mmap(0, len, 1 /* PROT_READ */, 1 /* MAP_SHARED */, fd, start) as number;
       if (p === 2 ** 64 - 1 || p === 0 || p >= Number.MAX_SAFE_INTEGER) return undefined;
       try {
+        // A sample of at most 256 pages spread over the range: mincore over a whole large file costs milliseconds.
         const pages = Math.ceil(len / PAGE);
-        const vec = new Uint8Array(pages);
-        if ((mincore(p, len, vec) as number) !== 0) return undefined;
+        const samples = Math.min(pages, 256);
+        const vec = new Uint8Array(1);
         let resident = 0;
-        for (let i = 0; i < pages; i++) resident += vec[i]! & 1;
-        return { resident, pages };
+        for (let i = 0; i < samples; i++) {
+          const page = Math.floor((i * pages) / samples);
+          if ((mincore(p + page * PAGE, PAGE, vec) as number) !== 0) return undefined;
+          resident += vec[0]! & 1;
+        }
+        return { resident, pages: samples };
       } finally {
         munmap(p, len);
       }
@@ -79,4 +84,20 @@ export function libcIo(): LibcIo {
 export function bufferAddress(buffer: ArrayBuffer): number {
   const koffi = createRequire(import.meta.url)('koffi') as Koffi;
   return Number(koffi.address(buffer));
+}
+
+/**
+ * The runtime's pinned allocator (cudaHostAlloc or hipHostMalloc: `int f(void **p, size_t bytes, unsigned flags)`),
+ * bound on this thread from the library the backend loaded, so that a copier thread can pin memory while the JS
+ * thread goes on. Answers the address, or the runtime's status.
+ */
+export function hostAllocator(library: string, symbol: string): (bytes: number, flags: number) => { address: number } | { status: number } {
+  if (!/^(cudaHostAlloc|hipHostMalloc)$/.test(symbol)) throw new Error(`not a pinned allocator: ${symbol}`);
+  const koffi = createRequire(import.meta.url)('koffi') as Koffi;
+  const f = koffi.load(library).func(`int ${symbol}(_Out_ uintptr_t *p, size_t n, unsigned int flags)`) as Fn;
+  return (bytes, flags) => {
+    const out: number[] = [0];
+    const status = f(out, bytes, flags) as number;
+    return status === 0 ? { address: out[0]! } : { status };
+  };
 }
