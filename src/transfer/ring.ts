@@ -72,7 +72,12 @@ export class Ring {
         (address) => {
           this.pending--;
           if (this.closed) {
-            this.rt.backend.hostFree(address);
+            // The ring went away meanwhile; with the runtime gone too, the process's exit gives the memory back.
+            try {
+              if (!this.rt.disposed) this.rt.backend.hostFree(address);
+            } catch {
+              // the backend is going away as well
+            }
             return;
           }
           try {
