@@ -397,16 +397,23 @@ function programs(out, nat, gpm, torch, bestNat, cell, median) {
     );
   }
   add(
-    'the first 1 GiB upload of a fresh process',
+    'the first 1 GiB upload of a fresh process, the source ready before the runtime opens',
     nat((r) => r.row === 'HtoD-first pageable staged'),
-    g('HtoD-first', 'pageable', (e) => e.startsWith('gpumem-upload')),
+    g('HtoD-first', 'pageable', (e) => e === 'gpumem-upload (first call)'),
     torch('torch HtoD-first pageable .to(cuda)'),
+    absolute(30),
+  );
+  add(
+    'the first 1 GiB upload of a fresh process, the runtime opened before the source is filled',
+    [],
+    g('HtoD-first', 'pageable', (e) => e === 'gpumem-upload (first call, runtime opened first)'),
+    [],
     absolute(30),
   );
   add(
     'file in the page cache to the device (C: pread on the threads into the ring)',
     nat((r) => r.row === 'FtoD file-cached pread-staged'),
-    g('FtoD', 'file-cached', (e) => e.startsWith('uploadFile')),
+    g('FtoD', 'file-cached', (e) => e.startsWith('uploadFile') && e !== 'uploadFile (cufile)'),
     torch('torch FtoD file-cached safetensors.load_file(cuda)'),
   );
   add(
@@ -428,15 +435,15 @@ function programs(out, nat, gpm, torch, bestNat, cell, median) {
     torch('torch FtoD file-cold readinto(pinned)+to(cuda)'),
   );
   add(
-    'file in the page cache, cuFile (C)',
+    'file in the page cache, cuFile (compatibility mode where nvidia-fs is absent)',
     nat((r) => r.row === 'FtoD file-cached cufile'),
-    [],
+    g('FtoD', 'file-cached', (e) => e === 'uploadFile (cufile)'),
     [],
   );
   add(
-    'cold file, cuFile (C)',
+    'cold file, cuFile',
     nat((r) => r.row === 'FtoD file-cold cufile'),
-    [],
+    g('FtoD', 'file-cold', (e) => e === 'uploadFile (cufile)'),
     [],
   );
   add(

@@ -197,7 +197,9 @@ static void file_rows(char* dev, const char* host, size_t n, int threads, int re
       d.handle.fd = fd;
       d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
       CUfileHandle_t fh;
-      if (cuFileHandleRegister(&fh, &d).err == CU_FILE_SUCCESS) {
+      CUfileError_t reg = cuFileHandleRegister(&fh, &d);
+      if (reg.err != CU_FILE_SUCCESS) std::fprintf(stderr, "cuFileHandleRegister failed (%d): cuFile rows left out\n", reg.err);
+      if (reg.err == CU_FILE_SUCCESS) {
         for (int r = 0; r <= reps; r++) {
           if (cold) drop_cache(path, n);
           double t = seconds();

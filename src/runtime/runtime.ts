@@ -42,9 +42,9 @@ export type { PreparedCopy, PageableAllocOptions, LiveMemory } from '../memory/r
 /** Options of {@link openRuntime}. */
 export interface OpenRuntimeOptions extends OpenBackendOptions {
   /**
-   * Start the transfer engine in the background (default true): its host threads when the runtime opens a GPU
-   * backend, the pinned ring of a device's stager once memory is first allocated there. A program's first transfer
-   * then finds them running; with false they start at the first transfer, which then pays for them.
+   * Start the transfer engine in the background (default: on GPU backends): its host threads when the runtime opens,
+   * the pinned ring of a device's stager once memory is first allocated there. A program's first transfer then finds
+   * them running; with false they start at the first transfer, which then pays for them.
    */
   warmTransfers?: boolean;
 }
@@ -65,13 +65,14 @@ export class Runtime extends MemoryRuntime {
   constructor(selection: BackendSelection, options: { warmTransfers?: boolean | undefined } = {}) {
     super(selection);
     // The host backend's copier copies on the JS thread: nothing to start ahead of time there.
-    this.warmTransfers = options.warmTransfers !== false && this.backend.name !== 'host' && this.devices.length > 0;
+    this.warmTransfers = this.devices.length > 0 && (options.warmTransfers ?? this.backend.name !== 'host');
     if (this.warmTransfers) this.copier();
   }
 
   /** The device's stager starts pinning its ring once device memory is allocated there (a transfer is near). */
   protected override deviceMemoryAdopted(device: number): void {
-    if (this.warmTransfers && !this.defaultStagers.has(device)) this.defaultStager(device).warm();
+    // Every allocation asks; the stager starts once (whether or not a transfer made it before).
+    if (this.warmTransfers) this.defaultStager(device).warm();
   }
 
   private copier(): HostCopier {

@@ -121,7 +121,9 @@ export function openForRead(
       }
       if (wanted) {
         try {
-          fd = openSync(d.name, constants.O_RDONLY | O_DIRECT | O_NONBLOCK);
+          // The same inode through /proc (a path could have been replaced since the check), without O_NONBLOCK:
+          // cuFile refuses descriptors that carry it (CU_FILE_INVALID_FILE_OPEN_FLAG, seen on an H200 machine).
+          fd = openSync(`/proc/self/fd/${d.fd}`, constants.O_RDONLY | O_DIRECT);
           extra.push(fd);
           direct = true;
         } catch (e) {

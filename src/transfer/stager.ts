@@ -52,6 +52,7 @@ export class Stager implements Disposable {
   readonly flow: Flow;
   private readonly res: StagerResources;
   private disposed = false;
+  private warmed = false;
 
   /**
    * @throws InvalidArgumentError (INVALID_SIZE) for a chunk size below 4 KiB or a ring beyond the pinned budget,
@@ -86,7 +87,8 @@ export class Stager implements Disposable {
    * the ring's pinned chunks (one per turn of the event loop).
    */
   warm(): void {
-    if (this.disposed || this.rt.disposed) return;
+    if (this.warmed || this.disposed || this.rt.disposed) return;
+    this.warmed = true;
     this.copier();
     this.stream();
     this.ring.warm();
