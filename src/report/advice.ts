@@ -9,6 +9,7 @@ import type { DeviceInfo } from '../backend/backend.js';
 import type { BenchReport, BenchResult } from '../formats/bench-schema.js';
 import { formatBytes } from '../units.js';
 import { nativeVerdict, type NativeVerdict } from './fidelity.js';
+import { transferProgramAdvice } from './transfer-advice.js';
 
 export type Workload = 'training' | 'inference' | 'preprocessing';
 
@@ -396,6 +397,7 @@ export function adviseDeviceWithheld(info: DeviceInfo, bench: BenchReport): { it
       evidence: [ev('HtoD pinned', h2dPinned)],
     });
   }
+  for (const a of transferProgramAdvice(info.index, { rows: bench.results, pick: (...k) => F.pick(...k), ev: (label, r) => ev(label, r) })) add(a);
   return { items: out, withheld: F.withheld };
 }
 
