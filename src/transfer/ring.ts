@@ -81,7 +81,7 @@ export class Ring {
             return;
           }
           try {
-            const memory = this.rt.adopt(new PinnedAllocation(this.rt, 'pinned', address, this.chunkBytes, undefined, { portable: true }));
+            const memory = new PinnedAllocation(this.rt, 'pinned', address, this.chunkBytes, undefined, { portable: true });
             this.release(this.slotOf(memory));
           } catch {
             // the runtime went away meanwhile: its disposal freed what it had adopted
@@ -129,7 +129,11 @@ export class Ring {
   }
 
   private grow(): Slot {
-    return this.slotOf(this.rt.allocPinned(this.chunkBytes, this.numaNode === undefined ? {} : { numaNode: this.numaNode }));
+    const memory = this.rt.allocPinned(this.chunkBytes, this.numaNode === undefined ? {} : { numaNode: this.numaNode });
+    // The ring is the engine's own memory, not the program's: it is not counted in liveMemory(), and the stager
+    // frees it (before the runtime frees what the program left).
+    this.rt.forget(memory);
+    return this.slotOf(memory);
   }
 
   private slotOf(memory: PinnedAllocation): Slot {
