@@ -72,11 +72,12 @@ export class Ring {
         (address) => {
           this.pending--;
           if (this.closed) {
-            // The ring went away meanwhile; with the runtime gone too, the process's exit gives the memory back.
+            // The ring went away meanwhile (the runtime's disposal waits for the threads, then this lands): give the
+            // memory back; the runtime library stays loaded after the backend object is disposed.
             try {
-              if (!this.rt.disposed) this.rt.backend.hostFree(address);
+              this.rt.backend.hostFree(address);
             } catch {
-              // the backend is going away as well
+              // a sticky device error made the backend unusable: the process's exit gives the memory back
             }
             return;
           }
