@@ -79,3 +79,35 @@ export {
   type DType,
   type Reduction,
 } from './collectives/types.js';
+export {
+  SAFETENSORS_DTYPES,
+  SAFETENSORS_MAX_HEADER_BYTES,
+  SafetensorsError,
+  dtypeBits,
+  isSafetensorsDtype,
+  layoutSafetensors,
+  parseHeader as parseSafetensorsHeader,
+  parseSafetensors,
+  serializeSafetensors,
+  tensorByteSize,
+  type SafetensorsDtype,
+  type SafetensorsEntry,
+  type SafetensorsHeader,
+  type SafetensorsHostTensor,
+  type SafetensorsLayout,
+  type SafetensorsProblem,
+  type SafetensorsTensorInfo,
+} from './formats/safetensors.js';
+export { parseShardIndex, type SafetensorsIndex } from './formats/safetensors-index.js';
+export {
+  loadSafetensors,
+  saveSafetensors,
+  type DeviceTensor,
+  type LoadedSafetensors,
+  type LoadSafetensorsOptions,
+  type SafetensorsData,
+  type SaveResult,
+  type SaveSafetensorsOptions,
+  type SaveTensor,
+} from './runtime/safetensors.js';
+export type { FilePath, FileRange } from './runtime/safetensors-io.js';

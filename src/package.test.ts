@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -99,4 +99,20 @@ export type T = [PlanResult, AnalyzeResult];
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("the README's library example is examples/quickstart.mjs, and it runs as shown", () => {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const example = readFileSync(join(root, 'examples', 'quickstart.mjs'), 'utf8');
+  assert.ok(readme.includes(`\`\`\`js\n${example}\`\`\``), 'the README shows the file as it is');
+  const r = spawnSync(process.execPath, [join(root, 'examples', 'quickstart.mjs')], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, GPUMEM_BACKEND: 'host' },
+  });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^backend host, device 0: /m);
+  assert.match(r.stdout, /^upload: staged, \d+\.\d GB\/s$/m);
+  assert.match(r.stdout, /^after two steps: x\[0\] = 4 \(the batch wrote 1, scaled twice\), x\[4194303\] = 1212; host steps 2$/m);
+  assert.match(r.stdout, /^pool: 1 cache hit\(s\), 1 miss\(es\)$/m);
 });

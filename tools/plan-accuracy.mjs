@@ -1,20 +1,311 @@
-// Prints the planner against peaks measured with PyTorch (default: fixtures/plan/measured-peaks.json, recorded by
-// benchmarks/pytorch/record_training_peaks.py) as a Markdown table.
-// Usage: npm run build && node tools/plan-accuracy.mjs [measured-peaks.json]   (GPUMEM_DIST: another built dist/)
-import { readFileSync } from 'node:fs';
+// The planner against every measured set: runs published with their recipes (fixtures/plan/published/*.json) and
+// runs recorded on a GPU (fixtures/plan/measured-peaks*.json). Each row is fed to `gpumem plan` as a person would:
+// its config.json (or catalogue name) and the flags that describe the run, with the planner's defaults for the rest.
+// Each measured figure says what it measures (allocated = torch.cuda.max_memory_allocated, reserved =
+// max_memory_reserved, device = nvidia-smi or a log's total used) and is compared with that planner quantity. A row
+// whose flags the planner refuses is printed as "not expressible" with the refusal.
+//
+// Usage: npm run build && node tools/plan-accuracy.mjs [--json] [fixture.json ...]   (default: every set)
+//        GPUMEM_DIST: another built dist/ (as on the GPU machine)
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { fromDist } from '../benchmarks/dist.mjs';
-const { againstMeasured } = await fromDist('plan/measured.js');
-const file = process.argv[2] ?? new URL('../fixtures/plan/measured-peaks.json', import.meta.url);
-const d = JSON.parse(readFileSync(file, 'utf8'));
-console.log(`Measured on ${d.device} with torch ${d.torch}, transformers ${d.transformers}; GiB = 2^30 bytes.\n`);
-console.log('| run | model | precision | batch x tokens | measured peak (GiB) | planner − overhead (GiB) | error | parameters error | role |');
-console.log('|---|---|---|---|---:|---:|---:|---:|---|');
-for (const r of d.rows) {
-  const { predictedBytes, err: e, paramErr } = againstMeasured(r);
-  const err = e * 100;
-  const perr = paramErr * 100;
-  const shape = r.mode === 'train' ? `${r.batch} x ${r.seq}` : `${r.batch} x (${r.prompt}+${r.newTokens})`;
-  console.log(
-    `| ${r.mode === 'train' ? `train, AdamW${r.fusedOptimizer ? ' (fused)' : ''}${r.recompute === 'full' ? ', checkpointing' : ''}` : 'generate, KV cache'} | ${r.model} | ${r.precision ?? 'bf16 weights'} | ${shape} | ${(r.peakAllocatedBytes / 2 ** 30).toFixed(3)} | ${(predictedBytes / 2 ** 30).toFixed(3)} | ${err >= 0 ? '+' : ''}${err.toFixed(1)}% | ${perr.toFixed(2)}% | ${r.mode === 'train' && r.model === 'gpt2' ? 'fit' : 'test'} |`,
-  );
+
+const FIXTURES = fileURLToPath(new URL('../fixtures/plan/', import.meta.url));
+
+/** What a measured figure can measure, and the planner quantity each is compared with. */
+export const MEASURES = ['allocated', 'reserved', 'device'];
+
+/** Units a source states its figure in; GB and MB are decimal, GiB and MiB binary. */
+export const UNITS = { bytes: 1, MB: 1e6, MiB: 2 ** 20, GB: 1e9, GiB: 2 ** 30 };
+
+/** JSON Schema of a fixture file (gpumem.plan-fixture/1). */
+export const FIXTURE_SCHEMA = {
+  type: 'object',
+  required: ['schema', 'set', 'rows'],
+  properties: {
+    schema: { const: 'gpumem.plan-fixture/1' },
+    set: { type: 'string', minLength: 1 },
+    description: { type: 'string' },
+    rows: {
+      type: 'array',
+      minItems: 1,
+      items: {
+        type: 'object',
+        required: ['id', 'project', 'source', 'gpu', 'gpus', 'model', 'method', 'flags', 'measured', 'role'],
+        properties: {
+          id: { type: 'string', pattern: '^[a-z0-9][a-z0-9._-]*$' },
+          project: { type: 'string', minLength: 1 },
+          source: {
+            type: 'object',
+            required: ['date'],
+            properties: {
+              url: { type: 'string', pattern: '^https://' },
+              repo: { type: 'string', pattern: '^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$' },
+              commit: { type: 'string', pattern: '^[0-9a-f]{7,40}$' },
+              path: { type: 'string', minLength: 1 },
+              script: { type: 'string', minLength: 1 },
+              machine: { type: 'string', minLength: 1 },
+              date: { type: 'string', pattern: '^\\d{4}-\\d{2}(-\\d{2})?$' },
+              quote: { type: 'string', minLength: 1 },
+            },
+            // a published figure names where it was read; a recorded one names the script that measured it
+            anyOf: [{ required: ['url'] }, { required: ['repo', 'commit', 'path'] }, { required: ['script', 'machine'] }],
+          },
+          gpu: { type: 'string', minLength: 1 },
+          gpus: { type: 'integer', minimum: 1 },
+          model: { type: 'string', minLength: 1 },
+          method: { enum: ['full', 'lora', 'qlora', 'dora', 'infer', 'serve'] },
+          flags: { type: 'array', items: { type: 'string', minLength: 1 } },
+          measured: {
+            type: 'array',
+            minItems: 1,
+            items: {
+              type: 'object',
+              required: ['measures', 'value', 'unit'],
+              properties: {
+                measures: { enum: MEASURES },
+                value: { type: 'number', exclusiveMinimum: 0 },
+                unit: { enum: Object.keys(UNITS) },
+                how: { type: 'string' },
+              },
+            },
+          },
+          role: { enum: ['fit', 'test'] },
+          unitReason: { type: 'string' },
+          notModelled: { type: 'array', items: { type: 'string' } },
+          note: { type: 'string' },
+        },
+      },
+    },
+  },
+};
+
+/** Validates a fixture document; answers the errors as text lines (empty when it is well-formed). */
+export async function validateFixture(doc) {
+  const { default: Ajv } = await import('ajv');
+  const ajv = new Ajv({ allErrors: true, strict: false });
+  const ok = ajv.validate(FIXTURE_SCHEMA, doc);
+  const errors = ok ? [] : ajv.errors.map((e) => `${e.instancePath || '/'} ${e.message}`);
+  const ids = new Set();
+  for (const r of doc.rows ?? []) {
+    if (ids.has(r.id)) errors.push(`/rows id ${r.id} twice`);
+    ids.add(r.id);
+    if (r.flags?.includes('--model')) errors.push(`/rows ${r.id}: the model goes in "model", not in flags`);
+  }
+  return errors;
+}
+
+/** A figure in bytes. */
+export const toBytes = (figure) => figure.value * UNITS[figure.unit];
+
+/**
+ * The planner quantity a figure is compared with, from `gpumem plan --json`: perGpu.allocatedPeakBytes for
+ * "allocated", perGpu.reservedPeakBytes for "reserved", perGpu.totalBytes for "device". A planner that does not
+ * report the first two yet gives them from its lines: allocated = total minus every overhead line (context,
+ * communication buffers, fragmentation allowance), reserved = total minus the context and communication lines.
+ */
+export function plannerQuantity(plan, measures) {
+  const g = plan.perGpu;
+  const overhead = (plan.lines ?? []).filter((l) => l.field === 'overheadBytes');
+  const frag = overhead.filter((l) => /fragmentation/.test(l.name)).reduce((s, l) => s + l.bytes, 0);
+  if (measures === 'device') return { bytes: g.totalBytes, quantity: 'totalBytes' };
+  if (measures === 'allocated')
+    return g.allocatedPeakBytes !== undefined
+      ? { bytes: g.allocatedPeakBytes, quantity: 'allocatedPeakBytes' }
+      : { bytes: g.totalBytes - g.overheadBytes, quantity: 'totalBytes - overheadBytes' };
+  if (measures === 'reserved')
+    return g.reservedPeakBytes !== undefined
+      ? { bytes: g.reservedPeakBytes, quantity: 'reservedPeakBytes' }
+      : { bytes: g.totalBytes - g.overheadBytes + frag, quantity: 'totalBytes - context and communication lines' };
+  throw new Error(`unknown measure ${measures}`);
+}
+
+/** The rows of a measured-peaks.json written by benchmarks/pytorch/record_training_peaks.py, as fixture rows. */
+export function legacyRows(doc, file, configDir) {
+  const set = doc.set ?? basename(file, '.json');
+  return doc.rows.map((r) => {
+    const shape = r.mode === 'train' ? `${r.batch}x${r.seq}` : `${r.batch}x${r.prompt}+${r.newTokens}`;
+    const flags =
+      r.mode === 'train'
+        ? ['--mode', 'train', '--precision', r.precision, '--batch', String(r.batch), '--seq', String(r.seq)]
+        : ['--mode', 'infer', '--batch', String(r.batch), '--prompt', String(r.prompt), '--new-tokens', String(r.newTokens), '--weights', 'bf16'];
+    if (r.recompute && r.recompute !== 'none') flags.push('--recompute', r.recompute);
+    if (r.fusedOptimizer) flags.push('--fused-optimizer');
+    if (r.attention && r.attention !== 'sdpa') flags.push('--attention', r.attention);
+    if (r.baseWeights) flags.push('--base-weights', r.baseWeights);
+    if (r.lora) {
+      const l = r.lora;
+      flags.push('--lora', String(l.r), '--lora-targets', Array.isArray(l.targets) ? l.targets.join(',') : l.targets);
+      if (l.adapter_dtype) flags.push('--lora-dtype', l.adapter_dtype);
+      if (l.dropout) flags.push('--lora-dropout', String(l.dropout));
+      if (l.dora) flags.push('--dora');
+    }
+    const dir = join(configDir, r.model);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'config.json'), JSON.stringify(r.config));
+    const adapter = r.lora ? `-${r.lora.dora ? 'dora' : 'lora'}${r.lora.r}-${Array.isArray(r.lora.targets) ? r.lora.targets.join('+') : r.lora.targets}` : '';
+    const tag = r.mode === 'train' ? `${r.precision}${adapter}${r.recompute === 'full' ? '-ckpt' : ''}${r.fusedOptimizer ? '-fused' : ''}` : 'generate';
+    return {
+      id: `${set}-${r.model}-${tag}-${shape}`,
+      project: 'gpumem (recorded)',
+      source: { script: 'benchmarks/pytorch/record_training_peaks.py', machine: doc.device, date: '2026-12-01' },
+      gpu: doc.device,
+      gpus: 1,
+      model: join(dir, 'config.json'),
+      method: r.mode === 'train' ? 'full' : 'infer',
+      flags,
+      measured: [{ measures: 'allocated', value: r.peakAllocatedBytes, unit: 'bytes' }],
+      // a row's own role, else its file's ("fit: ..." in the file's role); the base and variety sets fit nothing since the
+      // activation count lost its correction factor (src/plan/activations.ts)
+      role: r.role ?? (typeof doc.role === 'string' && doc.role.startsWith('fit') ? 'fit' : 'test'),
+    };
+  });
+}
+
+/** Every set: [{ file, set, rows }], legacy files converted. */
+export async function loadSets(files, configDir) {
+  const all =
+    files.length > 0
+      ? files.map((f) => resolve(f))
+      : [
+          ...readdirSync(FIXTURES)
+            .filter((f) => /^measured-peaks.*\.json$/.test(f))
+            .sort()
+            .map((f) => join(FIXTURES, f)),
+          ...readdirSync(join(FIXTURES, 'published'))
+            .filter((f) => f.endsWith('.json'))
+            .sort()
+            .map((f) => join(FIXTURES, 'published', f)),
+        ];
+  const sets = [];
+  for (const file of all) {
+    const doc = JSON.parse(readFileSync(file, 'utf8'));
+    // serving start-ups (KV tokens, weights) have their own figures and test (src/plan/engines.test.ts)
+    if (doc.schema === 'gpumem.engine-fixture/1') continue;
+    if (doc.schema === 'gpumem.measured-peaks/1') {
+      sets.push({ file, set: doc.set && doc.set !== 'all' ? `measured-peaks-${doc.set}` : basename(file, '.json'), rows: legacyRows(doc, file, configDir) });
+      continue;
+    }
+    const errors = await validateFixture(doc);
+    if (errors.length > 0) throw new Error(`${file}: not a well-formed fixture:\n  ${errors.join('\n  ')}`);
+    const base = dirname(file) === resolve(FIXTURES, 'published') ? FIXTURES : dirname(file);
+    sets.push({ file, set: doc.set, rows: doc.rows.map((r) => ({ ...r, model: r.model.endsWith('.json') ? resolve(base, r.model) : r.model })) });
+  }
+  return sets;
+}
+
+/** Runs `gpumem plan --json` in this process; answers { plan } or { refusal } (the message of a refused run). */
+export async function runPlan(model, flags) {
+  const { main } = await fromDist('cli/program.js');
+  let out = '';
+  let err = '';
+  const code = await main(['plan', '--model', model, ...flags, '--json'], { out: (s) => (out += s), err: (s) => (err += s) });
+  if (code !== 0)
+    return {
+      refusal:
+        err
+          .split('\n')
+          .find((l) => l.trim() !== '' && !l.startsWith('(run '))
+          ?.trim() ?? `exit ${code}`,
+    };
+  return { plan: JSON.parse(out) };
+}
+
+/** One row against the planner: per figure, the measured and planned bytes and the error, or the refusal. */
+export async function evaluateRow(row) {
+  const r = await runPlan(row.model, row.flags);
+  return row.measured.map((figure) => {
+    const measuredBytes = toBytes(figure);
+    if (r.refusal !== undefined) return { row, figure, measuredBytes, refusal: r.refusal };
+    const q = plannerQuantity(r.plan, figure.measures);
+    return { row, figure, measuredBytes, plannedBytes: q.bytes, quantity: q.quantity, err: q.bytes / measuredBytes - 1 };
+  });
+}
+
+/** Counts for the bar: test figures within ±10%, of those expressible and of all; the same per kind of figure. */
+export function summarise(results) {
+  const count = (xs) => {
+    const test = xs.filter((x) => x.row.role === 'test');
+    const expressible = test.filter((x) => x.refusal === undefined);
+    const within = expressible.filter((x) => Math.abs(x.err) <= 0.1);
+    const errs = expressible.map((x) => Math.abs(x.err)).sort((a, b) => a - b);
+    const median = errs.length > 0 ? errs[Math.floor((errs.length - 1) / 2)] : undefined;
+    return { figures: xs.length, test: test.length, expressible: expressible.length, within: within.length, medianAbsErr: median };
+  };
+  const byMeasure = Object.fromEntries(MEASURES.map((m) => [m, count(results.filter((x) => x.figure.measures === m))]));
+  return { ...count(results), byMeasure };
+}
+
+const gib = (b) => (b / 2 ** 30).toFixed(2);
+const pct = (e) => `${e >= 0 ? '+' : ''}${(e * 100).toFixed(1)}%`;
+const line = (s) => {
+  const p = s.expressible > 0 ? ` (${((s.within / s.expressible) * 100).toFixed(0)}%)` : '';
+  const m = s.medianAbsErr !== undefined ? `; median |error| ${(s.medianAbsErr * 100).toFixed(1)}%` : '';
+  const by = s.byMeasure
+    ? ` (${MEASURES.filter((k) => s.byMeasure[k].test > 0)
+        .map((k) => `${k}: ${s.byMeasure[k].within} of ${s.byMeasure[k].expressible}`)
+        .join(', ')})`
+    : '';
+  return `test figures: ${s.test}; expressible: ${s.expressible}; within ±10%: ${s.within}${p}${by}${m}`;
+};
+
+async function cli(argv) {
+  const json = argv.includes('--json');
+  const files = argv.filter((a) => a !== '--json');
+  const configDir = mkdtempSync(join(tmpdir(), 'gpumem-plan-accuracy-'));
+  try {
+    const sets = await loadSets(files, configDir);
+    const all = [];
+    const out = [];
+    for (const s of sets) {
+      const results = [];
+      out.push(`\n### ${s.set} (${s.rows.length} runs)\n`);
+      out.push('| run | model | flags | measures | measured (GiB) | planner (GiB) | error | role |');
+      out.push('|---|---|---|---|---:|---:|---:|---|');
+      for (const row of s.rows) {
+        // one line a run, its figures side by side
+        const xs = await evaluateRow(row);
+        results.push(...xs);
+        const model = row.model.endsWith('.json') ? basename(dirname(row.model)) : row.model;
+        const flags = row.flags.filter((f, i, a) => !(f === '--mode' || a[i - 1] === '--mode')).join(' ');
+        const cell = (f) => xs.map(f).join(' / ');
+        const refusal = xs[0]?.refusal;
+        const planned = refusal === undefined ? cell((x) => gib(x.plannedBytes)) : 'not expressible';
+        const err = refusal === undefined ? cell((x) => pct(x.err)) : refusal.replace(/\|/g, '\\|');
+        out.push(
+          `| ${row.id} | ${model} | ${flags} | ${cell((x) => x.figure.measures)} | ${cell((x) => gib(x.measuredBytes))} | ${planned} | ${err} | ${row.role} |`,
+        );
+      }
+      all.push(...results);
+      out.push(`\n${line(summarise(results))}`);
+    }
+    if (json) {
+      const rows = all.map(({ row, figure, measuredBytes, plannedBytes, quantity, err, refusal }) => ({
+        id: row.id,
+        measures: figure.measures,
+        measuredBytes,
+        plannedBytes,
+        quantity,
+        err,
+        refusal,
+        role: row.role,
+      }));
+      process.stdout.write(`${JSON.stringify({ summary: summarise(all), rows }, null, 1)}\n`);
+    } else {
+      console.log(`GiB = 2^30 bytes; error = planner / measured - 1; every set: ${line(summarise(all))}`);
+      console.log(out.join('\n'));
+    }
+  } finally {
+    rmSync(configDir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  cli(process.argv.slice(2)).catch((e) => {
+    console.error(`plan-accuracy: ${e instanceof Error ? e.message : String(e)}`);
+    process.exitCode = 2;
+  });
 }

@@ -18,6 +18,7 @@ import { importKineto, type JsonReader } from './importers/kineto.js';
 import { importRocprofCsv, importRocprofJson, rocprofCsvKind } from './importers/rocprof.js';
 import { importNsys, SQLITE_MAGIC } from './importers/nsys.js';
 import { importAllocLog, importSnapshot } from './importers/allocator.js';
+import { isPickleFile, snapshotEncoding } from '../formats/snapshot-file.js';
 
 export const TRACE_FORMATS = ['kineto', 'rocprofv3-json', 'rocprof-csv', 'nsys-sqlite', 'memory-snapshot', 'alloc-log'] as const;
 export type TraceFormat = (typeof TRACE_FORMATS)[number];
@@ -36,6 +37,10 @@ export function detectTraceFormat(file: string): TraceFormat {
     throw new BadInputError('an Nsight Systems report must be exported first: nsys export --type sqlite --output trace.sqlite FILE.nsys-rep', file);
   const text = sniffText(file);
   if (headBytes(file, 16).toString('latin1') === SQLITE_MAGIC) return 'nsys-sqlite';
+  if (isPickleFile(file)) {
+    snapshotEncoding(file); // a pickle of anything but a memory snapshot is refused, naming what it holds
+    return 'memory-snapshot';
+  }
   const t = text.replace(/^\uFEFF/, '').trimStart();
   if (t.startsWith('{') || t.startsWith('[')) {
     if (/^\[\s*\[/.test(t))

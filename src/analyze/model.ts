@@ -121,6 +121,9 @@ export interface SnapshotSegment {
   inactiveSplitBlocks: number;
   largestFreeBlock: number;
   stream: number;
+  device: number;
+  /** An expandable segment's mapped range (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True). */
+  expandable: boolean;
 }
 
 export class TraceModel {
@@ -146,6 +149,11 @@ export class TraceModel {
   readonly segments: SnapshotSegment[] = [];
   /** Out-of-memory events seen in allocator traces. */
   ooms = 0;
+  /** The allocator settings a memory snapshot recorded, and whether they had expandable segments on. */
+  allocatorSettings: Record<string, unknown> | undefined;
+  expandableSegments: boolean | undefined;
+  /** The allocation rows' times are only their order (a snapshot without time_us): span() leaves them out. */
+  allocsOrderOnly = false;
   readonly kernelNames = new Map<string, { count: number; ns: number }>();
   readonly devices = new Map<number, string>();
   readonly formats = new Set<string>();
@@ -272,7 +280,7 @@ export class TraceModel {
       if (rs[i]! < lo) lo = rs[i]!;
       if (re[i]! > hi) hi = re[i]!;
     }
-    for (const t of [this.allocs.col('time'), this.faults.col('time')]) {
+    for (const t of this.allocsOrderOnly ? [this.faults.col('time')] : [this.allocs.col('time'), this.faults.col('time')]) {
       for (const v of t) {
         if (v < lo) lo = v;
         if (v > hi) hi = v;

@@ -42,8 +42,10 @@ export interface BackendCapabilities {
   uncachedDeviceMemory: boolean;
   /** AMD: coherent and non-coherent pinned host memory (hipHostMallocCoherent / NonCoherent). */
   coherentHostMemory: boolean;
-  /** AMD: pinned host memory placed on the NUMA node of the current device (hipHostMallocNumaUser). */
+  /** AMD: pinned host memory placed as the calling thread's NUMA policy says (hipHostMallocNumaUser). */
   numaHostMemory: boolean;
+  /** AMD: hipMemAdvise's coarse-grain values and the coherency-mode query (hipMemRangeAttributeCoherencyMode). */
+  coherencyControl: boolean;
   /** Many copies enqueued by one native call (cudaMemcpyBatchAsync from CUDA 12.8, hipMemcpyBatchAsync from ROCm 7.1). */
   batchCopies: boolean;
   /** Stream capture into graphs, launched with one call (cudaStreamBeginCapture ... cudaGraphLaunch; hipGraph*). */
@@ -82,8 +84,13 @@ export interface DeviceInfo {
   managedMemory?: boolean | undefined;
   concurrentManagedAccess?: boolean | undefined;
   pageableMemoryAccess?: boolean | undefined;
-  /** AMD: XNACK (retry on page fault) as the architecture name says, and what HSA_XNACK asks for. */
-  xnack?: { arch?: boolean | undefined; env?: string | undefined; enabled?: boolean | undefined } | undefined;
+  /**
+   * AMD: XNACK (retry on page fault), which lets kernels fault on managed and pageable memory and have it migrated.
+   * `enabled` is decided as the runtime decides it: hipDeviceAttributePageableMemoryAccess (the runtime's own answer,
+   * HSA's SVM_ACCESSIBLE_BY_DEFAULT), else the target's xnack+ / xnack- suffix, which HSA_XNACK set for this process;
+   * `source` says which. `arch` is the suffix, `env` what HSA_XNACK asks for.
+   */
+  xnack?: XnackState | undefined;
   integrated?: boolean | undefined;
   canMapHostMemory?: boolean | undefined;
   pciBusId?: string | undefined;
@@ -94,6 +101,14 @@ export interface DeviceInfo {
   memoryClockKHz?: number | undefined;
   computeCapability?: string | undefined;
   streamPriorityRange?: { least: number; greatest: number } | undefined;
+}
+
+/** XNACK as a device reports it; see DeviceInfo.xnack. */
+export interface XnackState {
+  arch?: boolean | undefined;
+  env?: string | undefined;
+  enabled?: boolean | undefined;
+  source?: 'runtime' | 'arch' | undefined;
 }
 
 /** PCIe link state read from sysfs: generation (from the transfer rate), width in lanes, current and maximum. */
@@ -119,7 +134,13 @@ export interface DeviceMemoryUse {
    * device), `runtime`
    * (the runtime's memGetInfo: creates this process's context on the device, itself a few hundred MiB), `host`.
    */
-  source: 'nvml' | 'rocm-smi' | 'runtime' | 'host';
+  source: 'nvml' | 'amd-smi' | 'rocm-smi' | 'runtime' | 'host';
+  /**
+   * AMD: GTT memory (system memory mapped for the GPU), as AMD SMI counts it. On an APU it is most of the GPU's memory
+   * and is counted in the totals above as well.
+   */
+  gttTotalBytes?: number | undefined;
+  gttUsedBytes?: number | undefined;
   /** Why the figures come from a fallback (the management library's error), when they do. */
   note?: string | undefined;
   /**
@@ -140,9 +161,9 @@ export interface PeerLink {
   kind: 'nvlink' | 'xgmi' | 'pcie' | 'host' | 'unknown';
   /** The runtime lets one device address the other's memory. */
   peerAccess: boolean;
-  /** How the devices meet on PCIe (NVML's topology level), or ROCm SMI's hop count. */
+  /** How the devices meet on PCIe (NVML's topology level), or AMD SMI's / ROCm SMI's hop count. */
   detail?: string | undefined;
-  source: 'nvml' | 'rocm-smi' | 'runtime' | 'host';
+  source: 'nvml' | 'amd-smi' | 'rocm-smi' | 'runtime' | 'host';
 }
 
 export interface PcieLink {
@@ -169,7 +190,11 @@ export interface PinnedFlags {
   portable?: boolean | undefined;
   mapped?: boolean | undefined;
   writeCombined?: boolean | undefined;
-  /** AMD: coherent (fine-grained) or non-coherent (coarse-grained) host memory. */
+  /**
+   * AMD: coherent (fine-grained: hipHostMallocCoherent) or non-coherent (coarse-grained: hipHostMallocNonCoherent)
+   * pinned memory. The HIP backend always passes one of the two; unset means coherent, as hipHostMalloc's default
+   * flags (hipHostMallocDefault, which PyTorch's pinned memory uses) give.
+   */
   coherent?: boolean | undefined;
   /** AMD: place the pages on the NUMA node of the current device (hipHostMallocNumaUser). */
   numaUser?: boolean | undefined;
@@ -187,7 +212,19 @@ export interface DeviceMallocFlags {
 export type MemLocation = { type: 'device'; device: number } | { type: 'host' };
 
 /** Managed-memory advice. */
-export type MemAdvice = 'read-mostly' | 'unset-read-mostly' | 'preferred-location' | 'unset-preferred-location' | 'accessed-by' | 'unset-accessed-by';
+export type MemAdvice =
+  | 'read-mostly'
+  | 'unset-read-mostly'
+  | 'preferred-location'
+  | 'unset-preferred-location'
+  | 'accessed-by'
+  | 'unset-accessed-by'
+  /** AMD (capabilities.coherencyControl): hipMemAdviseSetCoarseGrain / hipMemAdviseUnsetCoarseGrain. */
+  | 'coarse-grain'
+  | 'unset-coarse-grain';
+
+/** How a range of memory is kept coherent (hipMemRangeCoherencyMode): fine-grained, coarse-grained, or mixed. */
+export type CoherencyMode = 'fine-grained' | 'coarse-grained' | 'indeterminate';
 
 /** A kernel argument as the backend marshals it. */
 export type KernelArg =
@@ -288,6 +325,18 @@ export interface NativeCopyBatch {
   runs: ReadonlyArray<{ first: number; src: BatchLocation; dst: BatchLocation }>;
 }
 
+/** What the batch call did with a batch: which way the copies went, said in every copyBatch result. */
+export interface BatchOutcome {
+  /** 'batch': the runtime's batch call carried the copies; 'loop': one copy call each (the batch call was refused). */
+  readonly path: 'batch' | 'loop';
+  /** How the batch call was made: one attribute per run of copies, or none (ROCm 7.1 to 7.12 refuse any). */
+  readonly attributes?: 'per-run' | 'none' | undefined;
+  /** The most copies one batch call carries (HIP: 8192); larger batches take several calls. Absent: no limit. */
+  readonly copiesPerCall?: number | undefined;
+  /** Why the copies did not go the first way tried, when they did not. */
+  readonly note?: string | undefined;
+}
+
 /** Stream creation options. */
 export interface StreamOptions {
   priority?: number | undefined;
@@ -360,6 +409,8 @@ export interface Backend {
   hostView(address: Address, bytes: number): Uint8Array;
 
   prefetch(address: Address, bytes: number, to: MemLocation, stream: Handle): void;
+  /** How a range is kept coherent, where `capabilities.coherencyControl`; undefined where the runtime cannot say. */
+  coherencyMode(address: Address, bytes: number): CoherencyMode | undefined;
   advise(address: Address, bytes: number, advice: MemAdvice, location: MemLocation): void;
 
   memcpy(dst: Address, src: Address, bytes: number, kind: CopyKind): void;
@@ -408,8 +459,11 @@ export interface Backend {
   packArgs(args: readonly KernelArg[]): unknown;
   launch(fn: Handle, config: LaunchConfig, packed: unknown): void;
 
-  /** Enqueues every copy of `batch` on `stream` with one native call, where `capabilities.batchCopies`. */
-  memcpyBatchAsync(batch: NativeCopyBatch, stream: Handle): void;
+  /**
+   * Enqueues every copy of `batch` on `stream` with the runtime's batch call, where `capabilities.batchCopies`: in as
+   * few calls as the release takes, one copy call each where it refuses the batch call. Answers which way they went.
+   */
+  memcpyBatchAsync(batch: NativeCopyBatch, stream: Handle): BatchOutcome;
 
   /** A pool of `threads` threads for host-to-host copies (the host backend copies on the JS thread). */
   createHostCopier(threads: number): HostCopier;

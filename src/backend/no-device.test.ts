@@ -1,66 +1,112 @@
 /**
  * On machines without a GPU (CI among them) the CUDA and HIP libraries still load for real and must answer
- * "no device" cleanly. GPUMEM_EXPECT_HIP=1 / GPUMEM_EXPECT_CUDA=1 turn a missing library into a failure.
+ * "no device" cleanly. GPUMEM_EXPECT_HIP=1 / GPUMEM_EXPECT_CUDA=1 turn a missing library into a failure, and so does
+ * a GPU the system itself sees (system-devices.ts): present but broken fails, it does not skip.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { BackendUnavailableError, ErrorCode, GpuError } from '../errors.js';
 import { openRuntime } from '../runtime/runtime.js';
 import { main } from '../cli/program.js';
+import type { Backend } from './backend.js';
+import { createCudaBackend } from './cuda/cuda-backend.js';
+import { createHipBackend } from './hip/hip-backend.js';
 import { openBackend } from './select.js';
+import { systemSeesGpu } from './system-devices.js';
 
 for (const name of ['cuda', 'hip'] as const) {
-  const expect = process.env[`GPUMEM_EXPECT_${name.toUpperCase()}`] === '1';
-  let loaded: ReturnType<typeof openRuntime> | undefined;
+  const create = name === 'cuda' ? createCudaBackend : createHipBackend;
+  // A GPU the operating system sees must be opened: a backend that cannot is a failure, not a skip.
+  const seen = systemSeesGpu(name);
+  const expect = process.env[`GPUMEM_EXPECT_${name.toUpperCase()}`] === '1' || seen !== undefined;
+  let backend: Backend | undefined;
   let loadError: unknown;
   try {
-    loaded = openRuntime({ backend: name });
+    backend = create();
   } catch (e) {
     loadError = e;
   }
-  const hasDevice = (loaded?.devices.length ?? 0) > 0;
-  const skip = hasDevice ? 'a device is present: the conformance suite covers it' : !loaded && !expect ? `the ${name} library is not installed here` : false;
-  test(`${name}: the library loads and answers "no device" cleanly`, { skip }, async () => {
-    assert.ok(loaded, `the ${name} library did not load: ${(loadError as Error)?.message}`);
-    using rt = loaded;
-    assert.equal(rt.backend.name, name);
-    assert.equal(rt.devices.length, 0);
-    assert.match(rt.backend.noDeviceReason() ?? '', /NoDevice|InsufficientDriver|NotInitialized/);
-    const driver = rt.backend.libraries.find((l) => l.role === 'driver');
-    if (name === 'cuda' && driver && !driver.loaded) {
-      // The toolkit without a driver: "insufficient driver" would read as a broken driver; say that none is installed.
-      assert.match(rt.backend.noDeviceReason() ?? '', /^no NVIDIA driver is installed \(libcuda\.so\.1 was not found/);
+  const devices = backend?.deviceCount() ?? 0;
+  backend?.dispose();
+  test(`${name}: a GPU the system sees is one the backend opens`, { skip: seen ? false : `the system shows no ${name} GPU` }, () => {
+    assert.ok(devices > 0, `${seen}, but the ${name} backend sees none: ${(loadError as Error)?.message ?? backend?.noDeviceReason() ?? ''}`);
+  });
+  const skip = devices > 0 ? 'a device is present: the conformance suite covers it' : !backend && !expect ? `the ${name} library is not installed here` : false;
+  test(`${name}: the library loads and answers "no device" cleanly; asked for by name, the backend refuses to open`, { skip }, async () => {
+    assert.ok(!loadError, `the ${name} library did not load: ${(loadError as Error)?.message}`);
+    const b = create();
+    try {
+      assert.equal(b.name, name);
+      assert.equal(b.deviceCount(), 0);
+      assert.match(b.noDeviceReason() ?? '', /NoDevice|InsufficientDriver|NotInitialized/);
+      const driver = b.libraries.find((l) => l.role === 'driver');
+      if (name === 'cuda' && driver && !driver.loaded) {
+        // The toolkit without a driver: "insufficient driver" would read as a broken driver; say that none is installed.
+        assert.match(b.noDeviceReason() ?? '', /^no NVIDIA driver is installed \(libcuda\.so\.1 was not found/);
+      }
+      const runtime = b.libraries.find((l) => l.role === 'runtime');
+      assert.ok(runtime?.loaded && runtime.path, 'the runtime library has a resolved path');
+      assert.ok(b.runtimeVersion, 'the runtime reports its version');
+      // The management library (NVML, ROCm SMI) is listed, loaded or not; CI installs ROCm SMI beside HIP.
+      const management = b.libraries.find((l) => l.role === 'management' && !l.name.startsWith('libamd_smi'));
+      assert.ok(management, 'the management library is listed');
+      if (name === 'hip' && process.env.GPUMEM_EXPECT_HIP === '1') assert.ok(management.loaded && management.path, `ROCm SMI loads: ${management.error ?? ''}`);
+      if (name === 'hip') {
+        // HIP declares hipHostMallocWriteCombined for CUDA source compatibility only: not a capability.
+        assert.equal(b.capabilities.writeCombined, false);
+        assert.ok(b.installRoot, 'the install the libraries came from is named');
+      }
+    } finally {
+      b.dispose();
     }
-    const runtime = rt.backend.libraries.find((l) => l.role === 'runtime');
-    assert.ok(runtime?.loaded && runtime.path, 'the runtime library has a resolved path');
-    assert.ok(rt.backend.runtimeVersion, 'the runtime reports its version');
-    // The management library (NVML, ROCm SMI) is listed, loaded or not; CI installs ROCm SMI beside HIP.
-    const management = rt.backend.libraries.find((l) => l.role === 'management');
-    assert.ok(management, 'the management library is listed');
-    if (name === 'hip' && expect) assert.ok(management.loaded && management.path, `ROCm SMI loads: ${management.error ?? ''}`);
-    if (name === 'hip') {
-      // HIP declares hipHostMallocWriteCombined for CUDA source compatibility only: not a capability.
-      assert.equal(rt.backend.capabilities.writeCombined, false);
-      assert.ok(rt.backend.installRoot, 'the install the libraries came from is named');
-    }
+    // Asked for by name, a backend without a device fails at open, saying why; detection falls back to the host.
     assert.throws(
-      () => rt.device(0),
-      (e: unknown) => e instanceof GpuError && e.code === ErrorCode.INVALID_ARGUMENT && /no device/.test(e.message),
-    );
-    assert.throws(
-      () => rt.allocPinned(4096),
-      (e: unknown) => e instanceof GpuError && e.code === ErrorCode.INVALID_ARGUMENT,
+      () => openRuntime({ backend: name }),
+      (e: unknown) =>
+        e instanceof BackendUnavailableError &&
+        new RegExp(`^${name}: the backend was asked for but has no device \\(.*(NoDevice|InsufficientDriver|driver)`).test(e.message),
     );
     const out: string[] = [];
-    const code = await main(['info', '--json', '--backend', name], { out: (s) => out.push(s), err: () => {} });
-    assert.equal(code, 0);
-    const json = JSON.parse(out.join('')) as { backend: string; devices: unknown[]; links: unknown[]; noDevice: string; runtimeVersion: string };
-    assert.equal(json.backend, name);
-    assert.deepEqual(json.devices, []);
-    assert.deepEqual(json.links, [], 'no device, no links');
-    assert.match(json.noDevice, /NoDevice|InsufficientDriver/);
+    const err: string[] = [];
+    assert.equal(await main(['info', '--json', '--backend', name], { out: (s) => out.push(s), err: (s) => err.push(s) }), 1);
+    assert.deepEqual(out, [], 'nothing half-done on stdout');
+    assert.match(err.join(''), /has no device/);
+    const sel = openBackend({ backend: 'auto' });
+    try {
+      assert.equal(sel.how, 'fallback');
+      assert.match(sel.notice ?? '', new RegExp(`${name}: .*(NoDevice|InsufficientDriver|driver)`));
+    } finally {
+      sel.backend.dispose();
+    }
   });
 }
+
+test("the system's own view of GPUs: KFD topology nodes with SIMDs, /proc/driver/nvidia/gpus", () => {
+  const root = mkdtempSync(join(tmpdir(), 'gpumem-sys-'));
+  try {
+    const node = (i: number, simd: number): void => {
+      const dir = join(root, 'sys/class/kfd/kfd/topology/nodes', String(i));
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, 'properties'), `cpu_cores_count 0\nsimd_count ${simd}\nmem_banks_count 1\n`);
+    };
+    const sys = join(root, 'sys');
+    const proc = join(root, 'proc');
+    assert.equal(systemSeesGpu('hip', { sys, proc, tools: false }), undefined, 'no KFD: no AMD GPU');
+    node(0, 0);
+    assert.equal(systemSeesGpu('hip', { sys, proc, tools: false }), undefined, 'a CPU node has no SIMDs');
+    node(1, 304);
+    node(2, 304);
+    assert.match(systemSeesGpu('hip', { sys, proc, tools: false }) ?? '', /lists 2 GPU node/);
+    assert.equal(systemSeesGpu('cuda', { sys, proc, tools: false }), undefined);
+    mkdirSync(join(proc, 'driver/nvidia/gpus/0000:3b:00.0'), { recursive: true });
+    assert.match(systemSeesGpu('cuda', { sys, proc, tools: false }) ?? '', /lists 1 GPU/);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
 
 test('a library path that does not exist is a BackendUnavailableError naming the file and the variable', () => {
   const saved = process.env.GPUMEM_LIBAMDHIP64;

@@ -44,7 +44,7 @@ export function isBackendChoice(name: string): name is BackendName | 'auto' {
 /**
  * Opens a backend.
  * @throws InvalidArgumentError for an unknown backend name.
- * @throws BackendUnavailableError when a requested backend's library cannot be loaded.
+ * @throws BackendUnavailableError when a requested backend's library cannot be loaded, or it sees no device.
  */
 export function openBackend(options: OpenBackendOptions = {}): BackendSelection {
   const choice = options.backend ?? process.env.GPUMEM_BACKEND ?? 'auto';
@@ -53,7 +53,15 @@ export function openBackend(options: OpenBackendOptions = {}): BackendSelection 
   }
   if (choice !== 'auto') {
     const backend = FACTORIES[choice](options);
-    return { backend, how: 'requested', attempts: [{ name: choice, devices: backend.deviceCount() }] };
+    const devices = backend.deviceCount();
+    if (devices === 0 && choice !== 'host') {
+      // An explicit backend that cannot reach a device is unavailable: failing here says why, where an empty backend
+      // would only fail later at the first device call.
+      const why = backend.noDeviceReason() ?? 'no device';
+      backend.dispose();
+      throw new BackendUnavailableError(`${choice}: the backend was asked for but has no device (${why})`, {}, { backend: choice });
+    }
+    return { backend, how: 'requested', attempts: [{ name: choice, devices }] };
   }
   const attempts: BackendAttempt[] = [];
   for (const name of ['hip', 'cuda'] as const) {

@@ -100,18 +100,43 @@ test('gpumem bench measures peers on two (host) devices and refuses impossible r
   }
 });
 
-test('Ctrl-C stops the bench, frees what it allocated, and exits 130', async () => {
-  const child = spawn(process.execPath, [cli, 'bench', '--backend', 'host'], { stdio: ['ignore', 'pipe', 'pipe'] });
+test('Ctrl-C stops the bench, prints what it had measured, frees what it allocated, and exits 130', { timeout: 120_000 }, async () => {
+  const child = spawn(process.execPath, [cli, 'bench', '--backend', 'host', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
-  const code = await new Promise<number | null>((resolve) => {
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  // the copies are done once the managed-memory group starts: interrupt then, so the copy rows are finished work
+  const started = new Promise<void>((resolve) =>
     child.stderr.on('data', (d: Buffer) => {
       err += d.toString();
-      if (/copies: \d+ bytes/.test(err) && !child.killed) child.kill('SIGINT');
-    });
-    child.on('exit', (c) => resolve(c));
-  });
-  assert.equal(code, 130, err);
+      if (/managed memory/.test(err)) resolve();
+    }),
+  );
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+  const first = await Promise.race([started.then(() => 'started' as const), exited.then(() => 'exited' as const)]);
+  assert.equal(first, 'started', `the managed group never started:\n${err}`);
+  child.kill('SIGINT');
+  assert.equal(await exited, 130, err);
   assert.match(err, /every allocation was freed/);
+  const report = JSON.parse(out) as BenchReport;
+  assert.equal(report.environment.interrupted, true);
+  assert.ok(
+    report.results.some((r) => r.test === 'copy'),
+    'the copy rows finished before the interrupt are printed',
+  );
+  assert.ok(!report.results.some((r) => r.test === 'alloc'), 'nothing after the interrupt was measured');
+});
+
+test('bench refuses a --max-size below 64 KiB and a device named twice, before measuring', async () => {
+  for (const [args, reason] of [
+    [['--max-size', '4KiB'], /--max-size must be at least 64KiB/],
+    [['--device', '0', '0'], /--device 0 is given twice/],
+  ] as const) {
+    const r = await run(['bench', '--backend', 'host', '--quick', ...args]);
+    assert.equal(r.code, 2, r.err);
+    assert.match(r.err, reason);
+    assert.equal(r.out, '', 'nothing half-printed');
+  }
 });
 
 test('gpumem report on the host backend prints its measurements and says that a GPU strategy needs a GPU', async (t) => {
@@ -129,6 +154,11 @@ test('gpumem report on the host backend prints its measurements and says that a 
     const text = await run(['report', '--backend', 'host', '--max-size', '1MiB']);
     assert.equal(text.code, 0);
     assert.ok(text.out.startsWith('NOTE: No GPU was found'), text.out.slice(0, 80));
+    assert.deepEqual(
+      text.out.split('\n').filter((l) => l.length > 80),
+      [],
+      'no line wider than 80 columns where no terminal says its width',
+    );
     assert.match(text.out, /== strategy ==\nNo strategy on the host backend: it needs figures measured on a GPU\./);
     assert.doesNotMatch(text.out, /training:|inference:|preprocessing:/);
     if (!CHROMIUM) return t.skip('chromium is not installed (.ci/run installs it): the HTML page was written but not opened');

@@ -15,6 +15,7 @@ import { accessTests, cacheSweep, latencyTests, streamTests } from './suites/dev
 import { managedTests, zeroCopyTests } from './suites/host-visible.js';
 import { allocTests, peerTests } from './suites/peer-alloc.js';
 import { transferTests } from './suites/transfer.js';
+import { safetensorsTests } from './suites/safetensors.js';
 import { collectiveTests } from './suites/collectives.js';
 
 /** Test groups, in the order they run. */
@@ -98,6 +99,9 @@ function annotate(results: BenchResult[], d: DeviceInfo, peaks: { linkGBps?: num
   }
 }
 
+/** The smallest --max-size: the access patterns and the cache sweep need a working set of 16 KiB and more. */
+export const MIN_MAX_BYTES = 64 * 1024;
+
 /**
  * Runs one test group; a failure other than an interrupt or a sticky device error is reported as a failure of that
  * group (never as a figure) and the bench goes on.
@@ -113,7 +117,8 @@ async function guarded(ctx: BenchContext, name: string, fn: () => Promise<void>)
 }
 
 /**
- * Runs the bench on `rt`.
+ * Runs the bench on `rt`. When `options.signal` aborts, the test under way stops, everything is freed, and the report
+ * holds the rows finished before it with `environment.interrupted` set.
  * @throws InvalidArgumentError for an unknown device or test, or an impossible request (peer with one device).
  */
 export async function runBench(rt: Runtime, options: BenchOptions): Promise<BenchReport> {
@@ -133,6 +138,11 @@ export async function runBench(rt: Runtime, options: BenchOptions): Promise<Benc
   const host = rt.backend.name === 'host';
   const defaultMax = host ? (options.quick ? 16 * MiB : 64 * MiB) : options.quick ? 256 * MiB : GiB;
   const max = options.maxBytes ?? defaultMax;
+  if (!Number.isSafeInteger(max) || max < MIN_MAX_BYTES)
+    throw new InvalidArgumentError(
+      `--max-size must be at least 64 KiB (${MIN_MAX_BYTES} bytes), the smallest working set every test runs with; got ${max} bytes`,
+      ErrorCode.INVALID_SIZE,
+    );
   for (const d of devices) {
     const free = rt.device(d).memGetInfo().freeBytes;
     if (max * 3 > free)
@@ -143,42 +153,50 @@ export async function runBench(rt: Runtime, options: BenchOptions): Promise<Benc
   const results: BenchResult[] = [];
   const failures: BenchEnvironment['failures'] = [];
   const envDevices: BenchEnvironment['devices'] = [];
+  let interrupted = false;
   try {
-    for (const d of devices) ctxs.push(new BenchContext(rt, d, options));
-    for (const ctx of ctxs) {
-      const info = ctx.dev.info();
-      const peaks = theoreticalPeaks(info);
-      envDevices.push({
-        index: info.index,
-        name: info.name,
-        arch: info.arch,
-        totalBytes: info.totalBytes,
-        multiprocessors: info.multiprocessors,
-        l2Bytes: info.l2Bytes,
-        pciBusId: info.pciBusId,
-        link: info.link,
-        numaNode: info.numaNode,
-        concurrentManagedAccess: info.concurrentManagedAccess,
-        pageableMemoryAccess: info.pageableMemoryAccess,
-        xnack: info.xnack,
-        peaks,
-      });
-      const kernels = !!ctx.module;
-      const groups: Array<[string, boolean, () => Promise<void>]> = [
-        ['copy', only.has('copy') || only.has('sm-copy'), () => copyTests(ctx, max)],
-        ['managed', only.has('managed') && kernels, () => managedTests(ctx, max)],
-        ['zero-copy', only.has('zero-copy') && kernels, () => zeroCopyTests(ctx, max)],
-        ['stream', only.has('stream') && kernels, () => streamTests(ctx, max)],
-        ['cache', only.has('cache') && kernels, () => cacheSweep(ctx, max)],
-        ['access', only.has('access') && kernels, () => accessTests(ctx, max)],
-        ['latency', only.has('latency') && kernels, () => latencyTests(ctx, max)],
-        ['alloc', only.has('alloc'), () => allocTests(ctx)],
-        ['transfer', only.has('transfer'), () => transferTests(ctx, max)],
-      ];
-      for (const [name, wanted, fn] of groups) if (wanted) await guarded(ctx, name, fn);
+    try {
+      for (const d of devices) ctxs.push(new BenchContext(rt, d, options));
+      for (const ctx of ctxs) {
+        const info = ctx.dev.info();
+        const peaks = theoreticalPeaks(info);
+        envDevices.push({
+          index: info.index,
+          name: info.name,
+          arch: info.arch,
+          totalBytes: info.totalBytes,
+          multiprocessors: info.multiprocessors,
+          l2Bytes: info.l2Bytes,
+          pciBusId: info.pciBusId,
+          link: info.link,
+          numaNode: info.numaNode,
+          concurrentManagedAccess: info.concurrentManagedAccess,
+          pageableMemoryAccess: info.pageableMemoryAccess,
+          xnack: info.xnack,
+          peaks,
+        });
+        const kernels = !!ctx.module;
+        const groups: Array<[string, boolean, () => Promise<void>]> = [
+          ['copy', only.has('copy') || only.has('sm-copy'), () => copyTests(ctx, max)],
+          ['managed', only.has('managed') && kernels, () => managedTests(ctx, max)],
+          ['zero-copy', only.has('zero-copy') && kernels, () => zeroCopyTests(ctx, max)],
+          ['stream', only.has('stream') && kernels, () => streamTests(ctx, max)],
+          ['cache', only.has('cache') && kernels, () => cacheSweep(ctx, max)],
+          ['access', only.has('access') && kernels, () => accessTests(ctx, max)],
+          ['latency', only.has('latency') && kernels, () => latencyTests(ctx, max)],
+          ['alloc', only.has('alloc'), () => allocTests(ctx)],
+          ['transfer', only.has('transfer'), () => transferTests(ctx, max)],
+          ['safetensors', only.has('transfer'), () => safetensorsTests(ctx, max)],
+        ];
+        for (const [name, wanted, fn] of groups) if (wanted) await guarded(ctx, name, fn);
+      }
+      if (only.has('peer')) await guarded(ctxs[0]!, 'peer', () => peerTests(rt, ctxs, max));
+      if (only.has('collectives')) await guarded(ctxs[0]!, 'collective', () => collectiveTests(rt, ctxs, max));
+    } catch (e) {
+      // Ctrl-C: the rows finished so far are kept and reported as an interrupted run
+      if (!(e instanceof BenchAborted)) throw e;
+      interrupted = true;
     }
-    if (only.has('peer')) await guarded(ctxs[0]!, 'peer', () => peerTests(rt, ctxs, max));
-    if (only.has('collectives')) await guarded(ctxs[0]!, 'collective', () => collectiveTests(rt, ctxs, max));
     for (const ctx of ctxs) {
       let rows = ctx.results;
       if (!only.has('copy')) rows = rows.filter((r) => r.test !== 'copy');
@@ -205,6 +223,7 @@ export async function runBench(rt: Runtime, options: BenchOptions): Promise<Benc
     failures,
     seconds: Math.round((performance.now() - t0) / 100) / 10,
   };
+  if (interrupted) environment.interrupted = true;
   if (rt.backend.runtimeVersion) environment.runtimeVersion = rt.backend.runtimeVersion;
   if (rt.backend.driverVersion) environment.driverVersion = rt.backend.driverVersion;
   return { schema: 'gpumem.bench/1', environment, results };

@@ -1,7 +1,9 @@
 /**
  * GPUs gpumem knows by name: memory, bandwidths and host link. Shared by the planner (what fits) and the analyzer
- * (the ceiling a trace's copies are judged against), so it sits below both. Memory is what the runtime reports where
- * it was measured, otherwise the vendor's nominal capacity; memorySource says which.
+ * (the ceiling a trace's copies are judged against), so it sits below both. Memory is the total the runtime reports
+ * (cudaMemGetInfo's, as PyTorch and the serving engines print it: less than the nominal size, which counts memory the
+ * driver keeps) where a published or measured figure exists, otherwise the vendor's nominal capacity; memorySource
+ * says which, and where the figure comes from.
  */
 import { BadInputError } from '../errors.js';
 
@@ -21,6 +23,7 @@ export interface GpuSpec {
 }
 
 const GB = 1e9;
+const GiB = 2 ** 30;
 export const GPUS: Record<string, GpuSpec> = {
   h200: {
     name: 'NVIDIA H200',
@@ -34,8 +37,9 @@ export const GPUS: Record<string, GpuSpec> = {
   h100: {
     name: 'NVIDIA H100 SXM 80GB',
     vendor: 'nvidia',
-    memoryBytes: 80 * GB,
-    memorySource: 'nominal 80 GB',
+    memoryBytes: Math.round(79.22 * GiB),
+    memorySource:
+      'total the runtime reports, as vLLM printed it on H100 80GB GPUs: 79.22 GiB (vllm-project/vllm#10511, #12126; other drivers print 79.11-79.33 GiB)',
     memoryGBps: 3350,
     hostLinkGBps: 63,
     peerGBps: 450,
@@ -44,7 +48,7 @@ export const GPUS: Record<string, GpuSpec> = {
     name: 'NVIDIA H100 PCIe 80GB',
     vendor: 'nvidia',
     memoryBytes: 80 * GB,
-    memorySource: 'nominal 80 GB',
+    memorySource: 'nominal 80 GB: no published runtime total found (an H100 SXM reports 79.22 GiB)',
     memoryGBps: 2000,
     hostLinkGBps: 63,
     peerGBps: 300,
@@ -53,7 +57,7 @@ export const GPUS: Record<string, GpuSpec> = {
     name: 'NVIDIA A100 80GB',
     vendor: 'nvidia',
     memoryBytes: 80 * GB,
-    memorySource: 'nominal 80 GB',
+    memorySource: 'nominal 80 GB: no published runtime total found',
     memoryGBps: 2039,
     hostLinkGBps: 31.5,
     peerGBps: 300,
@@ -67,13 +71,27 @@ export const GPUS: Record<string, GpuSpec> = {
     hostLinkGBps: 31.5,
     peerGBps: 300,
   },
-  l40s: { name: 'NVIDIA L40S', vendor: 'nvidia', memoryBytes: 48 * GB, memorySource: 'nominal 48 GB', memoryGBps: 864, hostLinkGBps: 31.5 },
-  'rtx-4090': { name: 'NVIDIA GeForce RTX 4090', vendor: 'nvidia', memoryBytes: 24 * GB, memorySource: 'nominal 24 GB', memoryGBps: 1008, hostLinkGBps: 31.5 },
+  l40s: {
+    name: 'NVIDIA L40S',
+    vendor: 'nvidia',
+    memoryBytes: Math.round(44.39 * GiB),
+    memorySource: 'total the runtime reports, as vLLM start-up logs print it on L40S GPUs: 44.39 GiB (nvidia-smi shows 46068 MiB; nominal 48 GB)',
+    memoryGBps: 864,
+    hostLinkGBps: 31.5,
+  },
+  'rtx-4090': {
+    name: 'NVIDIA GeForce RTX 4090',
+    vendor: 'nvidia',
+    memoryBytes: Math.round(23.55 * GiB),
+    memorySource: 'total the runtime reports on RTX 4090s: 23.55 GiB (vllm-project/vllm#13061: 0.98 of it is 23.08 GiB; nvidia-smi shows 24564 MiB)',
+    memoryGBps: 1008,
+    hostLinkGBps: 31.5,
+  },
   mi300x: {
     name: 'AMD Instinct MI300X',
     vendor: 'amd',
     memoryBytes: 192 * GB,
-    memorySource: 'nominal 192 GB',
+    memorySource: 'nominal 192 GB: no published runtime total found',
     memoryGBps: 5300,
     hostLinkGBps: 63,
     peerGBps: 64,
@@ -82,7 +100,7 @@ export const GPUS: Record<string, GpuSpec> = {
     name: 'AMD Instinct MI325X',
     vendor: 'amd',
     memoryBytes: 256 * GB,
-    memorySource: 'nominal 256 GB',
+    memorySource: 'nominal 256 GB: no published runtime total found',
     memoryGBps: 6000,
     hostLinkGBps: 63,
     peerGBps: 64,
@@ -96,7 +114,14 @@ export const GPUS: Record<string, GpuSpec> = {
     hostLinkGBps: 31.5,
     peerGBps: 50,
   },
-  mi210: { name: 'AMD Instinct MI210', vendor: 'amd', memoryBytes: 64 * GB, memorySource: 'nominal 64 GB', memoryGBps: 1600, hostLinkGBps: 31.5 },
+  mi210: {
+    name: 'AMD Instinct MI210',
+    vendor: 'amd',
+    memoryBytes: 64 * GB,
+    memorySource: 'nominal 64 GB: no published runtime total found',
+    memoryGBps: 1600,
+    hostLinkGBps: 31.5,
+  },
 };
 
 /** Edit distance, for "did you mean". */

@@ -1,5 +1,5 @@
 /** `gpumem analyze FILE...`: findings from profiler and allocator traces. Loads no GPU library. */
-import { writeFileSync } from 'node:fs';
+import { statSync, writeFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import type { TraceFormat } from '../analyze/analyze.js';
 import { checkWritable, type Io } from './context.js';
@@ -102,7 +102,15 @@ async function runAnalyze(files: string[], opts: AnalyzeCliOptions, io: Io): Pro
   }
   const model = await loadTraces(files, { format, progress });
   const result = analyzeModel(model, rates ?? defaultRates([...model.devices.values()][0]));
-  if (opts.html) {
+  if (opts.html && inputs.length === 1 && inputs[0]!.format === 'memory-snapshot') {
+    // a snapshot's page: its memory timeline, segments and replay what-ifs per GPU (read again, with stack traces)
+    const { readPytorchSnapshot } = await import('../formats/pytorch-snapshot.js');
+    const { snapshotView } = await import('../replay/memory-timeline.js');
+    const { renderSnapshotHtml } = await import('../render/snapshot-html.js');
+    const snap = await readPytorchSnapshot(inputs[0]!.file, { stacks: true, progress: (n) => progress(inputs[0]!.file, n, statSync(inputs[0]!.file).size) });
+    writeFileSync(opts.html, renderSnapshotHtml(result, snapshotView(snap)));
+    io.err(`wrote ${opts.html}\n`);
+  } else if (opts.html) {
     writeFileSync(opts.html, renderAnalyzeHtml(result, timelineOf(model)));
     io.err(`wrote ${opts.html}\n`);
   }

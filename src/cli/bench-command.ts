@@ -1,7 +1,9 @@
 /** `gpumem bench`: this machine's table of bandwidth and latency. Ctrl-C stops after the current measurement. */
 import { writeFileSync } from 'node:fs';
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
+import { outputWidth } from '../render/width.js';
 import { checkWritable, interruptible, withRuntime, type Io } from './context.js';
+import { Interrupted } from './errors.js';
 import { backendOption, collectInts, parseSizeOption, type BenchCliOptions } from './options.js';
 
 export function defineBench(program: Command, io: Io): void {
@@ -12,9 +14,13 @@ export function defineBench(program: Command, io: Io): void {
     )
     .addOption(backendOption())
     .option('--quick', 'fewer sizes and repeats (under 30 s on one GPU); default is the full run')
-    .option('--device <n...>', 'devices to measure (default: all)', collectInts('--device'), undefined)
+    .option('--device <n...>', 'devices to measure, each once (default: all)', collectInts('--device', { distinct: true }), undefined)
     .option('--only <test...>', 'run only these tests: copy, sm-copy, peer, collectives, managed, zero-copy, stream, cache, access, latency, alloc, transfer')
-    .option('--max-size <size>', 'largest copy / working set, e.g. 64MiB (default 256 MiB quick, 1 GiB full)', (v) => parseSizeOption(v, '--max-size'))
+    .option('--max-size <size>', 'largest copy / working set, 64KiB or more, e.g. 64MiB (default 256 MiB quick, 1 GiB full)', (v) => {
+      const n = parseSizeOption(v, '--max-size');
+      if (n < 64 * 1024) throw new InvalidArgumentError(`--max-size must be at least 64KiB, the smallest working set every test runs with; got "${v}"`);
+      return n;
+    })
     .option(
       '--gated',
       'time device work only: each run waits behind a kernel until it is fully enqueued (default: time as a native program does, submission included)',
@@ -52,7 +58,11 @@ async function runBenchCommand(opts: BenchCliOptions, io: Io): Promise<void> {
           writeFileSync(opts.html, benchHtml(report));
           io.err(`wrote ${opts.html}\n`);
         }
-        io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderBench(report)}\n`);
+        io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderBench(report, { width: outputWidth() })}\n`);
+        if (report.environment.interrupted) {
+          io.err(`interrupted: the ${report.results.length} row(s) above finished before it; every allocation was freed\n`);
+          throw new Interrupted();
+        }
       },
     ),
   );

@@ -3,6 +3,7 @@ import { accessSync, constants, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Runtime } from '../runtime/runtime.js';
 import { Interrupted, UsageError } from './errors.js';
+import { fsReason } from '../input/fs-errors.js';
 
 /** Where a command writes: stdout and stderr, or a test's buffers. */
 export interface Io {
@@ -54,31 +55,25 @@ export async function interruptible<T>(io: Io, isAbort: (e: unknown) => boolean,
 export function checkWritable(file: string | undefined, option: string): void {
   if (file === undefined) return;
   const path = resolve(file);
+  const dir = dirname(path);
+  try {
+    if (!statSync(dir).isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
+    accessSync(dir, constants.W_OK);
+  } catch (e) {
+    throw new UsageError(`${option} ${file}: cannot write there (${fsReason(e)})`);
+  }
   let isDir = false;
   try {
     isDir = statSync(path).isDirectory();
-  } catch {
-    // does not exist yet: its folder must be writable
-  }
-  if (isDir) throw new UsageError(`${option} ${file}: is a folder; give a file name`);
-  try {
-    accessSync(dirname(path), constants.W_OK);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new UsageError(
-      `${option} ${file}: cannot write there (${code === 'ENOENT' ? 'the folder does not exist' : code === 'EACCES' ? 'permission denied' : code})`,
-    );
-  }
-  try {
-    statSync(path);
     accessSync(path, constants.W_OK);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new UsageError(`${option} ${file}: cannot write it (permission denied)`);
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new UsageError(`${option} ${file}: cannot write it (${fsReason(e)})`);
   }
+  if (isDir) throw new UsageError(`${option} ${file}: is a folder; give a file name`);
 }
 
 /** Aborts on SIGINT or SIGTERM; `release()` removes the listeners. */
-export function interruption(): { signal: AbortSignal; done: Promise<void>; release: () => void } {
+export function interruption(): { signal: AbortSignal; done: Promise<void>; abort: () => void; release: () => void } {
   const ac = new AbortController();
   const finish = (): void => ac.abort();
   process.once('SIGINT', finish);
@@ -87,6 +82,7 @@ export function interruption(): { signal: AbortSignal; done: Promise<void>; rele
   return {
     signal: ac.signal,
     done,
+    abort: finish,
     release: () => {
       process.removeListener('SIGINT', finish);
       process.removeListener('SIGTERM', finish);

@@ -24,9 +24,17 @@ const USAGE_CODES = new Set<string>([
   ErrorCode.WRONG_DEVICE,
 ]);
 
-/** Exit code for an error: 130 for an interrupt, 2 for bad input or an impossible request, 1 for anything else. */
+/** Errors of the file system that come from the paths a user gave (whichever command meets them): exit 2. */
+const PATH_ERRNOS = new Set(['ENOENT', 'ENOTDIR', 'EISDIR', 'EACCES', 'EPERM', 'EROFS', 'ELOOP', 'ENAMETOOLONG']);
+
+/**
+ * Exit code for an error: 130 for an interrupt, 2 for bad input or an impossible request (a path that cannot be read
+ * or written included, whether a check before the work or the write after it meets it), 1 for anything else.
+ */
 export function exitCodeFor(e: unknown): number {
   if (e instanceof Interrupted) return 130;
+  const errno = (e as NodeJS.ErrnoException | undefined)?.code;
+  if (!(e instanceof GpuError) && typeof errno === 'string' && PATH_ERRNOS.has(errno)) return 2;
   if (e instanceof GpuError && USAGE_CODES.has(e.code)) return 2;
   if (e instanceof UsageError) return 2;
   return 1;

@@ -1,5 +1,6 @@
 /** `gpumem info`: the backend, its libraries and each device's memory facts. */
 import type { Command } from 'commander';
+import { outputWidth, wrapText } from '../render/width.js';
 import { withRuntime, type Io } from './context.js';
 import { backendOption } from './options.js';
 
@@ -18,6 +19,6 @@ async function runInfo(opts: { backend?: string; json?: boolean }, io: Io): Prom
   const { renderInfo } = await import('../render/info-text.js');
   await withRuntime(opts, io, (rt) => {
     const report = collectInfo(rt);
-    io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderInfo(report)}\n`);
+    io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${wrapText(renderInfo(report), outputWidth())}\n`);
   });
 }

@@ -4,9 +4,10 @@
  * Prometheus endpoint until Ctrl-C.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { checkWritable, interruption, withRuntime, type Io } from './context.js';
+import { outputWidth } from '../render/width.js';
 import { UsageError } from './errors.js';
 import { backendOption, collectInts, parsePercent, parsePort, parsePositive, parseSeconds } from './options.js';
 
@@ -36,7 +37,7 @@ export function defineMonitor(program: Command, io: Io): void {
     .command('monitor')
     .description('live memory per device and per process: a terminal view, JSON lines, Prometheus text, or a web dashboard with a Prometheus endpoint')
     .addOption(backendOption())
-    .option('--device <n...>', 'devices to watch (default: all)', collectInts('--device'), undefined)
+    .option('--device <n...>', 'devices to watch (default: all)', collectInts('--device', { distinct: true }), undefined)
     .option('--interval <seconds>', 'seconds between samples, 0.1 to 3600', (v) => parseSeconds(v, '--interval'), 1)
     .option('--once', 'print one sample and exit')
     .option('--count <n>', 'stop after n samples', (v) => parsePositive(v, '--count'))
@@ -44,8 +45,16 @@ export function defineMonitor(program: Command, io: Io): void {
     .option('--prometheus', "print samples in Prometheus' text format (e.g. for node_exporter's textfile collector)")
     .option('--csv', 'one CSV row per device per sample, with a header (e.g. --once --csv)')
     .option('--log <file>', 'append every sample to FILE as one JSON line (NDJSON history, schema gpumem.monitor/1)')
-    .option('--warn <percent>', 'mark a device warning from this share of its memory in use', (v) => parsePercent(v, '--warn'), 0.9)
-    .option('--critical <percent>', 'mark a device critical from this share in use', (v) => parsePercent(v, '--critical'), 0.97)
+    .addOption(
+      new Option('--warn <percent>', 'mark a device warning from this percentage of its memory in use')
+        .argParser((v) => parsePercent(v, '--warn'))
+        .default(0.9, '90'),
+    )
+    .addOption(
+      new Option('--critical <percent>', 'mark a device critical from this percentage in use')
+        .argParser((v) => parsePercent(v, '--critical'))
+        .default(0.97, '97'),
+    )
     .option('--warn-time <seconds>', 'mark warning when memory at its current growth runs out within this time', (v) => parseSeconds(v, '--warn-time'), 900)
     .option('--critical-time <seconds>', 'mark critical when it runs out within this time', (v) => parseSeconds(v, '--critical-time'), 120)
     .option(
@@ -79,6 +88,12 @@ view prints GiB = 2^30.`,
     .action((opts: MonitorCliOptions) => {
       if ([opts.json, opts.prometheus, opts.serve, opts.csv].filter(Boolean).length > 1)
         throw new UsageError('choose one of --json, --prometheus, --csv and --serve');
+      const pct = (f: number): string => `${+(f * 100).toFixed(2)}%`;
+      if (opts.warn === 0) throw new UsageError('--warn must be above 0%');
+      if (opts.warn > opts.critical)
+        throw new UsageError(`--warn ${pct(opts.warn)} is above --critical ${pct(opts.critical)}: a device must warn before it is critical`);
+      if (opts.warnTime < opts.criticalTime)
+        throw new UsageError(`--warn-time ${opts.warnTime} s is below --critical-time ${opts.criticalTime} s: the warning must come before the critical state`);
       checkWritable(opts.log, '--log');
       return runMonitor(opts, io);
     });
@@ -135,18 +150,40 @@ export async function runMonitor(opts: MonitorCliOptions, io: Io, interactive = 
     }
     const redraw = interactive && !opts.json && !opts.prometheus && !opts.csv && limit !== 1;
     const stop = interruption();
+    const stopKey = redraw ? quitOnKey(stop.abort) : undefined;
     try {
       for (let n = 0; (limit === undefined || n < limit) && !stop.signal.aborted; n++) {
         const s = monitor.sample();
         if (opts.json) io.out(`${JSON.stringify(s)}\n`);
         else if (opts.prometheus) io.out(toPrometheus(s));
         else if (opts.csv) io.out(toCsv(s, n === 0));
-        else io.out(`${redraw ? '\x1b[H\x1b[2J' : n > 0 ? '\n' : ''}${renderFrame(s, { interactive: redraw })}`);
+        else io.out(`${redraw ? '\x1b[H\x1b[2J' : n > 0 ? '\n' : ''}${renderFrame(s, { interactive: redraw, width: outputWidth() })}`);
         if (limit !== undefined && n + 1 >= limit) break;
         await sleep(intervalMs, undefined, { signal: stop.signal }).catch(() => undefined);
       }
     } finally {
+      stopKey?.();
       stop.release();
     }
   }
+}
+
+/**
+ * In the interactive view, q (or Q, or Ctrl-C, which raw mode delivers as a key) stops the monitor as SIGINT does.
+ * Returns the function that gives the terminal back as it was.
+ */
+function quitOnKey(abort: () => void): (() => void) | undefined {
+  const input = process.stdin;
+  if (!input.isTTY || typeof input.setRawMode !== 'function') return undefined;
+  const onData = (b: Buffer): void => {
+    if (b.includes(0x71) || b.includes(0x51) || b.includes(0x03)) abort();
+  };
+  input.setRawMode(true);
+  input.on('data', onData);
+  input.resume();
+  return () => {
+    input.off('data', onData);
+    input.setRawMode(false);
+    input.pause();
+  };
 }

@@ -44,12 +44,16 @@ test('--html to a path that cannot be written fails at once with exit code 2, be
   ]) {
     const r = await runCli([...args, '--html', '/nonexistent-folder/out.html']);
     assert.equal(r.code, 2, `${args[0]}: ${r.err}`);
-    assert.match(r.err, /--html \/nonexistent-folder\/out\.html: cannot write there \(the folder does not exist\)/);
+    assert.match(r.err, /--html \/nonexistent-folder\/out\.html: cannot write there \(no such file or folder\)/);
     assert.doesNotMatch(r.err, /copies:|reading /, `${args[0]} did no work first`);
   }
   const folder = await runCli(['plan', '--model', 'llama-2-7b', '--html', fixture('traces')]);
   assert.equal(folder.code, 2);
   assert.match(folder.err, /is a folder; give a file name/);
+  // a file used as a folder is named as such, not as a permission problem
+  const underFile = await runCli(['plan', '--model', 'llama-2-7b', '--html', join(fixture('plan/measured-peaks.json'), 'out.html')]);
+  assert.equal(underFile.code, 2);
+  assert.match(underFile.err, /cannot write there \(a part of the path is a file, not a folder\)/);
 });
 
 test('pool replay --device N on a trace without that device is refused, naming the devices it has', async () => {
@@ -67,4 +71,18 @@ test('monitor --serve --count N stops by itself after N samples', () => {
   });
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /dashboard http:\/\/127\.0\.0\.1:\d+\/ .*stops after 2 sample\(s\)/);
+});
+
+test('a path the file system refuses exits 2 whichever command meets it, before or after the work', async () => {
+  const { exitCodeFor } = await import('./errors.js');
+  const errno = (code: string): NodeJS.ErrnoException => Object.assign(new Error(`${code}: x`), { code, path: '/x' });
+  for (const code of ['EACCES', 'EPERM', 'ENOENT', 'ENOTDIR', 'EISDIR', 'EROFS']) assert.equal(exitCodeFor(errno(code)), 2, code);
+  assert.equal(exitCodeFor(errno('EIO')), 1, 'a device error is a failure, not bad input');
+  assert.equal(exitCodeFor(new Error('boom')), 1);
+  // the same unreadable path read by two commands: the same code and the same words
+  const missing = '/nonexistent-folder/trace.json';
+  const a = await runCli(['analyze', missing]);
+  const b = await runCli(['pool', 'replay', missing]);
+  assert.equal(a.code, 2);
+  assert.equal(b.code, 2);
 });

@@ -19,8 +19,12 @@ export interface BenchCliOptions {
 }
 
 /** A repeatable whole-number option. */
-export function collectInts(name: string): (v: string, prev: number[] | undefined) => number[] {
-  return (v, prev) => [...(prev ?? []), parseIntOption(v, name)];
+export function collectInts(name: string, options: { distinct?: boolean } = {}): (v: string, prev: number[] | undefined) => number[] {
+  return (v, prev) => {
+    const n = parseIntOption(v, name);
+    if (options.distinct && prev?.includes(n)) throw new InvalidArgumentError(`${name} ${n} is given twice: name each one once`);
+    return [...(prev ?? []), n];
+  };
 }
 
 /** Parses a byte size ("64MiB", "1GB", "4096"). */
@@ -56,6 +60,9 @@ export function parsePort(v: string): number {
 export function parsePercent(v: string, name: string): number {
   const n = Number(v);
   if (!Number.isFinite(n) || n < 0 || n > 100) throw new InvalidArgumentError(`${name} must be a percentage from 0 to 100, got "${v}"`);
+  // 0.9 is almost always a fraction meant as 90%, not 0.9%: say so rather than watch for 0.9% full
+  if (n > 0 && n < 1)
+    throw new InvalidArgumentError(`${name} takes a percentage: ${name} ${Math.round(n * 100)} for ${Math.round(n * 100)}%, not a fraction ("${v}")`);
   return n / 100;
 }
 

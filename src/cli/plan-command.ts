@@ -1,20 +1,17 @@
 /** `gpumem plan`: options to a plan, printed. Loads no GPU library. */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import type { PlanInputs } from '../plan/inputs.js';
+import { LIMITS, type PlanInputs } from '../plan/inputs.js';
 import { PRECISIONS, type Attention } from '../plan/options.js';
 import { checkWritable, interruption, type Io } from './context.js';
 import { UsageError } from './errors.js';
-import { parsePercent, parsePort, parsePositive, parseSizeOption } from './options.js';
+import { parsePercent, parsePort, parseSizeOption } from './options.js';
 
-/**
- * The largest values a plan takes: past them no GPU cluster could hold the result, and a typo (a batch of 10^12)
- * would print a figure in the billions of GiB instead of an error.
- */
-const BATCH_LIMIT = 1 << 20;
-const TOKENS_LIMIT = 1 << 24;
-const GPUS_LIMIT = 1 << 20;
-const STEPS_LIMIT = 1 << 16;
+// the same limits the page's inputs are checked against (plan/inputs.ts)
+const BATCH_LIMIT = LIMITS.batch;
+const TOKENS_LIMIT = LIMITS.tokens;
+const GPUS_LIMIT = LIMITS.gpus;
+const STEPS_LIMIT = LIMITS.steps;
 
 function fraction(v: string, name: string): number {
   const n = Number(v);
@@ -22,9 +19,10 @@ function fraction(v: string, name: string): number {
   return n;
 }
 
-function bounded(v: string, name: string, limit: number): number {
-  const n = parsePositive(v, name);
-  if (n > limit) throw new InvalidArgumentError(`${name} ${v} is beyond any machine (at most ${limit})`);
+/** A number for an option the planner's own checks bound (plan/inputs.ts checkInputs: the page runs the same). */
+function bounded(v: string, name: string, _limit: number): number {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n)) throw new InvalidArgumentError(`${name} must be a whole number, got "${v}"`);
   return n;
 }
 
@@ -33,12 +31,50 @@ export function definePlan(program: Command, io: Io): void {
     .command('plan')
     .description('LLM memory planner: what a model needs per GPU for training or inference, and where each part should live (loads no GPU library)')
     .option(
-      '--model <name|config.json>',
-      'a catalogue name (llama-2-7b, llama-3.1-70b, mixtral-8x7b, gpt-3-175b, deepseek-v3, ...) or a Hugging Face config.json',
+      '--model <name|config.json|folder>',
+      'a catalogue name (llama-2-7b, llama-3.1-70b, mixtral-8x7b, gemma-2-9b, qwen3-8b, deepseek-v3, ...), a Hugging Face config.json, or a model folder holding one',
     )
     .addOption(new Option('--mode <mode>', 'train or infer').choices(['train', 'infer']).default('train'))
-    .addOption(new Option('--optimizer <name>').choices(['adamw', 'adam', 'sgd', 'adam8bit']).default('adamw'))
+    .addOption(
+      new Option(
+        '--optimizer <name>',
+        "adamw, adam (torch.optim, foreach by default), sgd (with momentum), adamw8bit (bitsandbytes / torchao 8-bit AdamW; adam8bit is the same), paged-adamw, paged-adamw8bit (bitsandbytes' paged optimizers: states in CUDA managed memory)",
+      )
+        .choices(['adamw', 'adam', 'sgd', 'adamw8bit', 'adam8bit', 'paged-adamw', 'paged-adamw8bit'])
+        .default('adamw'),
+    )
     .option('--fused-optimizer', 'a fused optimizer step (no parameter-sized temporaries)')
+    .option('--optimizer-in-backward', "the optimizer step fused into the backward pass (torchtune's optimizer_in_bwd): no gradient outlives its step")
+    .option('--lora <r>', 'LoRA adapters of rank r (PEFT): the base frozen, only the adapters train', (v) => bounded(v, '--lora', TOKENS_LIMIT))
+    .option(
+      '--lora-targets <list>',
+      "module names as PEFT takes them (q_proj,v_proj) or all-linear (default: PEFT's default for the model: q_proj,v_proj for Llama-style models, c_attn for GPT-2)",
+    )
+    .addOption(
+      new Option('--lora-dtype <t>', "the adapters' dtype (default: PEFT's, fp32 under a 16-bit base: autocast_adapter_dtype=True)").choices([
+        'fp32',
+        'bf16',
+        'fp16',
+      ]),
+    )
+    .option('--lora-dropout <p>', "PEFT's lora_dropout (default 0: no mask kept)", (v) => dropoutFraction(v))
+    .option('--dora', "weight-decomposed LoRA (use_dora=True): a magnitude per output and each adapted layer's output kept")
+    .addOption(
+      new Option(
+        '--base-weights <format>',
+        "the frozen base under --lora: fp32, bf16, fp16, nf4 or fp4 (bitsandbytes 4-bit with its quant state; the rest cast to fp32 as PEFT's prepare_model_for_kbit_training does), int8 (LLM.int8()); default the checkpoint's bf16",
+      ).choices(['fp32', 'bf16', 'fp16', 'nf4', 'fp4', 'int8']),
+    )
+    .option('--double-quant', "bitsandbytes' bnb_4bit_use_double_quant: the 4-bit absmax in 8 bits (default off, as BitsAndBytesConfig)")
+    .option('--activation-offload', "torchtune's activation offloading: kept activations go to pinned host memory (about two layers stay)")
+    .addOption(
+      new Option(
+        '--loss <kind>',
+        "standard: Hugging Face's cross-entropy on full fp32 logits; chunked: torchtune / LitGPT chunked cross-entropy; fused: Liger-style fused linear cross-entropy (no logits kept)",
+      )
+        .choices(['standard', 'chunked', 'fused'])
+        .default('standard'),
+    )
     .addOption(
       new Option(
         '--precision <p>',
@@ -52,7 +88,14 @@ export function definePlan(program: Command, io: Io): void {
     .option('--batch <n>', 'micro-batch (train) or concurrent sequences (infer)', (v) => bounded(v, '--batch', BATCH_LIMIT), 1)
     .option('--seq <n>', 'sequence length (train)', (v) => bounded(v, '--seq', TOKENS_LIMIT), 2048)
     .option('--grad-accum <n>', 'gradient accumulation steps', (v) => bounded(v, '--grad-accum', STEPS_LIMIT), 1)
-    .addOption(new Option('--recompute <mode>', 'activation recomputation').choices(['none', 'selective', 'full']).default('none'))
+    .addOption(
+      new Option(
+        '--recompute <mode>',
+        "activation recomputation: none; selective (attention); full (every layer: Hugging Face's gradient checkpointing); op (torchtitan's per-op selective checkpointing)",
+      )
+        .choices(['none', 'selective', 'full', 'op'])
+        .default('none'),
+    )
     .addOption(
       new Option(
         '--attention <kernel>',
@@ -92,8 +135,15 @@ export function definePlan(program: Command, io: Io): void {
     .option('--max-model-len <n>', "vllm/sglang: longest request in tokens (default: the model's positions)", (v) =>
       bounded(v, '--max-model-len', TOKENS_LIMIT),
     )
-    .option('--max-num-batched-tokens <n>', 'vllm: tokens of the profiling forward pass', (v) => bounded(v, '--max-num-batched-tokens', TOKENS_LIMIT), 8192)
-    .option('--max-num-seqs <n>', 'vllm: sequences scheduled at once', (v) => bounded(v, '--max-num-seqs', BATCH_LIMIT), 256)
+    .option('--max-num-batched-tokens <n>', "vllm: tokens of the profiling forward pass (default: the release's, by GPU)", (v) =>
+      bounded(v, '--max-num-batched-tokens', TOKENS_LIMIT),
+    )
+    .option('--max-num-seqs <n>', "vllm: sequences scheduled at once (default: the release's, by GPU)", (v) => bounded(v, '--max-num-seqs', BATCH_LIMIT))
+    .option(
+      '--engine-version <v>',
+      'vllm/sglang: the release whose start-up the plan follows (vLLM 0.6 to 0.27: V0 before 0.8, V1 from 0.8; SGLang 0.3 to 0.5.4; default the newest)',
+    )
+    .option('--enforce-eager', 'vllm/sglang: no CUDA graphs (vLLM --enforce-eager, SGLang --disable-cuda-graph)')
     .option('--gpus <n>', 'GPUs in all', (v) => bounded(v, '--gpus', GPUS_LIMIT), 1)
     .option('--nodes <n>', 'nodes', (v) => bounded(v, '--nodes', GPUS_LIMIT), 1)
     .addOption(new Option('--zero <stage>', 'ZeRO stage').choices(['0', '1', '2', '3']).default('0'))
@@ -119,28 +169,36 @@ export function definePlan(program: Command, io: Io): void {
     .option('--host <address>', 'address for --serve to listen on', '127.0.0.1')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ gpumem plan --model llama-2-7b --mode train --precision bf16 --batch 4 --seq 4096 --gpus 8 --zero 3 --gpu h100\n  $ gpumem plan --model llama-3.1-70b --mode infer --batch 32 --context 8192 --kv-dtype fp8 --tp 4 --gpus 4 --gpu h200\n  $ gpumem plan --model ./config.json --mode train --recompute selective --attention eager --json\n  $ gpumem plan --model mixtral-8x7b --mode infer --from-bench bench.json --html plan.html',
+      '\nExamples:\n  $ gpumem plan --model llama-3-8b --lora 16 --lora-targets all-linear --base-weights nf4 --double-quant --recompute full\n  $ gpumem plan --model llama-2-7b --mode train --precision bf16 --batch 4 --seq 4096 --gpus 8 --zero 3 --gpu h100\n  $ gpumem plan --model llama-3.1-70b --mode infer --batch 32 --context 8192 --kv-dtype fp8 --tp 4 --gpus 4 --gpu h200\n  $ gpumem plan --model ./config.json --mode train --recompute selective --attention eager --json\n  $ gpumem plan --model mixtral-8x7b --mode infer --from-bench bench.json --html plan.html',
     )
-    .action((opts: Record<string, unknown>) => runPlan(opts, io));
+    .action((opts: Record<string, unknown>, cmd: Command) => runPlan(opts, cmd, io));
 }
 
-async function runPlan(opts: Record<string, unknown>, io: Io): Promise<void> {
-  if (opts.model === undefined) throw new UsageError("required option '--model <name|config.json>' not specified");
+function dropoutFraction(v: string): number {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n) || n < 0 || n >= 1)
+    throw new InvalidArgumentError(`--lora-dropout must be a fraction from 0 to below 1, got "${v}"`);
+  return n;
+}
+
+async function runPlan(opts: Record<string, unknown>, cmd: Command, io: Io): Promise<void> {
+  if (opts.model === undefined) throw new UsageError("required option '--model <name|config.json|folder>' not specified");
   checkWritable(opts.html as string | undefined, '--html');
   if (opts.serve && opts.json) throw new UsageError('choose --json or --serve');
   const { catalogueModel } = await import('../plan/catalogue.js');
-  const { readConfigFile } = await import('../plan/config-file.js');
+  const { readConfigSource } = await import('../plan/config-file.js');
+  const { parseConfigText } = await import('../plan/model-config.js');
   const { machineFromBench } = await import('../plan/bench-machine.js');
   const { machineFromCatalogue, plan } = await import('../plan/plan.js');
   const { DEFAULT_INPUTS, planOptionsFrom } = await import('../plan/inputs.js');
   const { renderPlanText } = await import('../render/plan-render.js');
   const { renderPlanPage } = await import('../render/plan-page.js');
   const modelArg = String(opts.model);
-  const fromFile = modelArg.endsWith('.json') || existsSync(modelArg);
-  const model = fromFile ? readConfigFile(modelArg) : catalogueModel(modelArg);
+  // a config.json, or a Hugging Face model folder holding one
+  const source = modelArg.endsWith('.json') || existsSync(modelArg) ? readConfigSource(modelArg) : undefined;
+  const model = source ? parseConfigText(source.text, source.file, source.name) : catalogueModel(modelArg);
   if (opts.gpu && opts.fromBench) throw new UsageError('give --gpu or --from-bench, not both');
   const machine = opts.fromBench ? machineFromBench(String(opts.fromBench)) : machineFromCatalogue(String(opts.gpu ?? 'h200'));
-  if (opts.hostMemory !== undefined) machine.hostMemoryBytes = opts.hostMemory as number;
   // commander's option names are the inputs' names; the rest come from the defaults
   const inputs: PlanInputs = {
     ...DEFAULT_INPUTS,
@@ -149,13 +207,24 @@ async function runPlan(opts: Record<string, unknown>, io: Io): Promise<void> {
     fsdp: !!opts.fsdp,
     sp: !!opts.sp,
     fusedOptimizer: !!opts.fusedOptimizer,
-    attention: (opts.flashAttention ? 'flash' : opts.attention) as Attention,
+    attention: opts.attention as Attention,
+    flashAttention: !!opts.flashAttention,
+    dora: !!opts.dora,
+    doubleQuant: !!opts.doubleQuant,
+    optimizerInBackward: !!opts.optimizerInBackward,
+    activationOffload: !!opts.activationOffload,
+    enforceEager: !!opts.enforceEager,
+    // the options given on the command line: contradictions are refused between them, never with a default
+    given: Object.keys(opts).filter((k) => cmd.getOptionValueSource(k) === 'cli'),
   };
-  const result = plan(model, planOptionsFrom(inputs), machine);
+  inputs.hostMemoryBytes = opts.hostMemory as number | undefined;
+  const options = planOptionsFrom(inputs);
+  machine.hostMemoryBytes = inputs.hostMemoryBytes;
+  const result = plan(model, options, machine);
   const page = (): string =>
     renderPlanPage({
       inputs,
-      model: fromFile ? { configText: readFileSync(modelArg, 'utf8'), name: model.name } : { catalogue: modelArg },
+      model: source ? { configText: source.text, name: model.name } : { catalogue: modelArg },
       gpu: opts.fromBench ? { machine } : { catalogue: String(opts.gpu ?? 'h200') },
     });
   if (opts.html) {
@@ -177,4 +246,19 @@ async function runPlan(opts: Record<string, unknown>, io: Io): Promise<void> {
 }
 
 /** Inputs without a default: taken from the options only when given. */
-const OPTIONAL_INPUTS = new Set(['context', 'blockSize', 'gpuMemoryUtilization', 'memFractionStatic', 'maxModelLen', 'inFlight']);
+const OPTIONAL_INPUTS = new Set([
+  'context',
+  'blockSize',
+  'gpuMemoryUtilization',
+  'memFractionStatic',
+  'maxModelLen',
+  'inFlight',
+  'lora',
+  'loraTargets',
+  'loraDtype',
+  'loraDropout',
+  'baseWeights',
+  'maxNumBatchedTokens',
+  'maxNumSeqs',
+  'engineVersion',
+]);

@@ -8,7 +8,9 @@ import { defineAnalyze } from './analyze-command.js';
 import { defineBench } from './bench-command.js';
 import type { Io } from './context.js';
 import { exitCodeFor, Interrupted } from './errors.js';
+import { fsReason } from '../input/fs-errors.js';
 import { defineInfo } from './info-command.js';
+import { defineLoadWeights } from './load-weights-command.js';
 import { defineMonitor } from './monitor-command.js';
 import { definePlan } from './plan-command.js';
 import { definePool } from './replay-command.js';
@@ -47,6 +49,7 @@ Examples:
   $ gpumem plan --model llama-3.1-8b --mode train --gpus 8 --zero 3   what fits, and where it lives
   $ gpumem pool replay snapshot.json.gz   replay a PyTorch allocator trace against pool configurations
   $ gpumem monitor --serve           live memory per GPU and process: web dashboard and Prometheus /metrics
+  $ gpumem load-weights ./model      a safetensors checkpoint to the GPU, checked and timed
 
 Environment:
   GPUMEM_BACKEND                     default backend (auto, cuda, hip, host)
@@ -63,6 +66,7 @@ Environment:
   defineAnalyze(program, io);
   defineMonitor(program, io);
   definePool(program, io);
+  defineLoadWeights(program, io);
   return program;
 }
 
@@ -79,7 +83,11 @@ export async function main(argv: string[], io?: Io): Promise<number> {
       if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return 0;
       return 2;
     }
-    err(`gpumem: ${e instanceof Error ? e.message : String(e)}\n`);
+    const errno = (e as NodeJS.ErrnoException | undefined)?.code;
+    const path = (e as NodeJS.ErrnoException | undefined)?.path;
+    // a file-system error names its path and its reason in words, as the checks before the work do
+    const message = typeof errno === 'string' && typeof path === 'string' ? `${path}: ${fsReason(e)}` : e instanceof Error ? e.message : String(e);
+    err(`gpumem: ${message}\n`);
     if (process.env.GPUMEM_DEBUG && e instanceof Error && e.stack) err(`${e.stack}\n`);
     return exitCodeFor(e);
   }

@@ -6,30 +6,39 @@ import { parseIntOption } from './options.js';
 
 export interface ReplayCliOptions {
   json?: boolean;
+  progress?: boolean;
   format: 'auto' | 'pytorch' | 'gpumem' | 'rmm';
   device?: number;
   config?: string[];
 }
+
+/** Files this big (bytes) get progress lines on stderr without --progress. */
+const PROGRESS_FROM = 32 * 2 ** 20;
 
 export function definePool(program: Command, io: Io): void {
   const pool = program.command('pool').description('memory pool tools');
   pool
     .command('replay')
     .description('replay a recorded allocation trace against pool configurations on a simulated device (no GPU needed)')
-    .argument('<trace>', 'a PyTorch memory snapshot with device_traces (.json or .json.gz), a gpumem NDJSON log, or an RMM CSV log')
+    .argument(
+      '<trace>',
+      'a PyTorch memory snapshot with device_traces (the pickle _dump_snapshot writes, or JSON; gzip or not), a gpumem NDJSON log, or an RMM CSV log',
+    )
     .option('--json', 'print JSON: { trace: {...}, configurations: [...] }')
     .addOption(new Option('--format <format>', 'trace format').choices(['auto', 'pytorch', 'gpumem', 'rmm']).default('auto'))
     .option('--device <n>', 'which device of a multi-device trace to replay', (v) => parseIntOption(v, '--device'))
     .option('--config <names...>', 'replay only these configurations')
+    .option('--progress', 'report reading progress on stderr (default: files over 32 MiB)')
     .addHelpText(
       'after',
       `
 Record a trace with PyTorch:
   torch.cuda.memory._record_memory_history(max_entries=400000)
   ... train a few steps ...
-  json.dump(torch.cuda.memory._snapshot(), open('snapshot.json', 'w'))
+  torch.cuda.memory._dump_snapshot('snapshot.pickle')    # or json.dump(torch.cuda.memory._snapshot(), f)
 
 Examples:
+  $ gpumem pool replay snapshot.pickle
   $ gpumem pool replay snapshot.json.gz
   $ gpumem pool replay trace.ndjson --json
   $ gpumem pool replay rmm_log.csv --config gpumem gpumem-growable`,
@@ -48,7 +57,16 @@ async function runPoolReplay(file: string, opts: ReplayCliOptions, io: Io): Prom
     configs = DEFAULT_CONFIGURATIONS.filter((c) => opts.config!.includes(c.name));
   }
   io.err(`reading ${file}...\n`);
-  const trace = await readTrace(file, { format: opts.format, device: opts.device });
+  let last = Date.now();
+  const progress = (done: number, total: number): void => {
+    const now = Date.now();
+    if (now - last < 1000 || (total < PROGRESS_FROM && opts.progress !== true)) return;
+    last = now;
+    io.err(
+      `reading ${file}: ${Math.min(100, (100 * done) / total).toFixed(0)}% of ${(total / 2 ** 20).toFixed(0)} MiB${done > total ? ' (decompressed)' : ''}\n`,
+    );
+  };
+  const trace = await readTrace(file, { format: opts.format, device: opts.device, progress });
   io.err(`replaying ${trace.events.length} events against ${configs.length} configuration(s)...\n`);
   const report = replay(trace, configs);
   io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderReplay(report)}\n`);

@@ -1,6 +1,7 @@
 /** `gpumem report`: the main job — what this machine's memory system is, measured, and which strategy to use. */
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
+import { outputWidth } from '../render/width.js';
 import { checkWritable, interruptible, withRuntime, type Io } from './context.js';
 import { backendOption, collectInts, parseSizeOption, type BenchCliOptions } from './options.js';
 
@@ -32,7 +33,7 @@ async function runReport(opts: BenchCliOptions, io: Io): Promise<void> {
           writeFileSync(opts.html, renderReportHtml(report));
           io.err(`wrote ${opts.html}\n`);
         }
-        io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderReportText(report)}\n`);
+        io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderReportText(report, { width: outputWidth() })}\n`);
       },
     ),
   );

@@ -202,3 +202,24 @@ test('gpumem bench --only collectives across two host devices: every collective,
   assert.equal(one.code, 2);
   assert.match(one.err, /collectives need two devices/);
 });
+
+test('RCCL is looked for in the ROCm install HIP came from before any other', async () => {
+  const { mkdirSync, mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { libraryCandidates } = await import('../backend/library-search.js');
+  const { ncclSpec } = await import('../backend/native/nccl-ffi.js');
+  const root = mkdtempSync(join(tmpdir(), 'gpumem-rccl-'));
+  try {
+    for (const install of ['rocm-6.2.0', 'rocm-7.0.0']) {
+      mkdirSync(join(root, install, 'lib'), { recursive: true });
+      writeFileSync(join(root, install, 'lib', 'librccl.so.1'), '');
+    }
+    const hipInstall = join(root, 'rocm-6.2.0');
+    const first = libraryCandidates(ncclSpec('hip', hipInstall))[0]!;
+    assert.equal(first.path, join(hipInstall, 'lib', 'librccl.so.1'), 'the install HIP came from, not the newer one');
+    assert.equal(ncclSpec('cuda', hipInstall).envVar, 'GPUMEM_LIBNCCL', 'NCCL ignores a ROCm install');
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});

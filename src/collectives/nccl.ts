@@ -1,79 +1,24 @@
 /**
- * NCCL (NVIDIA) and RCCL (AMD, the same API) bound with koffi: one communicator over the node's GPUs from one
+ * NCCL (NVIDIA) and RCCL (AMD, the same API), bound in backend/native/nccl-ffi.ts: one communicator over the node's GPUs from one
  * process (ncclCommInitAll), each collective enqueued on every rank's stream inside one ncclGroupStart/End, as
  * nccl-tests does. Buffers are checked in TypeScript first (collectives/types.ts). Prototypes follow nccl.h:
  * ncclComm_t and cudaStream_t are pointers, ncclDataType_t and ncclRedOp_t the enums below.
  */
-import { BackendUnavailableError, ErrorCode, GpuError } from '../errors.js';
+import { ErrorCode, GpuError } from '../errors.js';
 import { SourcedDeviceMemory } from '../memory/allocation.js';
 import type { MemoryRuntime as Runtime } from '../memory/runtime.js';
 import { checkSize } from '../memory/validate.js';
-import { cudaLibraryDirs, rocmLibraryDirs } from '../backend/library-search.js';
-import { declare, loadLibrary, type NativeFn } from '../backend/native/ffi.js';
+import { loadNccl, type NcclLibrary } from '../backend/native/nccl-ffi.js';
 import type { Stream } from '../stream/stream.js';
 import type { Communicator } from './staged.js';
-import { checkCall, type CollectiveCall, type DType, type Reduction } from './types.js';
 
-/** The functions bound, as nccl.h declares them (types spelled as koffi takes them). */
-export const NCCL_PROTOTYPES = [
-  'int ncclGetVersion(_Out_ int *version)',
-  'const char *ncclGetErrorString(int result)',
-  'int ncclCommInitAll(void *comms, int ndev, const int *devlist)',
-  'int ncclCommDestroy(uintptr_t comm)',
-  'int ncclGroupStart()',
-  'int ncclGroupEnd()',
-  'int ncclAllReduce(uintptr_t sendbuff, uintptr_t recvbuff, size_t count, int datatype, int op, uintptr_t comm, uintptr_t stream)',
-  'int ncclAllGather(uintptr_t sendbuff, uintptr_t recvbuff, size_t sendcount, int datatype, uintptr_t comm, uintptr_t stream)',
-  'int ncclReduceScatter(uintptr_t sendbuff, uintptr_t recvbuff, size_t recvcount, int datatype, int op, uintptr_t comm, uintptr_t stream)',
-  'int ncclBroadcast(uintptr_t sendbuff, uintptr_t recvbuff, size_t count, int datatype, int root, uintptr_t comm, uintptr_t stream)',
-  'int ncclSend(uintptr_t sendbuff, size_t count, int datatype, int peer, uintptr_t comm, uintptr_t stream)',
-  'int ncclRecv(uintptr_t recvbuff, size_t count, int datatype, int peer, uintptr_t comm, uintptr_t stream)',
-  // NCCL 2.19 and later: memory NCCL allocates for itself, and buffers registered with a communicator
-  'int ncclMemAlloc(_Out_ uintptr_t *ptr, size_t size)',
-  'int ncclMemFree(uintptr_t ptr)',
-  'int ncclCommRegister(uintptr_t comm, uintptr_t buff, size_t size, _Out_ uintptr_t *handle)',
-  'int ncclCommDeregister(uintptr_t comm, uintptr_t handle)',
-];
+export { loadNccl, NCCL_PROTOTYPES, type NcclLibrary } from '../backend/native/nccl-ffi.js';
 
 /** ncclDataType_t and ncclRedOp_t (nccl.h). */
 const NCCL_DTYPE: Record<DType, number> = { int8: 0, uint8: 1, int32: 2, uint32: 3, float32: 7, float64: 8 };
 const NCCL_OP: Record<Reduction, number> = { sum: 0, prod: 1, max: 2, min: 3 };
 
-export interface NcclLibrary {
-  library: 'nccl' | 'rccl';
-  fn: Record<string, NativeFn>;
-  path: string | undefined;
-  /** "2.28.3", from ncclGetVersion. */
-  version: string;
-}
-
-/**
- * Loads NCCL for the cuda backend (GPUMEM_LIBNCCL, the system's, the CUDA toolkit's, pip's nvidia-nccl wheel) or
- * RCCL for hip (GPUMEM_LIBRCCL, the ROCm install).
- * @throws BackendUnavailableError naming the files tried and the variable that sets the path.
- */
-export function loadNccl(backend: string): NcclLibrary {
-  const amd = backend === 'hip';
-  const loaded = loadLibrary(
-    amd
-      ? { envVar: 'GPUMEM_LIBRCCL', names: ['librccl.so.1', 'librccl.so'], dirs: rocmLibraryDirs(), order: 'dirs-first' }
-      : { envVar: 'GPUMEM_LIBNCCL', names: ['libnccl.so.2', 'libnccl.so'], dirs: cudaLibraryDirs('nccl') },
-    'collectives',
-    backend,
-  );
-  const fn = declare(loaded.lib, NCCL_PROTOTYPES);
-  if (!fn.ncclCommInitAll || !fn.ncclGroupStart || !fn.ncclAllReduce)
-    throw new BackendUnavailableError(
-      `${loaded.record.path ?? loaded.record.name} does not export ncclCommInitAll, ncclGroupStart and ncclAllReduce: not NCCL or RCCL`,
-    );
-  const v = [0];
-  fn.ncclGetVersion?.(v);
-  // NCCL_VERSION_CODE: major * 1000 + minor * 100 + patch up to 2.8, major * 10000 + minor * 100 + patch after
-  const n = v[0]!;
-  const version =
-    n >= 10000 ? `${Math.floor(n / 10000)}.${Math.floor(n / 100) % 100}.${n % 100}` : `${Math.floor(n / 1000)}.${Math.floor(n / 100) % 10}.${n % 100}`;
-  return { library: amd ? 'rccl' : 'nccl', fn, path: loaded.record.path, version };
-}
+import { checkCall, type CollectiveCall, type DType, type Reduction } from './types.js';
 
 /**
  * Device memory from ncclMemAlloc, registered with one rank's communicator (ncclCommRegister): NCCL can then use
@@ -97,7 +42,7 @@ export class NcclCommunicator implements Communicator {
   constructor(
     private readonly rt: Runtime,
     readonly devices: readonly number[],
-    private readonly lib: NcclLibrary = loadNccl(rt.backend.name),
+    private readonly lib: NcclLibrary = loadNccl(rt.backend.name, rt.backend.installRoot),
   ) {
     if (rt.backend.name !== 'cuda' && rt.backend.name !== 'hip')
       throw new GpuError(ErrorCode.UNSUPPORTED, `NCCL and RCCL need the cuda or hip backend, not ${rt.backend.name}`);

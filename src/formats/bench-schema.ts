@@ -75,6 +75,8 @@ export interface BenchEnvironment {
   /** Failures that were reported instead of figures (a verification failure is never a bandwidth). */
   failures: Array<{ test: string; direction: string; bytes: number; reason: string }>;
   seconds: number;
+  /** The run was stopped (Ctrl-C) before every test ran: the rows are those finished before it. */
+  interrupted?: boolean;
 }
 
 export interface BenchReport {
@@ -113,6 +115,7 @@ export const BENCH_JSON_SCHEMA = {
           },
         },
         failures: { type: 'array', items: { type: 'object', required: ['test', 'reason'] } },
+        interrupted: { type: 'boolean' },
       },
     },
     results: {

@@ -34,10 +34,11 @@ export function openInput(file: string, pieceBytes = 1 << 20): Readable {
 }
 
 /**
- * The first bytes of the file's content as text (decompressed when gzip; a truncated gzip still gives what it has).
+ * The first bytes of the file's content (decompressed when gzip; a truncated gzip still gives what it has), for
+ * binary formats such as a pickle.
  * @throws BadInputError when the file cannot be read or is empty.
  */
-export function sniffText(file: string, n = 8192): string {
+export function sniffBytes(file: string, n = 8192): Buffer {
   let size: number;
   try {
     size = statSync(file).size;
@@ -46,12 +47,20 @@ export function sniffText(file: string, n = 8192): string {
   }
   if (size === 0) throw new BadInputError('the file is empty', file);
   const head = headBytes(file, isGzipFile(file) ? 65536 : n);
-  if (!(head[0] === 0x1f && head[1] === 0x8b)) return head.toString('utf8');
+  if (!(head[0] === 0x1f && head[1] === 0x8b)) return head;
   try {
-    return gunzipSync(head, { finishFlush: 2 /* Z_SYNC_FLUSH: accept a cut stream */ }).subarray(0, n).toString('utf8');
+    return gunzipSync(head, { finishFlush: 2 /* Z_SYNC_FLUSH: accept a cut stream */ }).subarray(0, n);
   } catch {
     throw new BadInputError('the gzip data is corrupt', file);
   }
+}
+
+/**
+ * The first bytes of the file's content as text (decompressed when gzip; a truncated gzip still gives what it has).
+ * @throws BadInputError when the file cannot be read or is empty.
+ */
+export function sniffText(file: string, n = 8192): string {
+  return sniffBytes(file, n).toString('utf8');
 }
 
 /** The file's size in bytes (compressed size for gzip), for progress. */

@@ -3,7 +3,7 @@
  * or by `using` at scope end. Host-visible kinds expose their bytes as bounds-checked typed-array views.
  */
 import { DisposedError, ErrorCode, GpuError, InvalidArgumentError } from '../errors.js';
-import type { Address, Backend, MemAdvice, MemLocation } from '../backend/backend.js';
+import type { Address, Backend, CoherencyMode, MemAdvice, MemLocation } from '../backend/backend.js';
 import { checkRange } from './validate.js';
 
 /** The five kinds of memory. */
@@ -57,6 +57,16 @@ export abstract class Allocation implements Disposable {
   }
 
   /** @throws DisposedError when the allocation was freed. */
+  /**
+   * How this memory is kept coherent between host and devices (AMD: hipMemRangeAttributeCoherencyMode): fine-grained,
+   * coarse-grained, or indeterminate when parts differ; undefined where the backend cannot say (CUDA, host).
+   * @throws DisposedError
+   */
+  coherencyMode(): CoherencyMode | undefined {
+    this.assertLive('coherencyMode');
+    return this.owner.backend.capabilities.coherencyControl ? this.owner.backend.coherencyMode(this.address, this.bytes) : undefined;
+  }
+
   assertLive(what = 'use'): void {
     if (!this.live) throw new DisposedError(`${what}: this ${this.bytes}-byte ${this.kind} allocation was already freed`);
   }
@@ -203,6 +213,11 @@ export class ReservedDeviceRange extends SourcedDeviceMemory {}
 export interface PinnedOptions {
   portable?: boolean;
   writeCombined?: boolean;
+  /**
+   * AMD: coherent (fine-grained) or not (coarse-grained) pinned memory. Unset: coherent, as hipHostMalloc's default
+   * flags give (and PyTorch's pinned memory is); `false` asks for coarse-grained memory, coherent only at kernel
+   * boundaries. CUDA refuses the option (UNSUPPORTED).
+   */
   coherent?: boolean;
   numaUser?: boolean;
   /** Place the pages on this host NUMA node (see Runtime.numaNodeFor). */
@@ -268,6 +283,10 @@ export class ManagedAllocation extends Allocation {
   advise(advice: MemAdvice, location: ManagedTarget = this.device!): void {
     this.assertLive('advise');
     this.owner.assertOpen();
+    if ((advice === 'coarse-grain' || advice === 'unset-coarse-grain') && !this.owner.backend.capabilities.coherencyControl)
+      throw new GpuError(ErrorCode.UNSUPPORTED, `${this.owner.backend.name}: '${advice}' advice is AMD's (hipMemAdviseSetCoarseGrain)`, {
+        backend: this.owner.backend.name,
+      });
     this.owner.backend.advise(this.address, this.bytes, advice, this.checkTarget(location));
   }
 

@@ -296,7 +296,7 @@ export function memoryConformance(label: string, open: () => Runtime): void {
     const use = d.memoryUse();
     assert.ok(use.freeBytes <= use.totalBytes && use.usedBytes <= use.totalBytes, `used ${use.usedBytes}, free ${use.freeBytes}, total ${use.totalBytes}`);
     assert.ok(use.usedBytes >= a.bytes, `used ${use.usedBytes} holds the ${a.bytes}-byte allocation`);
-    assert.ok(['nvml', 'rocm-smi', 'runtime', 'host'].includes(use.source));
+    assert.ok(['nvml', 'amd-smi', 'rocm-smi', 'runtime', 'host'].includes(use.source));
     if (use.processes) {
       const me = use.processes.find((p) => p.pid === process.pid);
       // NVML inside a container may list host pids; where it lists ours, it holds at least the allocation.

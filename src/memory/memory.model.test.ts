@@ -13,7 +13,7 @@ import { openRuntime, type Runtime } from '../runtime/runtime.js';
 
 type Kind = 'device' | 'pinned' | 'mapped' | 'managed' | 'pageable';
 type Op =
-  | { op: 'alloc'; kind: Kind; size: number }
+  | { op: 'alloc'; kind: Kind; size: number; device: number }
   | { op: 'free'; i: number }
   | { op: 'dispose'; i: number }
   | { op: 'copy'; i: number; j: number; srcOffset: number; dstOffset: number; bytes: number | undefined; async: boolean }
@@ -23,16 +23,29 @@ type Op =
 interface Model {
   alloc: Allocation | undefined;
   kind: Kind;
+  /** The device whose capacity device and managed memory counts against. */
+  device: number;
   size: number;
   live: boolean;
   data: Uint8Array;
 }
 
 const kinds: Kind[] = ['device', 'pinned', 'mapped', 'managed', 'pageable'];
+/**
+ * Two host devices of 3000 bytes each: a second allocation of up to 3000 bytes often runs a device out of memory, within a few
+ * operations, and copies go between the devices, so OUT_OF_MEMORY and WRONG_DEVICE are predicted, not avoided.
+ */
+const DEVICES = 2;
+const CAPACITY = 3000;
 const size = fc.oneof({ weight: 8, arbitrary: fc.integer({ min: 1, max: 3000 }) }, { weight: 1, arbitrary: fc.constantFrom(0, -1, 1.5, Number.NaN) });
-const offset = fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 0, max: 3000 }) }, { weight: 1, arbitrary: fc.constantFrom(-1, 0.5) });
+// Offset 0 often, so that whole copies (in range) are common enough to reach the stream and device checks after the range checks.
+const offset = fc.oneof(
+  { weight: 6, arbitrary: fc.integer({ min: 0, max: 3000 }) },
+  { weight: 4, arbitrary: fc.constant(0) },
+  { weight: 1, arbitrary: fc.constantFrom(-1, 0.5) },
+);
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('alloc' as const), kind: fc.constantFrom(...kinds), size }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('alloc' as const), kind: fc.constantFrom(...kinds), size, device: fc.nat(DEVICES - 1) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('free' as const), i: fc.nat(12) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('dispose' as const), i: fc.nat(12) }) },
   {
@@ -79,8 +92,12 @@ function expectRange(srcSize: number, so: number, given: number | undefined, dst
   return { bytes };
 }
 
-async function run(rt: Runtime, ops: Op[]): Promise<void> {
+async function run(rt: Runtime, ops: Op[]): Promise<{ oom: number; secondDeviceOom: number }> {
   const d = rt.device(0);
+  const seen = { oom: 0, secondDeviceOom: 0 };
+  /** Bytes of live device and managed memory on a device, as the model counts them. */
+  const used = (device: number): number =>
+    models.filter((m) => m.live && m.device === device && (m.kind === 'device' || m.kind === 'managed')).reduce((a, m) => a + m.size, 0);
   const stream = d.createStream();
   const models: Model[] = [];
   const pick = (i: number): Model | undefined => models[i % Math.max(1, models.length)];
@@ -96,24 +113,34 @@ async function run(rt: Runtime, ops: Op[]): Promise<void> {
   for (const o of ops) {
     if (o.op === 'alloc') {
       const valid = Number.isInteger(o.size) && o.size > 0;
+      const onDevice = o.kind === 'device' || o.kind === 'managed';
+      // A device's memory is its capacity: past it the allocation is refused, whatever is free on the other device.
+      const oom = valid && onDevice && used(o.device) + o.size > CAPACITY;
+      const dev = rt.device(o.device);
       let alloc: Allocation | undefined;
       const got = await outcome(() => {
         alloc =
           o.kind === 'device'
-            ? d.alloc(o.size)
+            ? dev.alloc(o.size)
             : o.kind === 'managed'
-              ? d.allocManaged(o.size)
+              ? dev.allocManaged(o.size)
               : o.kind === 'pinned'
                 ? rt.allocPinned(o.size)
                 : o.kind === 'mapped'
                   ? rt.allocMapped(o.size)
                   : rt.allocPageable(o.size);
       });
-      assert.equal(got, valid ? 'ok' : ErrorCode.INVALID_SIZE, `alloc ${o.kind} ${o.size}`);
+      assert.equal(
+        got,
+        !valid ? ErrorCode.INVALID_SIZE : oom ? ErrorCode.OUT_OF_MEMORY : 'ok',
+        `alloc ${o.kind} ${o.size} on device ${o.device} (${used(o.device)} used)`,
+      );
+      if (oom) seen.oom++;
+      if (oom && o.device === 1) seen.secondDeviceOom++;
       if (alloc) {
         // New memory is not zeroed by every runtime: give it known contents first.
         rt.fill(alloc, 0);
-        models.push({ alloc, kind: o.kind, size: o.size, live: true, data: new Uint8Array(o.size) });
+        models.push({ alloc, kind: o.kind, device: onDevice ? o.device : 0, size: o.size, live: true, data: new Uint8Array(o.size) });
       }
       continue;
     }
@@ -136,6 +163,9 @@ async function run(rt: Runtime, ops: Op[]): Promise<void> {
         const dst = pick(o.j)!;
         if (src === dst) break; // overlapping copies are undefined in every runtime
         let want: string | { bytes: number } = !dst.live || !src.live ? ErrorCode.DISPOSED : expectRange(src.size, o.srcOffset, o.bytes, dst.size, o.dstOffset);
+        // A stream of device 0 for a copy that touches device memory only on device 1 is the wrong stream.
+        const devices = [dst, src].filter((x) => x.kind === 'device').map((x) => x.device);
+        if (typeof want !== 'string' && o.async && devices.length > 0 && !devices.includes(0)) want = ErrorCode.WRONG_DEVICE;
         const got = await outcome(async () => {
           rt.copy(dst.alloc!, src.alloc!, { srcOffset: o.srcOffset, dstOffset: o.dstOffset, bytes: o.bytes, stream: o.async ? stream : undefined });
           if (o.async) await stream.synchronize();
@@ -180,14 +210,21 @@ async function run(rt: Runtime, ops: Op[]): Promise<void> {
   const liveCount = Object.values(live).reduce((a, v) => a + v.count, 0);
   assert.equal(liveCount, models.filter((m) => m.live).length);
   stream[Symbol.dispose]();
+  return seen;
 }
 
 test('random operation sequences match the model, with errors exactly where it predicts them', async () => {
+  const reached = { oom: 0, secondDeviceOom: 0 };
   await fc.assert(
     fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 40 }), async (ops) => {
-      using rt = openRuntime({ backend: 'host', host: { devices: 1, deviceBytes: 1 << 24 } });
-      await run(rt, ops);
+      using rt = openRuntime({ backend: 'host', host: { devices: DEVICES, deviceBytes: CAPACITY } });
+      const seen = await run(rt, ops);
+      reached.oom += seen.oom;
+      reached.secondDeviceOom += seen.secondDeviceOom;
     }),
     propertyParams(150),
   );
+  // The generators must reach the hard paths, or the property says nothing about them.
+  assert.ok(reached.oom > 0, 'some sequence ran a device out of memory');
+  assert.ok(reached.secondDeviceOom > 0, 'the second device ran out of memory on its own count');
 });

@@ -325,15 +325,8 @@ export class MemoryRuntime implements AllocationOwner, StreamOwner, EventOwner, 
   adopt<T extends Allocation>(a: T): T {
     this.registry.add(a);
     if (a.deviceAddress !== undefined && a.deviceAddress !== a.address) this.registry.add(a, a.deviceAddress);
-    if (a.kind === 'device' || a.kind === 'managed') this.deviceMemoryAdopted(a.device ?? 0);
     return a;
   }
-
-  /**
-   * Called when device or managed memory is allocated: the facade starts its transfer engine's threads there, in
-   * the background, since a program that allocates device memory is about to move data into it.
-   */
-  protected deviceMemoryAdopted(_device: number): void {}
 
   /** @internal Something of a layer above, disposed before the memory when the runtime is. */
   adoptDependent(d: Disposable): void {

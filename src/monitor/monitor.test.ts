@@ -188,7 +188,7 @@ test('the terminal frame shows devices, processes and pools', () => {
     ],
   };
   validSample(sample);
-  const f = renderFrame(sample);
+  const f = renderFrame(sample, { width: 200 });
   assert.match(f, /gpumem monitor {2}gpu-node-7 {2}backend cuda/);
   assert.match(f, /^0 +NVIDIA H200 +10\.3 GiB +139\.8 GiB +129\.5 GiB +\[#+\.+\] 7\.4% +87% +2 +23 min +ok +nvml$/m);
   assert.match(f, /^1 +0 B +100 B +100 B .* 0\.0% +n\/a +n\/a +- +ok +runtime$/m);
@@ -197,7 +197,16 @@ test('the terminal frame shows devices, processes and pools', () => {
   assert.match(f, /^0 +77 +\? +n\/a$/m);
   assert.match(f, /^kv +1\.0 GiB +512\.0 MiB +512\.0 MiB +1\.0 GiB +0\.500 +3 +10 +2 +38\.6 h +ok$/m);
   assert.doesNotMatch(f, /Ctrl-C/);
-  assert.match(renderFrame(sample, { interactive: true }), /\(Ctrl-C to stop\)/);
+  assert.match(renderFrame(sample, { interactive: true, width: 200 }), /\(q or Ctrl-C to stop\)/);
+  // In 80 columns nothing wraps: the least important columns give way (source, busy, free, processes), the rest stay.
+  const narrow = renderFrame(sample, { width: 80 });
+  assert.deepEqual(
+    narrow.split('\n').filter((l) => l.length > 80),
+    [],
+  );
+  assert.match(narrow, /^device +name +used +total +use +to OOM +state$/m);
+  assert.match(narrow, /^0 +NVIDIA H200 +10\.3 GiB +139\.8 GiB +\[#?\.+\] 7\.4% +23 min +ok$/m);
+  assert.match(narrow, /^pool +reserved +allocated +.*state$/m);
 });
 
 async function freePortTaken(): Promise<{ port: number; close: () => Promise<void> }> {
@@ -334,7 +343,7 @@ test('gpumem monitor --json stops quietly when its reader goes away (| head -1)'
 
 const TMUX = spawnSync('tmux', ['-V']).status === 0;
 
-test('gpumem monitor redraws in a terminal (tmux) and stops on Ctrl-C', { skip: TMUX ? false : 'tmux is not installed' }, async () => {
+test('gpumem monitor redraws in an 80-column terminal (tmux) without wrapping and stops on q', { skip: TMUX ? false : 'tmux is not installed' }, async () => {
   const cli = fileURLToPath(new URL('../cli.js', import.meta.url));
   const session = `gpumem-monitor-test-${process.pid}`;
   const tmux = (...args: string[]): string => execFileSync('tmux', args, { encoding: 'utf8' });
@@ -347,17 +356,19 @@ test('gpumem monitor redraws in a terminal (tmux) and stops on Ctrl-C', { skip: 
       await new Promise((r) => setTimeout(r, 100));
     }
   };
-  tmux('new-session', '-d', '-s', session, '-x', '160', '-y', '40', `${process.execPath} ${cli} monitor --backend host --interval 0.2; sleep 30`);
+  tmux('new-session', '-d', '-s', session, '-x', '80', '-y', '40', `${process.execPath} ${cli} monitor --backend host --interval 0.2; sleep 30`);
   try {
-    await until('the first frame', () => /\(Ctrl-C to stop\)/.test(capture()));
+    await until('the first frame', () => /\(q or Ctrl-C to stop\)/.test(capture()));
     const first = capture();
     assert.match(first, /^gpumem monitor .* backend host /m);
-    assert.match(first, /^device +name +used +total +free +use +busy +processes +to OOM +state +source$/m);
+    // an 80-column terminal: the table fits, no line wraps onto the next
+    assert.match(first, /^device +name +used +total +use +to OOM +state$/m);
+    assert.match(first, /^0 +\S.* +ok$/m);
     assert.equal(first.match(/^gpumem monitor /gm)?.length, 1, 'each frame replaces the last (the screen is cleared)');
     const stamp = /backend host {2}(\S+)/.exec(first)![1];
     await until('a redraw with a new time', () => /backend host {2}(\S+)/.exec(capture())?.[1] !== stamp);
-    tmux('send-keys', '-t', session, 'C-c');
-    // The monitor exits; the shell then runs `sleep 30`, so the pane lives on and shows the monitor is gone.
+    tmux('send-keys', '-t', session, 'q');
+    // The monitor exits on q; the shell then runs `sleep 30`, so the pane lives on and shows the monitor is gone.
     await until('the monitor to stop', () => !/node/.test(tmux('display-message', '-p', '-t', session, '#{pane_current_command}')));
   } finally {
     if (alive()) tmux('kill-session', '-t', session);
@@ -445,26 +456,40 @@ test('the Grafana dashboard imports as is: valid against the dashboard schema, e
 });
 
 test('time to out-of-memory: a growing pool on the host backend is forecast and marked by the thresholds', () => {
-  using rt = host();
-  const pool = new CachingPool(new DeviceResource(rt.device(0)), {});
-  const monitor = new MemoryMonitor(rt, { thresholds: { windowSeconds: 3600 } });
-  monitor.watchPool('grow', pool);
-  const held: number[] = [];
-  let last: MonitorSample | undefined;
-  for (let i = 0; i < 5; i++) {
-    held.push(pool.allocate(64 * 2 ** 20));
-    last = monitor.sample();
-    const t = Date.now();
-    while (Date.now() - t < 15); // samples a few ms apart: the clock of the fit
-  }
-  const p = last!.pools.find((x) => x.name === 'grow')!;
-  assert.ok(p.forecast.growthBytesPerSecond! > 0, 'the pool grows');
-  assert.ok(p.forecast.timeToFullSeconds! > 0);
-  const d = last!.devices[0]!;
-  assert.ok(d.forecast.growthBytesPerSecond! > 0 && d.forecast.timeToFullSeconds! > 0, 'the device grows with it');
-  assert.equal(d.forecast.state, stateOf(d.usedBytes / d.totalBytes, d.forecast.timeToFullSeconds, { ...DEFAULT_THRESHOLDS, windowSeconds: 3600 }));
-  for (const a of held) pool.deallocate(a, 64 * 2 ** 20);
-  pool[Symbol.dispose]();
+  // A clock the test moves: samples `step` seconds apart while the pool grows by 64 MiB each time, so the growth and
+  // the time left are known exactly: 64 MiB per step, and the room left on the 1 GiB device divided by that rate.
+  const forecastWith = (stepSeconds: number): MonitorSample => {
+    using rt = host();
+    let clock = Date.UTC(2026, 11, 1);
+    const pool = new CachingPool(new DeviceResource(rt.device(0)), {});
+    const monitor = new MemoryMonitor(rt, { thresholds: { windowSeconds: 3600 }, now: () => clock });
+    monitor.watchPool('grow', pool);
+    const held: number[] = [];
+    let last: MonitorSample | undefined;
+    for (let i = 0; i < 5; i++) {
+      held.push(pool.allocate(64 * MiB));
+      last = monitor.sample();
+      clock += stepSeconds * 1000;
+    }
+    for (const a of held) pool.deallocate(a, 64 * MiB);
+    pool[Symbol.dispose]();
+    return last as MonitorSample;
+  };
+  const close = (a: number | undefined, b: number, what: string): void =>
+    assert.ok(a !== undefined && Math.abs(a - b) <= 1e-9 * b, `${what}: ${a} against ${b}`);
+  const fast = forecastWith(1);
+  const p = fast.pools.find((x) => x.name === 'grow');
+  const d = fast.devices[0];
+  assert.ok(p && d);
+  assert.equal(d.usedBytes, 5 * 64 * MiB, 'the device holds what the pool reserved');
+  close(p.forecast.growthBytesPerSecond, 64 * MiB, 'pool growth');
+  close(d.forecast.growthBytesPerSecond, 64 * MiB, 'device growth');
+  close(d.forecast.timeToFullSeconds, d.freeBytes / (64 * MiB), 'device time left');
+  assert.equal(d.forecast.state, 'critical', '11 s left is inside the 120 s critical time');
+  assert.equal(p.forecast.state, 'critical');
+  const slow = forecastWith(60).devices[0];
+  close(slow?.forecast.timeToFullSeconds, (60 * (1024 - 320)) / 64, 'time left at 64 MiB a minute');
+  assert.equal(slow?.forecast.state, 'warning', '660 s left is inside the 900 s warning time, outside the critical 120 s');
   // the state from its two causes, and growth from a least-squares fit
   assert.equal(stateOf(0.5, undefined, DEFAULT_THRESHOLDS), 'ok');
   assert.equal(stateOf(0.92, undefined, DEFAULT_THRESHOLDS), 'warning');
@@ -507,7 +532,11 @@ test('time to out-of-memory: a growing pool on the host backend is forecast and 
     {},
     'two points are not a trend',
   );
-  assert.throws(() => new MemoryMonitor(rt, { thresholds: { warningFraction: 0.99, criticalFraction: 0.9 } }), /thresholds must satisfy/);
+  using rt = host();
+  assert.throws(
+    () => new MemoryMonitor(rt, { thresholds: { warningFraction: 0.99, criticalFraction: 0.9 } }),
+    /thresholds must satisfy .*; got warning fraction 0\.99, critical fraction 0\.9, warning 900 s, critical 120 s, window 300 s$/,
+  );
 });
 
 test('gpumem monitor --once --csv and --log write what they say', async () => {
@@ -538,4 +567,17 @@ test('gpumem monitor --once --csv and --log write what they say', async () => {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('monitor thresholds are percentages: a fraction is refused with the percentage it meant, a conflict names both', async () => {
+  const frac = await runCli(['monitor', '--backend', 'host', '--once', '--warn', '0.9']);
+  assert.equal(frac.code, 2);
+  assert.match(frac.err, /--warn takes a percentage: --warn 90 for 90%, not a fraction \("0\.9"\)/);
+  const conflict = await runCli(['monitor', '--backend', 'host', '--once', '--warn', '99', '--critical', '90']);
+  assert.equal(conflict.code, 2);
+  assert.match(conflict.err, /--warn 99% is above --critical 90%/);
+  assert.doesNotMatch(conflict.err, /[{}]/, 'no raw object in the message');
+  const help = await runCli(['monitor', '--help']);
+  assert.match(help.out, /--warn <percent> +mark a device warning from this percentage[^-]*\(default: 90\)/);
+  assert.match(help.out, /\(default: 97\)/);
 });

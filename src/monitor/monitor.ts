@@ -48,7 +48,7 @@ export interface DeviceSample {
   usedBytes: number;
   /** Set aside by the driver and firmware (neither used nor free), where known. */
   reservedBytes?: number;
-  /** nvml, rocm-smi, runtime (memGetInfo) or host. */
+  /** nvml, amd-smi, rocm-smi, runtime (memGetInfo) or host. */
   source: DeviceMemoryUse['source'];
   note?: string;
   /** Absent where the backend cannot list processes. */
@@ -118,6 +118,8 @@ export interface MonitorOptions {
   thresholds?: Partial<Thresholds>;
   /** Called with every sample as it is taken (the CLI's --log writes it to disk). */
   onSample?: ((sample: MonitorSample) => void) | undefined;
+  /** The clock samples are stamped with, in milliseconds since the epoch (default Date.now; tests pass their own). */
+  now?: () => number;
 }
 
 /**
@@ -184,6 +186,7 @@ export class MemoryMonitor {
   private readonly pools = new Map<string, { pool: PoolLike; device: number }>();
   private readonly thresholds: Thresholds;
   private readonly onSample: ((sample: MonitorSample) => void) | undefined;
+  private readonly now: () => number;
   private readonly historySize: number;
   private taken = 0;
   private readonly samples: MonitorSample[] = [];
@@ -206,6 +209,7 @@ export class MemoryMonitor {
     this.historySize = h;
     this.thresholds = { ...DEFAULT_THRESHOLDS, ...options.thresholds };
     this.onSample = options.onSample;
+    this.now = options.now ?? Date.now;
     const t = this.thresholds;
     const ok =
       0 < t.warningFraction &&
@@ -214,11 +218,13 @@ export class MemoryMonitor {
       0 <= t.criticalSeconds &&
       t.criticalSeconds <= t.warningSeconds &&
       t.windowSeconds > 0;
-    if (!ok)
+    if (!ok) {
+      const f = (x: number): string => String(+x.toFixed(4));
       throw new InvalidArgumentError(
-        `thresholds must satisfy 0 < warning fraction <= critical fraction <= 1, 0 <= critical seconds <= warning seconds and a window above 0, got ${JSON.stringify(t)}`,
+        `thresholds must satisfy 0 < warning fraction <= critical fraction <= 1, 0 <= critical seconds <= warning seconds and a window above 0; got warning fraction ${f(t.warningFraction)}, critical fraction ${f(t.criticalFraction)}, warning ${f(t.warningSeconds)} s, critical ${f(t.criticalSeconds)} s, window ${f(t.windowSeconds)} s`,
         ErrorCode.INVALID_ARGUMENT,
       );
+    }
     for (const [name, pool] of Object.entries(options.pools ?? {})) this.watchPool(name, pool);
   }
 
@@ -243,7 +249,7 @@ export class MemoryMonitor {
   sample(): MonitorSample {
     const out: MonitorSample = {
       schema: 'gpumem.monitor/1',
-      time: new Date().toISOString(),
+      time: new Date(this.now()).toISOString(),
       host: hostname(),
       backend: this.rt.backend.name,
       devices: this.devices.map((index) => this.deviceSample(index)),

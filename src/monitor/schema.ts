@@ -42,7 +42,7 @@ export const MONITOR_SAMPLE_SCHEMA = {
           freeBytes: bytes,
           usedBytes: bytes,
           reservedBytes: bytes,
-          source: { enum: ['nvml', 'rocm-smi', 'runtime', 'host'] },
+          source: { enum: ['nvml', 'amd-smi', 'rocm-smi', 'runtime', 'host'] },
           note: { type: 'string' },
           processes: {
             type: 'array',

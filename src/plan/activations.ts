@@ -1,43 +1,155 @@
-/** Activation memory per layer: PyTorch's saved tensors counted (with a measured correction), and Korthikanti et al.'s formula. */
+/** Activation memory per layer: PyTorch's saved tensors counted op by op, and Korthikanti et al.'s formula. */
+import { linearModules, type InputSite } from './adapters.js';
 import type { ModelConfig } from './model-config.js';
+import { moeLayerExtraBytesPerToken } from './moe-activations.js';
 import type { Precision, Recompute } from './options.js';
 
-/**
- * Activation bytes saved per token in one layer by PyTorch autograd (Hugging Face blocks), before the measured
- * correction. h: hidden size, f: MLP intermediate size.
- */
-export function pytorchLayerBytesPerToken(m: ModelConfig, precision: Precision): { perToken: number; hCoef: number; fCoef: number } {
-  const fp32 = precision === 'fp32';
-  const amp = precision === 'amp-bf16';
-  let hCoef: number;
-  let fCoef: number;
-  if (m.family === 'gpt') {
-    // fp32: LN inputs 2x4, LN output/linear inputs 2x4, qkv 12, attention out 4, merged heads 4, dropout masks 2;
-    //       MLP: fc out, tanh, 0.5x, 1+tanh, GELU out: 5 x 4 bytes per intermediate element.
-    // 16-bit (autocast): residual stream and LayerNorm stay fp32 (8), bf16 casts of linear inputs (4), qkv 6,
-    //       out 2, merged 2, masks 2; MLP: fc out 2, pow/tanh promoted to fp32 (tanh 4, 1+tanh 4), 0.5x 2, cast 2.
-    hCoef = fp32 ? 38 : amp ? 24 : 20;
-    fCoef = fp32 ? 20 : amp ? 14 : 10;
-    if (!m.dropout) hCoef -= 2;
-  } else {
-    // fp32: RMSNorm input + normalised output 2 x 8, q after RoPE 4, repeated k and v 8, attention out 4, merged 4;
-    //       MLP: gate, up, SiLU out, product: 4 x 4 bytes per intermediate element.
-    // 16-bit: RMSNorm computes in fp32 (input 4, normalised 4, bf16 cast 2, twice), attention 5 x 2; MLP 4 x 2.
-    // (Hugging Face repeats K and V to every head before SDPA, so keys and values cost as much as queries.)
-    hCoef = fp32 ? 16 + 4 + 8 + 8 : 20 + 10;
-    fCoef = fp32 ? 16 : 8;
-  }
-  const f = m.moe ? (m.moe.expertsPerToken + m.moe.sharedExperts) * m.moe.expertIntermediate : m.intermediate;
-  return { perToken: hCoef * m.hidden + fCoef * f, hCoef, fCoef };
+/** What decides which tensors autograd keeps in a block: the dtypes, autocast, and which weights train. */
+export interface SavedContext {
+  precision: Precision;
+  /** Adapters on a frozen base: the wrapped layers' paths, the adapters' bytes per value, dropout, DoRA. */
+  lora?: { paths: ReadonlySet<string>; adapterBytes: number; dropout: boolean; dora: boolean; baseBytes: number } | undefined;
+}
+
+/** Bytes per value of the residual stream (R) and of the matmuls' outputs (C), and whether autocast casts. */
+export function dtypes(ctx: SavedContext): { R: number; C: number; autocast: boolean } {
+  const autocast = ctx.precision === 'amp-bf16';
+  const R = ctx.lora ? ctx.lora.baseBytes : ctx.precision === 'fp32' || autocast ? 4 : 2;
+  return { R, C: autocast ? 2 : R, autocast };
 }
 
 /**
- * The correction of the tensor count for what it misses (PyTorch's contiguous copies and temporaries), fit on the ten
- * GPT-2 training runs of fixtures/plan/measured-peaks.json alone (least squares of the peak's relative error); the
- * GPT-2 medium and Llama runs there test it (docs/plan-accuracy.md).
+ * Bytes autograd keeps of one input tensor (w values per token, x bytes each) for the linear layers that read it:
+ * a training weight keeps the input itself (or, under autocast, its own bf16 cast of an fp32 input); a LoRA adapter
+ * keeps the input cast to the adapters' dtype (PEFT's _cast_input_dtype, one copy per wrapped layer), or, with
+ * lora_dropout, the dropped copy and its 1-byte mask. `alreadyKept`: the input is kept by another op (SDPA's output).
  */
-export function pytorchCorrection(precision: Precision): number {
-  return precision === 'fp32' ? 1.045 : 1.145;
+function inputKept(w: number, x: number, readers: Array<{ trains: boolean; adapted: boolean }>, ctx: SavedContext, alreadyKept = false): number {
+  const { autocast } = dtypes(ctx);
+  let shared = false;
+  let bytes = 0;
+  for (const r of readers) {
+    if (r.trains) {
+      if (autocast && x !== 2) bytes += 2 * w;
+      else shared = true;
+    }
+    if (r.adapted && ctx.lora) {
+      const a = ctx.lora.adapterBytes;
+      if (ctx.lora.dropout) bytes += w + (autocast ? 2 : a) * w;
+      else if (autocast) {
+        if (a === 2 && x === 2) shared = true;
+        else bytes += 2 * w;
+      } else if (a !== x) bytes += a * w;
+      else shared = true;
+    }
+  }
+  return bytes + (shared && !alreadyKept ? x * w : 0);
+}
+
+/**
+ * Activation bytes autograd keeps per token in one block, counted tensor by tensor as PyTorch eager runs Hugging Face
+ * blocks (each figure checked against torch.autograd.graph.saved_tensors_hooks on an H200: docs/plan-training.md):
+ * - RMSNorm keeps its fp32 input (a copy under bf16) and, when its weight trains, the normalised value the weight
+ *   multiplies (R bytes); LayerNorm keeps its input (fp32 under autocast).
+ * - each linear layer's input as inputKept() says; SDPA keeps q, k, v (k and v with their own heads: grouped-query
+ *   attention is not repeated), its output and an fp32 log-sum-exp per head; GPT-2 also keeps its fused qkv output,
+ *   the key and value copies its cache makes, and the merged heads.
+ * - SwiGLU keeps the gate's output, the SiLU output and the up projection; GPT-2's tanh GELU four f-wide tensors
+ *   (three of them fp32 under autocast, where pow and tanh run in fp32); dropout a 1-byte mask.
+ * The attention matrix of the math kernel is not in this count (train.ts adds it).
+ */
+export function savedBytesPerToken(m: ModelConfig, ctx: SavedContext, moeLayer = false): number {
+  const { R, C, autocast } = dtypes(ctx);
+  const h = m.hidden;
+  const full = !ctx.lora;
+  const layer = linearModules(m, moeLayer);
+  const readers = (site: InputSite) => layer.filter((l) => l.site === site).map((l) => ({ trains: full, adapted: !!ctx.lora?.paths.has(l.path), out: l.out }));
+  const dora = (site: InputSite) =>
+    ctx.lora?.dora
+      ? readers(site)
+          .filter((r) => r.adapted)
+          .reduce((s, r) => s + (ctx.lora!.adapterBytes + C) * r.out, 0)
+      : 0;
+  const f = m.moe && moeLayer ? (m.moe.expertsPerToken + m.moe.sharedExperts) * m.moe.expertIntermediate : m.intermediate;
+  const qDim = m.mla ? m.heads * (m.mla.qkNopeHeadDim + m.mla.qkRopeHeadDim) : m.heads * m.headDim;
+  const kDim = m.mla ? qDim : m.kvHeads * m.headDim;
+  const vDim = m.mla ? m.heads * m.mla.vHeadDim : m.kvHeads * m.headDim;
+  const oDim = m.mla ? vDim : qDim;
+  const lse = 4 * m.heads;
+  // a mixture-of-experts layer's router and gathered expert inputs (moe-activations.ts)
+  const moe = moeLayer && m.moe ? moeLayerExtraBytesPerToken(m, ctx.precision, full) : 0;
+  if (m.family === 'gpt') {
+    const ln = autocast ? 4 : R; // layer_norm runs in fp32 under autocast: its input cast and its output are fp32
+    const gelu = autocast ? 4 : C;
+    const masks = m.dropout ? 2 * h : 0;
+    // The family's own block (model-config.ts ArchTraits): a parallel block's norms read one residual state, kept once
+    // (with one norm, its output feeds attention and MLP alike); a fused GELU kernel keeps its input and output, not
+    // GPT-2's four Python tensors; rotary families keep rotated copies of q and k beside the fused projection.
+    let family = 0;
+    if (m.arch.parallelResidual) {
+      family -= ln * h;
+      if (m.arch.normsPerLayer === 1) family -= inputKept(h, ln, readers('mlp-norm'), ctx);
+    }
+    if (m.arch.fusedActivation) family += -3 * gelu * f + inputKept(f, C, readers('mlp-act'), ctx) - inputKept(f, gelu, readers('mlp-act'), ctx);
+    if (m.arch.rotaryFraction > 0) family += C * (qDim + kDim);
+    return (
+      family +
+      moe +
+      2 * ln * h +
+      inputKept(h, ln, readers('attn-norm'), ctx) +
+      C * (qDim + 2 * kDim + 2 * kDim + oDim) +
+      lse +
+      inputKept(oDim, C, readers('attn-out'), ctx, true) +
+      inputKept(h, ln, readers('mlp-norm'), ctx) +
+      (C + 3 * gelu) * f +
+      inputKept(f, gelu, readers('mlp-act'), ctx) +
+      masks +
+      dora('attn-norm') +
+      dora('attn-out') +
+      dora('mlp-norm') +
+      dora('mlp-act')
+    );
+  }
+  const norm = 4 * h + (full ? R * h : 0);
+  const mlp = moeLayer && !m.moe ? 0 : 3 * C * f + inputKept(f, C, readers('mlp-act'), ctx);
+  // Gemma 2/3's and OLMo-2's norms after attention and MLP; Qwen3's and Gemma 3's RMSNorm of each query and key head
+  // (OLMo-2's over the whole projection): each keeps its fp32 input and, when its weight trains, its output
+  const extraNorms = Math.max(0, m.arch.normsPerLayer - 2) * norm;
+  const qkNorm = m.arch.qkNorm === 'none' ? 0 : (qDim + kDim) * (4 + (full ? R : 0));
+  return (
+    moe +
+    extraNorms +
+    qkNorm +
+    2 * norm +
+    inputKept(h, R, readers('attn-norm'), ctx) +
+    C * (qDim + kDim + vDim + oDim) +
+    lse +
+    inputKept(oDim, C, readers('attn-out'), ctx, true) +
+    inputKept(h, R, readers('mlp-norm'), ctx) +
+    mlp +
+    dora('attn-norm') +
+    dora('attn-out') +
+    dora('mlp-norm') +
+    dora('mlp-act')
+  );
+}
+
+/** What the final norm and the output layer's input keep per token (once, after the last block). */
+export function finalSavedBytesPerToken(m: ModelConfig, ctx: SavedContext): number {
+  const { R } = dtypes(ctx);
+  const full = !ctx.lora;
+  const h = m.hidden;
+  if (m.family === 'gpt') return (dtypes(ctx).autocast ? 4 : R) * h + inputKept(h, dtypes(ctx).autocast ? 4 : R, [{ trains: full, adapted: false }], ctx);
+  return 4 * h + (full ? R * h : 0) + inputKept(h, R, [{ trains: full, adapted: false }], ctx);
+}
+
+/**
+ * The correction of the tensor count for what it misses (the transients of the backward pass's first operations,
+ * PyTorch's contiguous copies). With every kept tensor counted it is 1: kept for tools/plan-accuracy.mjs, which
+ * fits it to show how far from 1 the measured runs put it.
+ */
+export function pytorchCorrection(_precision: Precision): number {
+  return 1;
 }
 
 /**

@@ -29,7 +29,8 @@ import { estimateTrain } from './train.js';
 
 export * from './options.js';
 export { bytesPerParam, modelStateBytes, weightBytes, kvBytes } from './model-states.js';
-export { pytorchLayerBytesPerToken, pytorchCorrection, korthikantiLayerBytes } from './activations.js';
+export { savedBytesPerToken, pytorchCorrection, korthikantiLayerBytes } from './activations.js';
+export { adapterParams, adaptedModules, linearModules } from './adapters.js';
 export { estimateTrain } from './train.js';
 export { estimateInfer } from './infer.js';
 

@@ -4,7 +4,7 @@ import type { ModelConfig } from './model-config.js';
 import { kvBytes, localParams, weightBytes } from './model-states.js';
 import { checkParallel, fieldsOf, fieldsOver, fusedAttention, type Estimate, type InferOptions, type Line } from './options.js';
 import { overheads } from './overheads.js';
-import { countParams, kvBytesPerTokenPerLayer } from './params.js';
+import { cachedTokenLayers, countParams, kvBytesPerTokenPerLayer } from './params.js';
 import { servedWeightBytes } from './serve.js';
 
 /** The inference estimate for the most-loaded GPU. */
@@ -16,18 +16,16 @@ export function estimateInfer(m: ModelConfig, o: InferOptions): Estimate {
   const wb = weightBytes(o.weights);
   const parametersBytes = servedWeightBytes(m, o);
   const ctx = o.prompt + o.newTokens;
-  const cached = Math.min(ctx, m.slidingWindow ?? ctx);
-  const blocks = o.blockSize ? Math.ceil(cached / o.blockSize) * o.blockSize : cached;
+  const rounded = (t: number): number => (o.blockSize ? Math.ceil(t / o.blockSize) * o.blockSize : t);
+  const blocks = rounded(ctx);
   const kvPerToken = kvBytesPerTokenPerLayer(m, kvBytes(o.kvDtype));
   const kvSplit = m.mla ? 1 : Math.min(p.tp, m.kvHeads);
   const layersHere = m.layers / p.pp;
-  const kvCacheBytes = (kvPerToken * layersHere * o.batch * blocks) / kvSplit;
+  // Hugging Face's caches keep a sliding-window layer's last window only (its sliding and hybrid caches)
+  const kvAt = (tokens: number): number => (kvPerToken * o.batch * cachedTokenLayers(m, rounded(tokens), layersHere, true)) / kvSplit;
+  const kvCacheBytes = kvAt(ctx);
   const e = o.weights === 'fp32' ? 4 : 2;
   const f = m.moe ? (m.moe.expertsPerToken + m.moe.sharedExperts) * m.moe.expertIntermediate : m.intermediate;
-  const kvAt = (tokens: number): number => {
-    const t = Math.min(tokens, m.slidingWindow ?? tokens);
-    return (kvPerToken * layersHere * o.batch * (o.blockSize ? Math.ceil(t / o.blockSize) * o.blockSize : t)) / kvSplit;
-  };
   // Hugging Face repeats keys and values to every head for the attention call: one layer at a time.
   const repeatKv = (tokens: number): number => (m.kvHeads < m.heads && !m.mla ? (2 * o.batch * tokens * m.heads * m.headDim * e) / p.tp : 0);
   const logits = o.batch * m.vocab * 4;
@@ -41,7 +39,7 @@ export function estimateInfer(m: ModelConfig, o: InferOptions): Estimate {
   const kvLine = (tokens: number, bytes: number, name: string): Line => ({
     name,
     bytes,
-    note: `${kvPerToken} bytes per token per layer${m.mla ? ' (MLA latent)' : ''} x ${layersHere} layers x ${o.batch} sequences x ${tokens} tokens${m.slidingWindow && ctx > m.slidingWindow ? ` (sliding window ${m.slidingWindow})` : ''}${o.blockSize ? ` (rounded to ${o.blockSize}-token blocks)` : ''}${kvSplit > 1 ? ` / ${kvSplit} (tensor parallel)` : ''}`,
+    note: `${kvPerToken} bytes per token per layer${m.mla ? ' (MLA latent)' : ''} x ${layersHere} layers x ${o.batch} sequences x ${tokens} tokens${m.slidingWindow && tokens > m.slidingWindow ? ` (${m.slidingLayers === m.layers ? 'every layer' : `${m.slidingLayers} of ${m.layers} layers`} keep${m.slidingLayers === m.layers ? 's' : ''} only the last ${m.slidingWindow})` : ''}${o.blockSize ? ` (rounded to ${o.blockSize}-token blocks)` : ''}${kvSplit > 1 ? ` / ${kvSplit} (tensor parallel)` : ''}`,
     field: 'kvCacheBytes',
   });
   const logitsLine: Line = { name: 'fp32 logits', bytes: logits, note: `${o.batch} sequences x ${m.vocab} vocabulary x 4 bytes`, field: 'logitsBytes' };
@@ -66,7 +64,7 @@ export function estimateInfer(m: ModelConfig, o: InferOptions): Estimate {
   ];
   // Last decode step: the whole cache, plus one layer's cache being copied as it grows (a contiguous cache grows by
   // concatenation; a paged cache does not), repeated heads and the logits.
-  const growth = o.blockSize ? 0 : kvAt(ctx) / layersHere;
+  const growth = o.blockSize ? 0 : (kvPerToken * o.batch * ctx) / kvSplit;
   const decode: Line[] = [
     weightsLine,
     kvLine(blocks, kvCacheBytes, `KV cache (${o.kvDtype})`),

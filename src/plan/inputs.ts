@@ -3,12 +3,28 @@
  * one place, so that the command line and the interactive page plan the same thing from the same inputs.
  */
 import { InvalidArgumentError } from '../errors.js';
-import type { Attention, Framework, InferOptions, KvDtype, OptimizerName, Parallelism, PlanOptions, Precision, Recompute, WeightFormat } from './options.js';
+import type {
+  AdapterDtype,
+  Attention,
+  BaseWeights,
+  Framework,
+  InferOptions,
+  KvDtype,
+  LossKind,
+  OptimizerName,
+  Parallelism,
+  PlanOptions,
+  Precision,
+  Recompute,
+  WeightFormat,
+} from './options.js';
+import { parseEngineVersion } from './engine-versions.js';
 import type { Engine } from './serve.js';
 
 export interface PlanInputs {
   mode: 'train' | 'infer';
-  optimizer: OptimizerName;
+  /** adam8bit is taken as adamw8bit. */
+  optimizer: OptimizerName | 'adam8bit';
   fusedOptimizer: boolean;
   precision: Precision;
   /** Micro-batch (train) or concurrent sequences (infer). */
@@ -29,8 +45,13 @@ export interface PlanInputs {
   gpuMemoryUtilization?: number | undefined;
   memFractionStatic?: number | undefined;
   maxModelLen?: number | undefined;
-  maxNumBatchedTokens: number;
-  maxNumSeqs: number;
+  /** vLLM's profiling run; undefined: the release's default. */
+  maxNumBatchedTokens?: number | undefined;
+  maxNumSeqs?: number | undefined;
+  /** The vLLM or SGLang release the plan follows; undefined: the newest. */
+  engineVersion?: string | undefined;
+  /** No CUDA graphs (vLLM's --enforce-eager, SGLang's --disable-cuda-graph). */
+  enforceEager: boolean;
   gpus: number;
   nodes: number;
   zero: 0 | 1 | 2 | 3;
@@ -43,6 +64,29 @@ export interface PlanInputs {
   offload: 'none' | 'optimizer' | 'params';
   /** Share of the estimate set aside for fragmentation (0.05 = 5%). */
   fragmentation: number;
+  /** --flash-attention: the same as attention 'flash' (refused beside another --attention). */
+  flashAttention: boolean;
+  /** LoRA rank; undefined: full fine-tuning. */
+  lora?: number | undefined;
+  /** 'all-linear' or module names separated by commas; undefined: PEFT's default for the model. */
+  loraTargets?: string | undefined;
+  loraDtype?: AdapterDtype | undefined;
+  /** PEFT's lora_dropout (0, its default, keeps no mask). */
+  loraDropout?: number | undefined;
+  dora: boolean;
+  /** The frozen base's format under --lora; undefined: the checkpoint's 16 bits (fp32 with --precision fp32). */
+  baseWeights?: BaseWeights | undefined;
+  doubleQuant: boolean;
+  optimizerInBackward: boolean;
+  activationOffload: boolean;
+  loss: LossKind;
+  /** Host memory that offloading may fill (bytes); undefined: not checked. */
+  hostMemoryBytes?: number | undefined;
+  /**
+   * The inputs a person set (the CLI's options given on the command line, the page's visible controls): a
+   * contradiction is refused only between inputs given, never with a default.
+   */
+  given?: readonly string[] | undefined;
 }
 
 /** The defaults: a stock PyTorch run on one GPU (and the engines' own defaults for serving). */
@@ -62,8 +106,7 @@ export const DEFAULT_INPUTS: PlanInputs = {
   kvDtype: 'bf16',
   weights: 'bf16',
   engine: 'hf',
-  maxNumBatchedTokens: 8192,
-  maxNumSeqs: 256,
+  enforceEager: false,
   gpus: 1,
   nodes: 1,
   zero: 0,
@@ -74,7 +117,153 @@ export const DEFAULT_INPUTS: PlanInputs = {
   ep: 1,
   offload: 'none',
   fragmentation: 0.05,
+  flashAttention: false,
+  dora: false,
+  doubleQuant: false,
+  optimizerInBackward: false,
+  activationOffload: false,
+  loss: 'standard',
 };
+
+/**
+ * The largest values a plan takes: past them no GPU cluster could hold the result, and a typo (a batch of 10^12)
+ * would print a figure in the billions of GiB instead of an error.
+ */
+export const LIMITS = { batch: 1 << 20, tokens: 1 << 24, gpus: 1 << 20, steps: 1 << 16 };
+
+/** The option each input is given by, as the CLI spells it (errors name it so on the page too). */
+const flag = (k: string): string => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+
+const WHOLE: Array<[keyof PlanInputs, number]> = [
+  ['batch', LIMITS.batch],
+  ['seq', LIMITS.tokens],
+  ['gradAccum', LIMITS.steps],
+  ['prompt', LIMITS.tokens],
+  ['newTokens', LIMITS.tokens],
+  ['context', LIMITS.tokens],
+  ['blockSize', LIMITS.tokens],
+  ['maxModelLen', LIMITS.tokens],
+  ['maxNumBatchedTokens', LIMITS.tokens],
+  ['maxNumSeqs', LIMITS.batch],
+  ['gpus', LIMITS.gpus],
+  ['nodes', LIMITS.gpus],
+  ['tp', LIMITS.gpus],
+  ['pp', LIMITS.gpus],
+  ['ep', LIMITS.gpus],
+  ['inFlight', LIMITS.steps],
+  ['lora', LIMITS.tokens],
+];
+const TRAIN_ONLY = [
+  'seq',
+  'gradAccum',
+  'recompute',
+  'precision',
+  'optimizer',
+  'fusedOptimizer',
+  'framework',
+  'zero',
+  'fsdp',
+  'offload',
+  'lora',
+  'loraTargets',
+  'loraDtype',
+  'loraDropout',
+  'dora',
+  'baseWeights',
+  'doubleQuant',
+  'optimizerInBackward',
+  'activationOffload',
+  'loss',
+  'inFlight',
+];
+const INFER_ONLY = [
+  'prompt',
+  'newTokens',
+  'context',
+  'kvDtype',
+  'blockSize',
+  'weights',
+  'engine',
+  'gpuMemoryUtilization',
+  'memFractionStatic',
+  'maxModelLen',
+  'maxNumBatchedTokens',
+  'maxNumSeqs',
+];
+const ADAPTER_ONLY = ['loraTargets', 'loraDtype', 'loraDropout', 'dora', 'doubleQuant'];
+
+/**
+ * Checks the inputs as the CLI and the page both take them: whole numbers within their limits, no contradiction
+ * between inputs given, adapters' options only with --lora.
+ * @throws InvalidArgumentError naming the option and the reason.
+ */
+export function checkInputs(i: PlanInputs): void {
+  const fail = (msg: string): never => {
+    throw new InvalidArgumentError(msg);
+  };
+  for (const [k, limit] of WHOLE) {
+    const v = i[k];
+    if (v === undefined) continue;
+    if (typeof v !== 'number' || !Number.isFinite(v) || !Number.isInteger(v)) fail(`${flag(k)} must be a whole number, got ${String(v)}`);
+    if ((v as number) < 1) fail(`${flag(k)} must be at least 1, got ${String(v)}`);
+    if ((v as number) > limit) fail(`${flag(k)} ${String(v)} is beyond any machine (at most ${limit})`);
+  }
+  if (i.hostMemoryBytes !== undefined && !(i.hostMemoryBytes >= 1))
+    fail(`--host-memory must be a size of at least 1 byte such as 512GiB, got ${i.hostMemoryBytes}`);
+  if (!(i.fragmentation >= 0 && i.fragmentation <= 1)) fail(`--fragmentation must be a percentage from 0 to 100, got ${i.fragmentation * 100}`);
+  for (const [k, v] of [
+    ['gpuMemoryUtilization', i.gpuMemoryUtilization],
+    ['memFractionStatic', i.memFractionStatic],
+  ] as const)
+    if (v !== undefined && !(v > 0 && v <= 1)) fail(`${flag(k)} must be a fraction above 0 and at most 1, got "${v}"`);
+  if (i.loraDropout !== undefined && !(i.loraDropout >= 0 && i.loraDropout < 1))
+    fail(`--lora-dropout must be a fraction from 0 to below 1, got "${i.loraDropout}"`);
+  const given = new Set(i.given ?? []);
+  const has = (k: string): boolean => given.has(k);
+  if (i.mode === 'train' && i.engine !== 'hf') fail('--engine is for --mode infer');
+  if (i.mode === 'infer') for (const k of TRAIN_ONLY) if (has(k)) fail(`${flag(k)} is for training: it contradicts --mode infer`);
+  if (i.mode === 'train') for (const k of INFER_ONLY) if (has(k)) fail(`${flag(k)} is for --mode infer: it contradicts training`);
+  if (i.gpuMemoryUtilization !== undefined && i.engine !== 'vllm') fail("--gpu-memory-utilization is vLLM's: give --engine vllm");
+  if (i.memFractionStatic !== undefined && i.engine !== 'sglang') fail("--mem-fraction-static is SGLang's: give --engine sglang");
+  if ((i.engineVersion !== undefined || i.enforceEager) && i.engine === 'hf') fail('--engine-version and --enforce-eager are for --engine vllm or sglang');
+  if (i.engine !== 'hf') parseEngineVersion(i.engine, i.engineVersion);
+  if (i.fsdp && has('zero') && i.zero !== 3) fail(`--fsdp is ZeRO stage 3: it contradicts --zero ${i.zero}`);
+  if (i.flashAttention && has('attention') && i.attention !== 'flash') fail(`--flash-attention contradicts --attention ${i.attention}`);
+  if (i.mode !== 'train') return;
+  const quantised = i.baseWeights === 'nf4' || i.baseWeights === 'fp4' || i.baseWeights === 'int8';
+  if (i.lora === undefined) {
+    if (quantised)
+      fail(`a ${i.baseWeights === 'int8' ? '8-bit' : '4-bit'} base (--base-weights ${i.baseWeights}) cannot be fine-tuned in full: give --lora R (QLoRA)`);
+    if (i.baseWeights !== undefined) fail('--base-weights is the frozen base under adapters: give --lora R');
+    for (const k of ADAPTER_ONLY)
+      if (has(k) || (k === 'dora' && i.dora) || (k === 'doubleQuant' && i.doubleQuant)) fail(`${flag(k)} needs adapters: give --lora R`);
+  } else {
+    if (i.framework === 'megatron') fail('--lora follows PEFT on PyTorch: it contradicts --framework megatron');
+    if (i.precision !== 'amp-bf16' && i.precision !== 'bf16-pure' && i.precision !== 'fp32')
+      fail(`--lora computes as PEFT does: --precision amp-bf16 (autocast, the default), bf16-pure (no autocast) or fp32, not ${i.precision}`);
+    if (i.doubleQuant && i.baseWeights !== 'nf4' && i.baseWeights !== 'fp4')
+      fail("--double-quant quantises a 4-bit base's absmax: give --base-weights nf4 or fp4");
+    if (i.baseWeights === 'fp32' && i.precision !== 'fp32' && i.precision !== 'amp-bf16') fail(`an fp32 base contradicts --precision ${i.precision}`);
+  }
+  if (i.optimizerInBackward) {
+    if (i.gradAccum > 1) fail('--optimizer-in-backward steps each gradient as it is made: it cannot accumulate (--grad-accum 1), as torchtune refuses');
+    if (i.offload !== 'none') fail('--optimizer-in-backward steps on the GPU: it contradicts --offload');
+  }
+  if (i.framework === 'megatron') {
+    if (i.recompute === 'op') fail("--recompute op is torchtitan's per-op checkpointing: it contradicts --framework megatron");
+    if (i.activationOffload) fail("--activation-offload is torchtune's: it contradicts --framework megatron");
+    if (i.loss !== 'standard') fail(`--loss ${i.loss} is for --framework pytorch`);
+    if (i.precision === 'fp8-torchao') fail('--precision fp8-torchao is for --framework pytorch (Megatron-style fp8 is --precision fp8)');
+  }
+}
+
+/** Module names from a comma-separated list. @throws InvalidArgumentError for an empty list or name. */
+function targetList(v: string): string[] {
+  const names = v.split(',').map((x) => x.trim());
+  if (names.some((x) => !/^[A-Za-z_][\w.]*$/.test(x)))
+    throw new InvalidArgumentError(`--lora-targets takes module names separated by commas (q_proj,v_proj) or all-linear, got "${v}"`);
+  return names;
+}
 
 /**
  * PlanOptions from the inputs.
@@ -84,9 +273,7 @@ export function planOptionsFrom(i: PlanInputs): PlanOptions {
   const fail = (msg: string): never => {
     throw new InvalidArgumentError(msg);
   };
-  if (i.mode === 'train' && i.engine !== 'hf') fail('--engine is for --mode infer');
-  if (i.gpuMemoryUtilization !== undefined && i.engine !== 'vllm') fail("--gpu-memory-utilization is vLLM's: give --engine vllm");
-  if (i.memFractionStatic !== undefined && i.engine !== 'sglang') fail("--mem-fraction-static is SGLang's: give --engine sglang");
+  checkInputs(i);
   const parallel: Parallelism = {
     gpus: i.gpus,
     nodes: i.nodes,
@@ -101,17 +288,32 @@ export function planOptionsFrom(i: PlanInputs): PlanOptions {
     return {
       mode: 'train',
       precision: i.precision,
-      optimizer: i.optimizer,
+      optimizer: i.optimizer === 'adam8bit' ? 'adamw8bit' : i.optimizer,
       fusedOptimizer: i.fusedOptimizer,
       batch: i.batch,
       seq: i.seq,
       gradAccum: i.gradAccum,
       recompute: i.recompute,
-      attention: i.attention,
+      attention: i.flashAttention ? 'flash' : i.attention,
       framework: i.framework,
       parallel,
       offload: i.offload,
       fragmentation: i.fragmentation,
+      lora:
+        i.lora === undefined
+          ? undefined
+          : {
+              rank: i.lora,
+              targets: i.loraTargets === undefined ? 'default' : i.loraTargets === 'all-linear' ? 'all-linear' : targetList(i.loraTargets),
+              dtype: i.loraDtype,
+              dropout: (i.loraDropout ?? 0) > 0,
+              dora: i.dora,
+              base: i.baseWeights ?? (i.precision === 'fp32' ? 'fp32' : 'bf16'),
+              doubleQuant: i.doubleQuant,
+            },
+      optimizerInBackward: i.optimizerInBackward,
+      activationOffload: i.activationOffload,
+      loss: i.loss,
     };
   let prompt = i.prompt;
   if (i.context !== undefined) {
@@ -134,6 +336,8 @@ export function planOptionsFrom(i: PlanInputs): PlanOptions {
       blockSize: i.blockSize,
       maxNumBatchedTokens: i.maxNumBatchedTokens,
       maxNumSeqs: i.maxNumSeqs,
+      engineVersion: i.engineVersion,
+      enforceEager: i.enforceEager,
     },
     parallel,
     fragmentation: i.fragmentation,

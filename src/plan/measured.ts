@@ -17,6 +17,21 @@ export type MeasuredRow = Record<string, unknown> & {
   parameterBytes: number;
 };
 
+/** The adapters of a LoRA run as record_lora_peaks.py writes them. */
+function loraOf(r: MeasuredRow): TrainOptions['lora'] {
+  const l = r.lora as { r: number; targets: string[] | 'all-linear'; dropout: number; dora: boolean; adapter_dtype: 'fp32' | 'bf16' } | undefined;
+  if (!l) return undefined;
+  return {
+    rank: l.r,
+    targets: l.targets,
+    dtype: l.adapter_dtype,
+    dropout: l.dropout > 0,
+    dora: l.dora,
+    base: (r.baseWeights as NonNullable<TrainOptions['lora']>['base'] | undefined) ?? 'bf16',
+    doubleQuant: false,
+  };
+}
+
 const ONE_GPU: Parallelism = { gpus: 1, nodes: 1, zero: 0, tp: 1, sp: false, pp: 1, ep: 1, inFlight: 1 };
 
 /** A measured run as planner options: its shape, one GPU, and the defaults the run used (SDPA attention). */
@@ -37,6 +52,7 @@ export function measuredOptions(r: MeasuredRow): TrainOptions | InferOptions {
         parallel: ONE_GPU,
         offload: 'none',
         fragmentation: 0.05,
+        lora: loraOf(r),
       }
     : {
         mode: 'infer',

@@ -1,12 +1,16 @@
 /**
- * A transformer's shape, normalised from a Hugging Face config.json (GPT-2, Llama, Mistral, Mixtral, Qwen2,
- * DeepSeek-V3 naming) or from the catalogue. Bad or contradictory configs are refused with the field named.
+ * A transformer's shape, normalised from a Hugging Face config.json or from the catalogue. The config's model_type
+ * picks the family (families.ts) whose layout the counts follow; an unknown model_type is refused with the list of
+ * those gpumem reads, never guessed. Bad or contradictory configs are refused with the field named.
  */
 import { BadInputError } from '../errors.js';
+import { Fields, type Json } from './config-fields.js';
+import { FAMILIES, MODEL_TYPES } from './families.js';
 
 /** Multi-head latent attention (DeepSeek-V2/V3). */
 export interface MlaShape {
   kvLoraRank: number;
+  /** Rank of the query's low-rank projection; undefined where the query is projected directly (DeepSeek-V2-Lite). */
   qLoraRank: number | undefined;
   qkNopeHeadDim: number;
   qkRopeHeadDim: number;
@@ -17,15 +21,58 @@ export interface MlaShape {
 export interface MoeShape {
   experts: number;
   expertsPerToken: number;
+  /**
+   * Width of the always-on shared expert(s) in units of one routed expert (DeepSeek: n_shared_experts; Qwen2-MoE:
+   * shared_expert_intermediate_size / moe_intermediate_size; 0 without).
+   */
   sharedExperts: number;
   /** Intermediate size of one expert. */
   expertIntermediate: number;
-  /** The first layers that are dense, not MoE (DeepSeek's first_k_dense_replace). */
+  /** Layers with a dense MLP instead of experts (DeepSeek's first_k_dense_replace, Qwen-MoE's mlp_only_layers). */
   denseLayers: number;
+  /** A sigmoid gate on the shared expert's output (Qwen2-MoE's shared_expert_gate). */
+  sharedExpertGate: boolean;
+  /** A per-expert bias in the router (DeepSeek-V3's e_score_correction_bias). */
+  routerBias: boolean;
+}
+
+/** What sets one family's layers apart from another's, as transformers builds them. */
+export interface ArchTraits {
+  /** hidden_act (or activation_function) as the config names it. */
+  activation: string;
+  /**
+   * The activation runs as one kernel that keeps only its input for the backward pass (torch's gelu, SiLU, ReLU);
+   * false for GPT-2's gelu_new, which transformers computes as a Python formula of several tensors.
+   */
+  fusedActivation: boolean;
+  qkvBias: boolean;
+  outBias: boolean;
+  mlpBias: boolean;
+  /** A bias on the output layer (Phi). */
+  lmHeadBias: boolean;
+  /** Norms in each layer (2 in most; 4 in Gemma 2/3 and OLMo-2's pre and post norms; 1 in Phi and Falcon-7B). */
+  normsPerLayer: number;
+  /** RMSNorm of queries and keys: per head (Qwen3, Gemma 3) or over the whole projection (OLMo-2). */
+  qkNorm: 'none' | 'head' | 'full';
+  /** Attention and MLP read the same input and add into one residual (GPT-NeoX, Phi, Falcon). */
+  parallelResidual: boolean;
+  /** One fused q,k,v projection whose output attention keeps a view of (GPT-2, GPT-NeoX, Falcon, BigCode, Phi-3). */
+  fusedQkv: boolean;
+  /** Share of each head's dimensions rotated by RoPE (GPT-NeoX 0.25, Phi-2 0.4); 0 with learned positions. */
+  rotaryFraction: number;
+  /** Gemma 2's attn_logit_softcapping: tanh on the attention scores, which no fused SDPA kernel applies. */
+  attnSoftcap: number | undefined;
+  /** Gemma 2's final_logit_softcapping: tanh on the logits. */
+  finalSoftcap: number | undefined;
+  /** Parameters outside the language model (Gemma 3's vision tower and projector): weights only, no activations. */
+  extraParams: number;
 }
 
 export interface ModelConfig {
   name: string;
+  /** The config's model_type: the family whose layout the counts follow. */
+  modelType: string;
+  /** The activation archetype: GPT-2's block (LayerNorm, plain MLP) or Llama's (RMSNorm, gated MLP). */
   family: 'gpt' | 'llama';
   hidden: number;
   layers: number;
@@ -37,112 +84,47 @@ export interface ModelConfig {
   vocab: number;
   maxPositions: number | undefined;
   tiedEmbeddings: boolean;
-  /** Learned absolute position embeddings (GPT-2, GPT-3). */
+  /** Learned absolute position embeddings (GPT-2, GPT-3, BigCode). */
   positionEmbeddings: boolean;
-  /** Gated MLP (SwiGLU: gate, up, down) or plain (fc, proj). */
+  /** Gated MLP (SwiGLU, GeGLU: gate, up, down) or plain (fc, proj). */
   gatedMlp: boolean;
-  /** Biases on attention projections and MLP (GPT-2) or only on q, k, v (Qwen2). */
+  /** Biases: on every projection, on q, k, v only (Qwen2), or none. See arch for the detail. */
   bias: 'all' | 'qkv' | 'none';
-  /** LayerNorm (weight + bias) or RMSNorm (weight). */
-  norm: 'layernorm' | 'rmsnorm';
+  /** LayerNorm (weight + bias), RMSNorm (weight), or a LayerNorm without parameters (OLMo-1). */
+  norm: 'layernorm' | 'rmsnorm' | 'none';
   /** Dropout in training (GPT-2 defaults to 0.1). */
   dropout: boolean;
+  /** The sliding window of the layers that have one. */
   slidingWindow: number | undefined;
+  /** How many layers attend within slidingWindow (all in Mistral, half in Gemma 2, five in six in Gemma 3). */
+  slidingLayers: number;
   mla: MlaShape | undefined;
   moe: MoeShape | undefined;
-}
-
-type Json = Record<string, unknown>;
-
-function num(cfg: Json, file: string, names: string[], opts: { required?: boolean; min?: number } = {}): number | undefined {
-  for (const n of names) {
-    const v = cfg[n];
-    if (v === undefined || v === null) continue;
-    if (typeof v !== 'number' || !Number.isFinite(v) || !Number.isInteger(v))
-      throw new BadInputError(`field "${n}" must be a whole number, got ${JSON.stringify(v)}`, file);
-    if (v < (opts.min ?? 1)) throw new BadInputError(`field "${n}" must be at least ${opts.min ?? 1}, got ${v}`, file);
-    if (v > 1e12) throw new BadInputError(`field "${n}" is implausibly large: ${v}`, file);
-    return v;
-  }
-  if (opts.required) throw new BadInputError(`missing field "${names[0]}"${names.length > 1 ? ` (or ${names.slice(1).join(', ')})` : ''}`, file);
-  return undefined;
+  arch: ArchTraits;
 }
 
 /**
  * Normalises a parsed config.json.
- * @throws BadInputError naming the field and the constraint.
+ * @throws BadInputError naming the field and the constraint, or, for an unknown model_type, listing the known ones.
  */
 export function normaliseConfig(cfg: unknown, file: string, name = 'custom'): ModelConfig {
   if (!cfg || typeof cfg !== 'object' || Array.isArray(cfg)) throw new BadInputError('a model config must be a JSON object', file);
-  const c = cfg as Json;
-  const type = typeof c.model_type === 'string' ? c.model_type : 'unknown';
-  const gptLike = ['gpt2', 'gpt3', 'gpt_neo', 'gpt_bigcode', 'openai-gpt'].includes(type) || 'n_embd' in c;
-  const hidden = num(c, file, ['hidden_size', 'n_embd', 'd_model'], { required: true })!;
-  const layers = num(c, file, ['num_hidden_layers', 'n_layer', 'num_layers'], { required: true })!;
-  const heads = num(c, file, ['num_attention_heads', 'n_head'], { required: true })!;
-  const kvHeads = num(c, file, ['num_key_value_heads', 'num_kv_heads', 'multi_query_group_num']) ?? heads;
-  const vocab = num(c, file, ['vocab_size'], { required: true })!;
-  const headDimField = num(c, file, ['head_dim']);
-  if (headDimField === undefined && hidden % heads !== 0) {
-    throw new BadInputError(`hidden_size (${hidden}) is not divisible by num_attention_heads (${heads}) and no head_dim is given`, file);
-  }
-  const headDim = headDimField ?? hidden / heads;
-  if (kvHeads > heads) throw new BadInputError(`num_key_value_heads (${kvHeads}) exceeds num_attention_heads (${heads})`, file);
-  if (heads % kvHeads !== 0) throw new BadInputError(`num_attention_heads (${heads}) is not a multiple of num_key_value_heads (${kvHeads})`, file);
-  const intermediate = num(c, file, ['intermediate_size', 'n_inner', 'ffn_dim']) ?? 4 * hidden;
-  const tied = typeof c.tie_word_embeddings === 'boolean' ? c.tie_word_embeddings : gptLike;
-  const window = num(c, file, ['sliding_window']);
-  const useWindow = window !== undefined && c.use_sliding_window !== false;
-  let mla: MlaShape | undefined;
-  const kvLora = num(c, file, ['kv_lora_rank']);
-  if (kvLora !== undefined) {
-    const nope = num(c, file, ['qk_nope_head_dim'], { required: true })!;
-    const rope = num(c, file, ['qk_rope_head_dim'], { required: true })!;
-    mla = {
-      kvLoraRank: kvLora,
-      qLoraRank: num(c, file, ['q_lora_rank']),
-      qkNopeHeadDim: nope,
-      qkRopeHeadDim: rope,
-      vHeadDim: num(c, file, ['v_head_dim']) ?? nope,
-    };
-  }
-  let moe: MoeShape | undefined;
-  const experts = num(c, file, ['num_local_experts', 'n_routed_experts', 'num_experts']);
-  if (experts !== undefined && experts > 1) {
-    const perTok = num(c, file, ['num_experts_per_tok', 'moe_top_k', 'top_k'], { required: true })!;
-    if (perTok > experts) throw new BadInputError(`num_experts_per_tok (${perTok}) exceeds the number of experts (${experts})`, file);
-    const first = num(c, file, ['first_k_dense_replace'], { min: 0 }) ?? 0;
-    if (first > layers) throw new BadInputError(`first_k_dense_replace (${first}) exceeds num_hidden_layers (${layers})`, file);
-    moe = {
-      experts,
-      expertsPerToken: perTok,
-      sharedExperts: num(c, file, ['n_shared_experts', 'num_shared_experts'], { min: 0 }) ?? 0,
-      expertIntermediate: num(c, file, ['moe_intermediate_size', 'expert_intermediate_size']) ?? intermediate,
-      denseLayers: first,
-    };
-  }
-  const qkvBias = c.attention_bias === true || type === 'qwen2';
-  return {
-    name,
-    family: gptLike ? 'gpt' : 'llama',
-    hidden,
-    layers,
-    heads,
-    kvHeads,
-    headDim,
-    intermediate,
-    vocab,
-    maxPositions: num(c, file, ['max_position_embeddings', 'n_positions', 'n_ctx']),
-    tiedEmbeddings: tied,
-    positionEmbeddings: gptLike,
-    gatedMlp: !gptLike,
-    bias: gptLike ? 'all' : qkvBias ? 'qkv' : 'none',
-    norm: gptLike ? 'layernorm' : 'rmsnorm',
-    dropout: gptLike ? (typeof c.resid_pdrop === 'number' ? c.resid_pdrop > 0 : true) : false,
-    slidingWindow: useWindow ? window : undefined,
-    mla,
-    moe,
-  };
+  const f = new Fields(cfg as Json, file);
+  const type = f.c.model_type;
+  if (typeof type !== 'string') return f.fail(`no "model_type": gpumem reads the layout from it and does not guess one. Known: ${MODEL_TYPES.join(', ')}`);
+  const family = FAMILIES[type];
+  if (!family) return f.fail(`unknown model_type "${type}": gpumem reads ${MODEL_TYPES.join(', ')} and does not guess the layout of others`);
+  const m = family(f);
+  checkShape(m, f);
+  return { name, modelType: type, ...m };
+}
+
+/** Constraints every family shares. @throws BadInputError */
+function checkShape(m: Omit<ModelConfig, 'name' | 'modelType'>, f: Fields): void {
+  if (m.kvHeads > m.heads) f.fail(`num_key_value_heads (${m.kvHeads}) exceeds num_attention_heads (${m.heads})`);
+  if (m.heads % m.kvHeads !== 0) f.fail(`num_attention_heads (${m.heads}) is not a multiple of num_key_value_heads (${m.kvHeads})`);
+  if (m.moe && m.moe.expertsPerToken > m.moe.experts) f.fail(`num_experts_per_tok (${m.moe.expertsPerToken}) exceeds the number of experts (${m.moe.experts})`);
+  if (m.slidingLayers > m.layers) f.fail(`more sliding-window layers (${m.slidingLayers}) than layers (${m.layers})`);
 }
 
 /** Parses and normalises the text of a config.json (`where` names it in errors). @throws BadInputError */

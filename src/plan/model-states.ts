@@ -3,17 +3,31 @@ import type { ModelConfig } from './model-config.js';
 import type { KvDtype, OptimizerName, Parallelism, Precision, WeightFormat } from './options.js';
 import type { ParamCounts } from './params.js';
 
+/** True for the precisions that keep every model state in bf16 (no fp32 copy). */
+export const pureBf16 = (precision: Precision): boolean => precision === 'bf16-pure' || precision === 'fp8-torchao';
+
+/**
+ * Bytes per parameter of one optimizer's states, for parameters of `paramBytes` bytes: torch's Adam and AdamW
+ * keep two states in the parameter's dtype (zeros_like), SGD with momentum one; 8-bit AdamW two 1-byte states
+ * and an fp32 absmax per 2048-value block of each (bitsandbytes' blockwise quantisation).
+ */
+export function optimizerStateBytes(optimizer: OptimizerName, paramBytes: number): number {
+  if (optimizer === 'adamw8bit' || optimizer === 'paged-adamw8bit') return 2 + (2 * 4) / 2048;
+  return (optimizer === 'sgd' ? 1 : 2) * paramBytes;
+}
+
+/** True for bitsandbytes' paged optimizers: their states live in CUDA managed memory, outside PyTorch's allocator. */
+export const pagedOptimizer = (optimizer: OptimizerName): boolean => optimizer.startsWith('paged-');
+
 /** Bytes per parameter of weights, gradients and optimizer state (master weights included) by precision. */
 export function bytesPerParam(precision: Precision, optimizer: OptimizerName): { weights: number; grads: number; optimizer: number; master: number } {
   const fp32Weights = precision === 'fp32' || precision === 'amp-bf16';
-  const pure = precision === 'bf16-pure';
+  const pure = pureBf16(precision);
   const weights = fp32Weights ? 4 : precision === 'fp8' ? 3 : 2; // fp8: bf16 weights plus fp8 copies for the matmuls
   const grads = fp32Weights ? 4 : 2;
   const master = fp32Weights || pure ? 0 : 4;
-  // Adam keeps two states per parameter, SGD with momentum one, in fp32 (or in bf16 with the parameters, bf16-pure);
-  // 8-bit Adam two 1-byte states.
-  const states = optimizer === 'adam8bit' ? 2 : (optimizer === 'sgd' ? 1 : 2) * (pure ? 2 : 4);
-  return { weights, grads, optimizer: states + master, master };
+  // Adam's states follow the weights they update: fp32 (the master copy, or fp32 weights), or bf16 with the parameters
+  return { weights, grads, optimizer: optimizerStateBytes(optimizer, pure ? 2 : 4) + master, master };
 }
 
 /**

@@ -4,7 +4,7 @@ import type { ModelConfig } from './model-config.js';
 import type { ParamCounts } from './params.js';
 import type { Engine, ServeOptions } from './serve.js';
 
-export type Precision = 'fp32' | 'amp-bf16' | 'bf16' | 'bf16-pure' | 'fp8';
+export type Precision = 'fp32' | 'amp-bf16' | 'bf16' | 'bf16-pure' | 'fp8' | 'fp8-torchao';
 /** Which tensors hold which dtype under each precision (the CLI's help prints these). */
 export const PRECISIONS: Record<Precision, string> = {
   fp32: 'weights, gradients, optimizer states and activations in fp32',
@@ -13,7 +13,9 @@ export const PRECISIONS: Record<Precision, string> = {
   bf16: 'bf16 weights, gradients and activations; fp32 master weights and optimizer states (Megatron-LM, DeepSpeed)',
   'bf16-pure':
     'everything in bf16: weights, gradients, optimizer states and activations, no fp32 copy (model.to(torch.bfloat16) with torch.optim.AdamW; torchtune)',
-  fp8: 'bf16 weights with fp8 copies for the matmuls; fp32 master weights and optimizer states',
+  fp8: 'bf16 weights with fp8 copies for the matmuls; fp32 master weights and optimizer states (Megatron-style)',
+  'fp8-torchao':
+    "torchao's float8 training: bf16 weights, gradients and optimizer states as pure bf16, each matmul's inputs cast to fp8 while it runs (the high-precision inputs are what autograd keeps)",
 };
 /**
  * The attention kernel. sdpa: PyTorch's scaled_dot_product_attention as Hugging Face calls it by default, which
@@ -21,8 +23,36 @@ export const PRECISIONS: Record<Precision, string> = {
  * applies; eager: the math kernel (the s x s matrix kept per head); flash: a fused kernel always.
  */
 export type Attention = 'sdpa' | 'eager' | 'flash';
-export type OptimizerName = 'adamw' | 'adam' | 'sgd' | 'adam8bit';
-export type Recompute = 'none' | 'selective' | 'full';
+/**
+ * adamw / adam: torch.optim (foreach by default); sgd: with momentum; adamw8bit: bitsandbytes' or torchao's 8-bit
+ * AdamW (two 1-byte states per parameter, a step without foreach temporaries); paged-*: bitsandbytes' paged
+ * optimizers, whose states live in CUDA managed memory outside PyTorch's allocator.
+ */
+export type OptimizerName = 'adamw' | 'adam' | 'sgd' | 'adamw8bit' | 'paged-adamw' | 'paged-adamw8bit';
+/** none; selective (attention recomputed); full (every layer: Hugging Face's gradient checkpointing); op (torchtitan's per-op selective checkpointing). */
+export type Recompute = 'none' | 'selective' | 'full' | 'op';
+/** standard: Hugging Face's cross-entropy on full fp32 logits; chunked: torchtune / LitGPT chunked cross-entropy; fused: Liger-style fused linear cross-entropy. */
+export type LossKind = 'standard' | 'chunked' | 'fused';
+/** The format of a frozen base under adapters: 16/32-bit, bitsandbytes 4-bit (NF4, FP4) or LLM.int8(). */
+export type BaseWeights = 'fp32' | 'bf16' | 'fp16' | 'nf4' | 'fp4' | 'int8';
+export type AdapterDtype = 'fp32' | 'bf16' | 'fp16';
+
+/** LoRA (PEFT): the base frozen, adapters A (r x in) and B (out x r) on the target linear layers. */
+export interface LoraOptions {
+  rank: number;
+  /** Module names as PEFT takes them, 'all-linear', or 'default' (PEFT's default for the model type). */
+  targets: 'default' | 'all-linear' | string[];
+  /** The adapters' dtype: undefined = PEFT's default (fp32 under a 16-bit base: autocast_adapter_dtype=True). */
+  dtype: AdapterDtype | undefined;
+  /** lora_dropout above 0 (a mask and a dropped copy of each adapted layer's input are kept). */
+  dropout: boolean;
+  /** Weight-decomposed LoRA: a magnitude vector per adapted layer and the layer's output kept for the backward pass. */
+  dora: boolean;
+  /** The frozen base's format. */
+  base: BaseWeights;
+  /** bitsandbytes' bnb_4bit_use_double_quant: the 4-bit absmax quantised to 8 bits. */
+  doubleQuant: boolean;
+}
 export type Framework = 'pytorch' | 'megatron';
 export type WeightFormat = 'fp32' | 'bf16' | 'fp16' | 'fp8' | 'int8' | 'int4';
 export type KvDtype = 'fp32' | 'bf16' | 'fp16' | 'fp8' | 'int8' | 'int4';
@@ -57,6 +87,14 @@ export interface TrainOptions {
   fragmentation: number;
   /** The activation count's correction factor (default: pytorchCorrection, fit on measured runs); for fitting it. */
   activationCorrection?: number | undefined;
+  /** Adapter fine-tuning; undefined = full fine-tuning. */
+  lora?: LoraOptions | undefined;
+  /** The optimizer step fused into the backward pass (torchtune's optimizer_in_bwd): no gradient outlives its step. */
+  optimizerInBackward?: boolean | undefined;
+  /** torchtune's activation offloading: kept activations go to pinned host memory during the forward pass. */
+  activationOffload?: boolean | undefined;
+  /** How the loss is computed (default standard). */
+  loss?: LossKind | undefined;
 }
 
 export interface InferOptions {
@@ -99,6 +137,8 @@ export interface Line {
   bytes: number;
   note: string;
   field: LineField;
+  /** Held outside PyTorch's caching allocator (CUDA managed memory, the context): not in max_memory_allocated. */
+  outsideAllocator?: boolean;
 }
 
 /**
@@ -172,6 +212,8 @@ export interface Estimate extends PerGpuBytes {
   hostBytes: number;
   hostParametersBytes: number;
   hostOptimizerBytes: number;
+  /** Activations offloaded to pinned host memory (torchtune's activation offloading). */
+  hostActivationsBytes?: number;
   /** Bytes moved across the host link per step by offloading (training) or 0. */
   offloadBytesPerStep: number;
   params: ParamCounts;

@@ -4,10 +4,10 @@
  * offloading from the link's bandwidth, and when it does not fit, tries the cheapest changes that make it fit.
  */
 import { catalogueGpu, type GpuSpec } from '../catalogue/gpus.js';
+import { InvalidArgumentError } from '../errors.js';
 import {
   estimate,
   fieldsOf,
-  fusedAttention,
   LINE_FIELDS,
   type Estimate,
   type InferOptions,
@@ -20,6 +20,7 @@ import {
 import type { ModelConfig } from './model-config.js';
 import { countParams, type ParamCounts } from './params.js';
 import { estimateServe, type ServeEstimate } from './serve.js';
+import { variants, type Variant } from './variants.js';
 
 export interface Machine {
   name: string;
@@ -54,8 +55,11 @@ export interface PlanResult {
   model: { name: string; parameters: number; activeParameters: number; layers: number; hidden: number; heads: number; kvHeads: number; vocab: number };
   options: PlanOptions;
   machine: Machine;
-  /** Each kind at its full size; totalBytes the peak (see PerGpuBytes). */
-  perGpu: PerGpuBytes;
+  /**
+   * Each kind at its full size; totalBytes the device's peak (see PerGpuBytes), allocatedPeakBytes what
+   * torch.cuda.max_memory_allocated() reports (tensors only), reservedPeakBytes what max_memory_reserved() reports.
+   */
+  perGpu: PerGpuBytes & { allocatedPeakBytes: number; reservedPeakBytes: number };
   /** The peak moment's lines by field: they add up to perGpu.totalBytes. */
   atPeak: PerGpuBytes;
   peakPhase: Estimate['peakPhase'];
@@ -118,6 +122,14 @@ function placements(m: ModelConfig, o: PlanOptions, e: Estimate, mc: Machine): P
       location: 'device',
       why: o.recompute === 'none' ? 'kept from the forward to the backward pass' : `reduced by ${o.recompute} recomputation (recomputed in the backward pass)`,
     });
+    if (e.hostActivationsBytes)
+      out.push({
+        part: 'offloaded activations',
+        bytes: e.hostActivationsBytes,
+        location: 'pinned-host',
+        why: 'activation offloading: copied out in the forward pass and back in the backward pass, overlapped with compute',
+        secondsPerStep: (2 * e.hostActivationsBytes) / link,
+      });
   } else {
     out.push({ part: 'weights', bytes: e.parametersBytes, location: 'device', why: 'read once per decode step: they belong in the fastest memory' });
     out.push({
@@ -144,101 +156,22 @@ function placements(m: ModelConfig, o: PlanOptions, e: Estimate, mc: Machine): P
   return out;
 }
 
-type Variant = { change: string; cost: string; apply: (o: PlanOptions) => PlanOptions | undefined };
-
-function variants(m: ModelConfig, o: PlanOptions): Variant[] {
-  const v: Variant[] = [];
-  const par = o.parallel;
-  if (o.mode === 'train') {
-    const t = o;
-    if (par.zero < 3)
-      v.push({
-        change: `ZeRO stage ${par.zero + 1}`,
-        cost: 'more communication: shards over the data-parallel GPUs',
-        apply: (x) => ({ ...(x as TrainOptions), parallel: { ...par, zero: (par.zero + 1) as 1 | 2 | 3 } }),
-      });
-    if (par.zero < 3)
-      v.push({
-        change: 'ZeRO stage 3 (FSDP)',
-        cost: 'parameters all-gathered per layer in both passes',
-        apply: (x) => ({ ...(x as TrainOptions), parallel: { ...par, zero: 3 } }),
-      });
-    if (t.recompute === 'none')
-      v.push({
-        change: 'selective recomputation',
-        cost: 'recomputes attention in the backward pass (a few % more compute)',
-        apply: (x) => ({ ...(x as TrainOptions), recompute: 'selective' }),
-      });
-    if (t.recompute !== 'full')
-      v.push({
-        change: 'full recomputation',
-        cost: 'one more forward pass per step (about 33% more compute)',
-        apply: (x) => ({ ...(x as TrainOptions), recompute: 'full' }),
-      });
-    if (t.attention !== 'flash' && !fusedAttention(m, t.attention, t.precision))
-      v.push({ change: 'a fused (flash) attention kernel', cost: 'none: faster as a rule', apply: (x) => ({ ...(x as TrainOptions), attention: 'flash' }) });
-    if (t.precision === 'amp-bf16' || t.precision === 'bf16')
-      v.push({
-        change: 'pure bf16 (bf16 weights, gradients and optimizer states, no fp32 copy)',
-        cost: 'less numerical headroom: AdamW updates in bf16 can stall on small learning rates (Kahan summation or stochastic rounding helps)',
-        apply: (x) => ({ ...(x as TrainOptions), precision: 'bf16-pure' }),
-      });
-    if (t.batch > 1) {
-      const half = Math.max(1, Math.floor(t.batch / 2));
-      v.push({
-        change: `micro-batch ${half} with gradient accumulation x${Math.ceil((t.batch * t.gradAccum) / half / t.gradAccum) * t.gradAccum}`,
-        cost: 'same global batch, more steps of smaller matmuls',
-        apply: (x) => ({ ...(x as TrainOptions), batch: half, gradAccum: (x as TrainOptions).gradAccum * 2 }),
-      });
-    }
-    if (t.offload === 'none')
-      v.push({
-        change: 'offload the optimizer to pinned host memory',
-        cost: 'gradients and parameters cross the host link every step; the step runs on the CPU',
-        apply: (x) => ({ ...(x as TrainOptions), offload: 'optimizer' }),
-      });
-    if (t.offload !== 'params')
-      v.push({
-        change: 'offload parameters and optimizer to pinned host memory',
-        cost: 'parameters cross the host link in both passes',
-        apply: (x) => ({ ...(x as TrainOptions), offload: 'params' }),
-      });
-    if (t.precision === 'fp32')
-      v.push({ change: 'bf16 mixed precision (amp-bf16)', cost: 'none on current GPUs', apply: (x) => ({ ...(x as TrainOptions), precision: 'amp-bf16' }) });
-  } else {
-    const i = o;
-    if (i.kvDtype === 'bf16' || i.kvDtype === 'fp16' || i.kvDtype === 'fp32')
-      v.push({ change: 'an fp8 KV cache', cost: 'small accuracy loss; halves the cache', apply: (x) => ({ ...(x as InferOptions), kvDtype: 'fp8' }) });
-    if (i.weights === 'bf16' || i.weights === 'fp16' || i.weights === 'fp32') {
-      v.push({ change: 'int8 weights', cost: 'small accuracy loss; halves the weights', apply: (x) => ({ ...(x as InferOptions), weights: 'int8' }) });
-      v.push({ change: 'int4 weights', cost: 'some accuracy loss; a quarter of the weights', apply: (x) => ({ ...(x as InferOptions), weights: 'int4' }) });
-    }
-    if (i.batch > 1)
-      v.push({
-        change: `batch ${Math.floor(i.batch / 2)}`,
-        cost: 'half the concurrent sequences',
-        apply: (x) => ({ ...(x as InferOptions), batch: Math.floor(i.batch / 2) }),
-      });
+/** The estimate, or undefined for a layout the model does not divide (a variant tried for a suggestion). */
+function tryEstimate(m: ModelConfig, o: PlanOptions, mc?: Machine): Estimate | undefined {
+  try {
+    const e = estimate(m, o);
+    return mc?.hostMemoryBytes !== undefined && e.hostBytes > mc.hostMemoryBytes ? undefined : e;
+  } catch (err) {
+    if (err instanceof InvalidArgumentError) return undefined;
+    throw err;
   }
-  for (const k of [2, 4, 8]) {
-    const gpus = par.gpus * k;
-    const tp = o.mode === 'infer' ? Math.min(par.tp * k, m.heads) : par.tp;
-    if (o.mode === 'infer' && tp === par.tp) continue;
-    v.push({
-      change: o.mode === 'train' ? `${gpus} GPUs (data parallel x${k}${par.zero === 0 ? ', ZeRO-3' : ''})` : `${gpus} GPUs (tensor parallel ${tp})`,
-      cost: `${k}x the GPUs`,
-      apply: (x) => ({ ...x, parallel: { ...par, gpus, tp, nodes: par.nodes, zero: o.mode === 'train' && par.zero === 0 ? 3 : par.zero } }) as PlanOptions,
-    });
-  }
-  return v;
 }
 
-function tryEstimate(m: ModelConfig, o: PlanOptions): Estimate | undefined {
-  try {
-    return estimate(m, o);
-  } catch {
-    return undefined;
-  }
+/** The peaks PyTorch reports: allocated (tensors: every line but the overhead and what lives outside its allocator) and reserved (plus fragmentation). */
+export function allocatorPeaks(lines: readonly Line[]): { allocatedPeakBytes: number; reservedPeakBytes: number } {
+  const allocated = lines.filter((l) => l.field !== 'overheadBytes' && !l.outsideAllocator).reduce((a, l) => a + l.bytes, 0);
+  const frag = lines.filter((l) => l.name === 'fragmentation allowance').reduce((a, l) => a + l.bytes, 0);
+  return { allocatedPeakBytes: allocated, reservedPeakBytes: allocated + frag };
 }
 
 /** The largest value of `key` (1..limit) for which the plan fits, by bisection. */
@@ -287,7 +220,7 @@ const gibText = (b: number): string => `${(b / 2 ** 30).toFixed(2)} GiB`;
 /** The KV cache vLLM or SGLang would give the model on this machine, and what would let it start or hold more. */
 function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' | 'sglang'): PlanResult {
   estimate(m, o); // checks the parallel layout
-  const s = estimateServe(m, o, engine, o.serve, mc.capacityBytes);
+  const s = estimateServe(m, o, engine, o.serve, mc.capacityBytes, mc.name);
   const lines = s.lines.map(rounded);
   const total = lines.reduce((a, l) => a + l.bytes, 0);
   const c = countParams(m);
@@ -312,10 +245,10 @@ function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' 
     }
     for (const [change, cost, next] of tries) {
       try {
-        const r = estimateServe(m, next, engine, next.serve, mc.capacityBytes);
+        const r = estimateServe(m, next, engine, next.serve, mc.capacityBytes, mc.name);
         suggestions.push({ change, totalBytes: Math.round(r.budgetBytes), fits: r.starts, cost: `${cost}; ${r.kvTokens} tokens of KV cache` });
-      } catch {
-        // a layout the model does not divide
+      } catch (err) {
+        if (!(err instanceof InvalidArgumentError)) throw err; // a layout the model does not divide
       }
     }
     if (s.kvTokens > 0)
@@ -323,7 +256,7 @@ function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' 
     suggestions.sort((a, b) => Number(b.fits) - Number(a.fits));
   }
   const notes = [
-    `${engine === 'vllm' ? 'vLLM' : 'SGLang'} takes ${(s.memoryFraction * 100).toFixed(0)}% of the GPU (${s.memoryFractionSource}) and gives the KV cache what the weights and its working memory leave`,
+    `${engine === 'vllm' ? 'vLLM' : 'SGLang'} ${s.version} (--engine-version) takes ${(s.memoryFraction * 100).toFixed(0)}% of the GPU (${s.memoryFractionSource}) and gives the KV cache what the weights and its working memory leave`,
     `estimated, not exact: ${s.estimated.join(', ')}; the engine measures them at start-up and prints them`,
   ];
   if (!s.starts)
@@ -333,7 +266,7 @@ function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' 
     model: modelSummary(m, c),
     options: o,
     machine: mc,
-    perGpu: fieldsOf(lines),
+    perGpu: { ...fieldsOf(lines), ...allocatorPeaks(lines) },
     atPeak: fieldsOf(lines),
     peakPhase: 'inference',
     sumBytes: total,
@@ -362,6 +295,16 @@ function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' 
 export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
   if (o.mode === 'infer' && o.engine !== 'hf') return planServe(m, o, mc, o.engine);
   const e = estimate(m, o);
+  if (mc.hostMemoryBytes !== undefined && e.hostBytes > mc.hostMemoryBytes)
+    throw new InvalidArgumentError(
+      `offloading places ${gibText(e.hostBytes)} in pinned host memory (${[
+        e.hostOptimizerBytes ? `optimizer states ${gibText(e.hostOptimizerBytes)}` : '',
+        e.hostParametersBytes ? `parameters ${gibText(e.hostParametersBytes)}` : '',
+        e.hostActivationsBytes ? `activations ${gibText(e.hostActivationsBytes)}` : '',
+      ]
+        .filter(Boolean)
+        .join(', ')}); --host-memory ${gibText(mc.hostMemoryBytes)} cannot hold it`,
+    );
   // rounded once: the fields are sums of the rounded lines, so the JSON, the text and the page add up alike
   const lines = e.lines.map(rounded);
   const cap = mc.capacityBytes;
@@ -373,7 +316,7 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
     // save the most until it fits.
     for (const v of variants(m, o)) {
       const next = v.apply(o);
-      const r = next && tryEstimate(m, next);
+      const r = next && tryEstimate(m, next, mc);
       if (r && r.totalBytes < e.totalBytes) suggestions.push({ change: v.change, totalBytes: r.totalBytes, fits: r.totalBytes <= cap, cost: v.cost });
     }
     if (!suggestions.some((s) => s.fits)) {
@@ -384,7 +327,7 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
         let best: { v: Variant; o: PlanOptions; total: number } | undefined;
         for (const v of variants(m, cur)) {
           const next = v.apply(cur);
-          const r = next && tryEstimate(m, next);
+          const r = next && tryEstimate(m, next, mc);
           if (r && r.totalBytes < curTotal && (!best || r.totalBytes < best.total)) best = { v, o: next, total: r.totalBytes };
         }
         if (!best) break;
@@ -438,7 +381,7 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
     model: modelSummary(m, e.params),
     options: o,
     machine: mc,
-    perGpu: roundedFields(e),
+    perGpu: { ...roundedFields(e), ...allocatorPeaks(lines) },
     atPeak: fieldsOf(lines),
     peakPhase: e.peakPhase,
     sumBytes: e.sumBytes,

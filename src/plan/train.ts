@@ -1,193 +1,279 @@
 /**
- * The training estimate: model states, activations at the two moments of a step that can peak, offloading. See
- * estimate.ts. Each moment is a list of lines, each line in one field; the peak is the larger moment, and its lines
- * (with the overhead lines) are the estimate: the fields, the total and the text all add up the same lines.
+ * The training estimate: model states (train-states.ts), activations, the loss, at the moments of a step that can
+ * peak. See estimate.ts. Each moment is a list of lines, each line in one field; the peak is the largest moment, and
+ * its lines (with the overhead lines) are the estimate: the fields, the total and the text all add up the same lines.
  */
 import { formatCount } from '../units.js';
+import { korthikantiLayerBytes, dtypes, finalSavedBytesPerToken, pytorchCorrection, savedBytesPerToken, type SavedContext } from './activations.js';
+import { adaptedModules, adapterBytes, linearModules } from './adapters.js';
+import { finalSoftcapLines, softcapScoreBytes } from './family-activations.js';
 import type { ModelConfig } from './model-config.js';
-import { korthikantiLayerBytes, pytorchCorrection, pytorchLayerBytesPerToken } from './activations.js';
-import { bytesPerParam, isLastStageOf, localParams, modelStateBytes } from './model-states.js';
+import { isLastStageOf } from './model-states.js';
 import { checkParallel, fieldsOf, fieldsOver, fusedAttention, type Estimate, type Line, type Moment, type TrainOptions } from './options.js';
 import { overheads } from './overheads.js';
 import { countParams } from './params.js';
+import { trainStates } from './train-states.js';
 
 const total = (lines: readonly Line[]): number => lines.reduce((s, l) => s + l.bytes, 0);
+
+/** What autograd keeps of the blocks under `o`, as SavedContext. */
+export function savedContext(m: ModelConfig, o: TrainOptions): SavedContext {
+  const l = o.lora;
+  if (!l) return { precision: o.precision };
+  const paths = new Set([...adaptedModules(m, l), ...(m.moe ? adaptedModules(m, l, true) : [])].map((x) => x.path));
+  return {
+    precision: o.precision,
+    lora: { paths, adapterBytes: adapterBytes(l.dtype ?? 'fp32'), dropout: l.dropout, dora: l.dora, baseBytes: l.base === 'fp32' ? 4 : 2 },
+  };
+}
+
+/**
+ * Activation lines: what the backward pass finds kept, and (with recomputation) the moment a layer is recomputed,
+ * with the gradient flowing through it; bytes moved to host memory by activation offloading.
+ */
+function activationLines(m: ModelConfig, o: TrainOptions, fused: boolean, last: boolean): { kept: Line[]; recompute: Line[]; hostBytes: number } {
+  const p = o.parallel;
+  const tokens = o.batch * o.seq;
+  const layersHere = m.layers / p.pp;
+  const inFlight = p.pp > 1 ? Math.min(p.inFlight, p.pp) : 1;
+  const line = (name: string, bytes: number, note: string): Line => ({ name, bytes, note, field: 'activationsBytes' });
+  if (o.framework === 'megatron') {
+    const per = korthikantiLayerBytes(
+      o.seq,
+      o.batch,
+      m.hidden,
+      m.heads,
+      p.tp,
+      p.sp,
+      fused && o.recompute === 'none' ? 'selective' : o.recompute === 'op' ? 'selective' : o.recompute,
+    );
+    const kept = [
+      line(
+        'activations (Korthikanti et al. 2022)',
+        per * layersHere * inFlight,
+        `per layer ${per} bytes (s=${o.seq}, b=${o.batch}, h=${m.hidden}, a=${m.heads}, t=${p.tp}${p.sp ? ', sequence parallel' : ''}, recompute ${o.recompute}) x ${layersHere} layers x ${inFlight} micro-batches in flight`,
+      ),
+    ];
+    return { kept, recompute: [], hostBytes: 0 };
+  }
+  const ctx = savedContext(m, o);
+  const { R, C } = dtypes(ctx);
+  const c = countParams(m);
+  const perToken = (c.denseLayers * savedBytesPerToken(m, ctx, false) + c.moeLayers * savedBytesPerToken(m, ctx, true)) / m.layers;
+  const correction = o.activationCorrection ?? pytorchCorrection(o.precision);
+  const perLayer = (perToken * correction * tokens) / p.tp;
+  const scoreBytes = o.precision === 'fp32' ? 4 : 2;
+  // the math kernel keeps the softmax (and the dropout mask and dropped copy); Gemma 2's softcap its tanh output too
+  const perScore = (m.dropout ? 2 * scoreBytes + 1 : scoreBytes) + softcapScoreBytes(m, o.precision);
+  const scores = fused ? 0 : perScore * o.batch * (m.heads / p.tp) * o.seq * o.seq;
+  const final = last ? (finalSavedBytesPerToken(m, ctx) * tokens) / p.tp : 0;
+  const what = `${formatCount(Math.round(perToken))} bytes per token and layer, counted tensor by tensor${ctx.lora ? ' (frozen base: only what the adapters and the gradient flowing to them need)' : ''}`;
+  const kernel =
+    o.attention === 'sdpa'
+      ? fused
+        ? 'SDPA runs a fused kernel: no s x s matrix'
+        : 'SDPA runs the math kernel here (fp32 with grouped-query attention)'
+      : o.attention;
+  let kept: Line[];
+  let perKept: number; // what one layer keeps through the forward pass (for offloading)
+  let recompute: Line[] = [];
+  const gradFlow = line('gradient flowing through the recomputed layer', (2 * R * m.hidden * tokens) / p.tp, 'the gradient of its output and of its input');
+  if (o.recompute === 'full' || o.recompute === 'op') {
+    const input = (R * m.hidden * tokens) / p.tp;
+    // torchtitan's per-op policy keeps SDPA's output and every other matmul's output besides the layer's input
+    const mm = linearModules(m).reduce((s, l) => s + l.out, 0);
+    const op = o.recompute === 'op' ? ((C * (m.heads * m.headDim + 0.5 * mm) + 4 * m.heads) * tokens) / p.tp : 0;
+    perKept = input + op;
+    kept = [
+      line(
+        `activations: ${o.recompute === 'op' ? "layer inputs, SDPA outputs and every other matmul's output (per-op checkpointing)" : 'layer inputs (full recomputation)'}`,
+        perKept * layersHere * inFlight,
+        `${layersHere} layers x ${inFlight} micro-batches in flight; each layer's other activations are recomputed in the backward pass`,
+      ),
+    ];
+    recompute = [line('activations of the layer being recomputed', perLayer + scores, what), gradFlow];
+  } else {
+    perKept = perLayer + (o.recompute === 'none' ? scores : 0);
+    kept = [
+      line(
+        'activations per layer',
+        perLayer * layersHere * inFlight,
+        `${what}; ${layersHere} layers x ${inFlight} micro-batches in flight; attention: ${kernel}`,
+      ),
+    ];
+    if (scores && o.recompute === 'none')
+      kept.push(
+        line(
+          'activations: attention matrices (math kernel)',
+          scores * layersHere * inFlight,
+          `${perScore} bytes per score x ${o.batch} x ${m.heads / p.tp} heads x ${o.seq}^2 per layer`,
+        ),
+      );
+  }
+  let hostBytes = 0;
+  if (o.activationOffload) {
+    const all = total(kept);
+    // torchtune's OffloadActivations streams kept tensors to pinned host memory; about two layers' worth stay in flight
+    const stay = Math.min(all, 2 * perKept * inFlight);
+    hostBytes = all - stay;
+    kept = [
+      line(
+        'activations on the GPU (offloading: two layers in flight)',
+        stay,
+        `${formatCount(hostBytes)} bytes offloaded to pinned host memory and brought back for the backward pass`,
+      ),
+    ];
+  }
+  if (final) kept.push(line('activations: final norm and output layer input', final, 'kept once, after the last layer'));
+  return { kept, recompute, hostBytes };
+}
+
+/** The loss's lines: what the forward pass keeps for it, and what the backward pass starts with. */
+function lossLines(m: ModelConfig, o: TrainOptions, gradBytes: number): { kept: Line[]; backward: Line[] } {
+  const p = o.parallel;
+  const tokens = o.batch * o.seq;
+  const V = m.vocab / p.tp;
+  const logits = 4 * V * tokens;
+  const tp = p.tp > 1 ? ` / tp ${p.tp}` : '';
+  const kind = o.loss ?? 'standard';
+  const field = 'logitsBytes' as const;
+  if (kind === 'fused') {
+    const kept: Line[] = [
+      {
+        name: 'loss: fused linear cross-entropy',
+        bytes: (dtypes(savedContext(m, o)).R * m.hidden * tokens) / p.tp,
+        note: "Liger's fused kernel computes the loss and the input's gradient chunk by chunk in the forward pass: no logits are kept",
+        field,
+      },
+    ];
+    if (!o.lora)
+      kept.push({
+        name: "loss: the output layer's gradient, computed in the forward pass",
+        bytes: (m.vocab * m.hidden * gradBytes) / p.tp,
+        note: `${m.vocab} x ${m.hidden} x ${gradBytes} bytes`,
+        field,
+      });
+    return { kept, backward: [] };
+  }
+  const chunks = kind === 'chunked' ? 8 : 1;
+  return {
+    kept: [
+      {
+        name: 'loss: fp32 log-probabilities',
+        bytes: logits,
+        note: `4 bytes x ${m.vocab} vocabulary x ${tokens} tokens${tp}${chunks > 1 ? ', every chunk' : ''}`,
+        field,
+      },
+      ...finalSoftcapLines(m, o.precision, tokens / p.tp),
+    ],
+    backward: [
+      {
+        name: 'loss backward: gradient of the logits',
+        bytes: (2 * logits) / chunks,
+        note:
+          chunks > 1
+            ? `two fp32 tensors the size of one of ${chunks} chunks (torchtune's chunked cross-entropy)`
+            : 'two fp32 logit-sized tensors at the start of the backward pass',
+        field,
+      },
+    ],
+  };
+}
 
 /** The training estimate for the most-loaded GPU. */
 export function estimateTrain(m: ModelConfig, o: TrainOptions): Estimate {
   checkParallel(m, o.parallel);
   const p = o.parallel;
   const c = countParams(m);
-  const P = localParams(c, m, p);
-  const dp = p.gpus / (p.tp * p.pp);
-  const megatron = o.framework === 'megatron';
-  // Megatron-LM keeps bf16 parameters with fp32 main gradients and fp32 master weights and Adam states, which its
-  // distributed optimizer (--zero 1 here) shards over the data-parallel ranks; it casts no weights through autocast
-  // and its fused Adam needs no parameter-sized temporaries.
-  const b = megatron ? { weights: 2, grads: 4, optimizer: o.optimizer === 'sgd' ? 8 : 12, master: 4 } : bytesPerParam(o.precision, o.optimizer);
-  const shard = (stage: number): number => (p.zero >= stage ? dp : 1);
-  const onGpuOptimizer = o.offload === 'none';
-  const onGpuParams = o.offload !== 'params';
-  const states = megatron
-    ? { parameters: (P * b.weights) / shard(3), gradients: (P * b.grads) / shard(2), optimizer: (P * b.optimizer) / shard(1) }
-    : modelStateBytes(P, o.precision, o.optimizer, dp, p.zero);
-  const parametersBytes = onGpuParams ? states.parameters : 0;
-  const gradientsBytes = states.gradients;
-  const optimizerBytes = onGpuOptimizer ? states.optimizer : 0;
-  const tokens = o.batch * o.seq;
-  const layersHere = m.layers / p.pp;
-  const inFlight = p.pp > 1 ? Math.min(p.inFlight, p.pp) : 1;
-  const sixteenBit = o.precision !== 'fp32' && o.precision !== 'amp-bf16';
+  const s = trainStates(m, c, o);
   const fused = fusedAttention(m, o.attention, o.precision);
-
-  const parametersLine: Line = {
-    name: 'parameters',
-    bytes: parametersBytes,
-    note: `${formatCount(P)} parameters here x ${b.weights} bytes${p.zero >= 3 ? ` / ${dp} (ZeRO-3)` : ''}${onGpuParams ? '' : ' (offloaded to host)'}`,
-    field: 'parametersBytes',
-  };
-  const optimizerLine: Line = {
-    name: `optimizer states (${o.optimizer}${b.master ? ', fp32 master weights' : o.precision === 'bf16-pure' ? ', bf16' : ''})`,
-    bytes: optimizerBytes,
-    note: `x ${b.optimizer} bytes${p.zero >= 1 ? ` / ${dp} (${megatron ? "Megatron's distributed optimizer" : 'ZeRO-1'})` : ''}${onGpuOptimizer ? '' : ' (offloaded to pinned host memory)'}`,
-    field: 'optimizerBytes',
-  };
-  const gradientsLine = (why: string): Line => ({
-    name: 'gradients',
-    bytes: gradientsBytes,
-    note: `x ${b.grads} bytes${megatron ? ' (fp32 main gradients)' : ''}${p.zero >= 2 ? ` / ${dp} (ZeRO-2)` : ''}, ${why}`,
-    field: 'gradientsBytes',
-  });
-
-  // Activations kept for the backward pass.
-  const activations: Line[] = [];
-  if (o.framework === 'megatron') {
-    const per = korthikantiLayerBytes(o.seq, o.batch, m.hidden, m.heads, p.tp, p.sp, fused && o.recompute === 'none' ? 'selective' : o.recompute);
-    activations.push({
-      name: 'activations (Korthikanti et al. 2022)',
-      bytes: per * layersHere * inFlight,
-      note: `per layer ${per} bytes (s=${o.seq}, b=${o.batch}, h=${m.hidden}, a=${m.heads}, t=${p.tp}${p.sp ? ', sequence parallel' : ''}, recompute ${o.recompute}) x ${layersHere} layers x ${inFlight} micro-batches in flight`,
-      field: 'activationsBytes',
-    });
-  } else {
-    const count = pytorchLayerBytesPerToken(m, o.precision);
-    const correction = o.activationCorrection ?? pytorchCorrection(o.precision);
-    const perLayer = (count.perToken * correction * tokens) / p.tp;
-    const scoreBytes = o.precision === 'fp32' ? 4 : 2;
-    const perScore = m.dropout ? 2 * scoreBytes + 1 : scoreBytes;
-    const attnScores = fused || o.recompute !== 'none' ? 0 : perScore * o.batch * (m.heads / p.tp) * o.seq * o.seq;
-    const kernel =
-      o.attention === 'sdpa'
-        ? fused
-          ? 'SDPA runs a fused kernel: no s x s matrix'
-          : 'SDPA runs the math kernel here (fp32 with grouped-query attention)'
-        : o.attention;
-    if (o.recompute === 'full') {
-      const inputs = (m.hidden * (sixteenBit ? 2 : 4) * tokens) / p.tp;
-      activations.push({
-        name: 'activations: layer inputs (full recomputation)',
-        bytes: (inputs * layersHere + perLayer) * inFlight,
-        note: `${layersHere} layer inputs kept, one layer's activations recomputed at a time`,
-        field: 'activationsBytes',
-      });
-    } else {
-      activations.push({
-        name: 'activations per layer',
-        bytes: perLayer * layersHere * inFlight,
-        note: `${count.hCoef}h + ${count.fCoef}f bytes per token x ${correction} (measured correction); ${layersHere} layers x ${inFlight} micro-batches in flight; attention: ${kernel}`,
-        field: 'activationsBytes',
-      });
-      if (attnScores)
-        activations.push({
-          name: 'activations: attention matrices (math kernel)',
-          bytes: attnScores * layersHere * inFlight,
-          note: `${perScore} bytes per score x ${o.batch} x ${m.heads / p.tp} heads x ${o.seq}^2 per layer`,
-          field: 'activationsBytes',
-        });
-    }
-  }
-
-  const isLastStage = isLastStageOf(c, p);
-  const logitsBytes = isLastStage ? (4 * m.vocab * tokens) / p.tp : 0;
-  // Every matmul weight: all but the embeddings (a tied output layer is a matmul on the embedding, so it counts).
-  const matmulParams = P - c.embedding / p.tp + (m.tiedEmbeddings && isLastStage ? (m.vocab * m.hidden) / p.tp : 0);
+  const last = isLastStageOf(c, p);
+  const act = activationLines(m, o, fused, last);
+  const loss = last ? lossLines(m, o, s.gradBytesPerParam) : { kept: [], backward: [] };
   const largestLayer = Math.max(c.denseLayer, c.moeLayer) / p.tp;
-  // Under FSDP / ZeRO-3 a unit's full weights exist only while it runs: the cache holds the bf16 copies of the units
-  // gathered at once (the running one and the one prefetched), not of the whole model.
-  const autocastCache = megatron || o.precision !== 'amp-bf16' ? 0 : p.zero >= 3 ? 2 * 2 * largestLayer : 2 * matmulParams;
-  const backward: Line[] = [parametersLine];
-  if (o.gradAccum > 1) backward.push(gradientsLine(`held through ${o.gradAccum} accumulated micro-batches`));
-  backward.push(optimizerLine, ...activations);
-  if (autocastCache)
-    backward.push({
-      name: 'autocast bf16 copies of the weights',
-      bytes: autocastCache,
-      note:
-        p.zero >= 3
-          ? 'torch.autocast caches a bf16 copy of each matmul weight it casts; under ZeRO-3/FSDP, of the two units gathered at a time'
-          : 'torch.autocast caches a bf16 copy of each matmul weight for the step',
-      field: 'autocastCacheBytes',
+  const matmulParams = s.P - c.embedding / p.tp + (m.tiedEmbeddings && last ? (m.vocab * m.hidden) / p.tp : 0);
+  let autocastCache = 0;
+  if (o.framework !== 'megatron' && o.precision === 'amp-bf16') {
+    // torch.autocast caches a bf16 copy of each fp32 matmul weight it casts: of every one, or under FSDP of the two
+    // units gathered at a time; a 16-bit or quantised base needs none, its fp32 adapters do
+    const base = o.lora ? (o.lora.base === 'fp32' ? matmulParams : 0) : matmulParams;
+    autocastCache = 2 * (p.zero >= 3 && !o.lora ? 2 * largestLayer : base) + (o.lora ? 2 * s.trainable : 0);
+  }
+  const cacheLine: Line[] = autocastCache
+    ? [
+        {
+          name: 'autocast bf16 copies of the weights',
+          bytes: autocastCache,
+          note: 'torch.autocast caches a bf16 copy of each fp32 matmul weight it casts, for the step',
+          field: 'autocastCacheBytes',
+        },
+      ]
+    : [];
+  const extra: Line[] = s.dequantised ? [s.dequantised] : [];
+  if (o.precision === 'fp8-torchao') {
+    const big = Math.max(...linearModules(m).map((l) => l.in * l.out));
+    const maxIn = Math.max(...linearModules(m).map((l) => l.in));
+    extra.push({
+      name: 'torchao float8: fp8 casts of the running matmul',
+      bytes: (big + o.batch * o.seq * maxIn) / p.tp,
+      note: "one matmul's weight and input cast to fp8 (1 byte each) while it runs",
+      field: 'workspaceBytes',
     });
-  if (logitsBytes)
-    backward.push(
-      {
-        name: 'loss: fp32 log-probabilities',
-        bytes: logitsBytes,
-        note: `4 bytes x ${m.vocab} vocabulary x ${tokens} tokens${p.tp > 1 ? ` / tp ${p.tp}` : ''}`,
-        field: 'logitsBytes',
-      },
-      {
-        name: 'loss backward: gradient of the logits',
-        bytes: 2 * logitsBytes,
-        note: 'two fp32 logit-sized tensors at the start of the backward pass',
-        field: 'logitsBytes',
-      },
-    );
-
-  // The optimizer step: gradients held, activations freed; a foreach step needs parameter-sized temporaries in the
-  // dtype the step computes in (fp32 master weights, or the parameters' own dtype).
-  const stepBytes = b.master || o.precision === 'fp32' || o.precision === 'amp-bf16' ? 4 : 2;
-  const optimizerTemp =
-    onGpuOptimizer && !o.fusedOptimizer && !megatron && o.optimizer !== 'sgd' ? (P * stepBytes) / shard(1) + (c.largestTensor * stepBytes) / p.tp : 0;
-  const step: Line[] = [parametersLine, gradientsLine('held from the backward pass to the optimizer step'), optimizerLine];
-  if (optimizerTemp)
-    step.push({
-      name: 'optimizer step temporaries',
-      bytes: optimizerTemp,
-      note: `foreach ${o.optimizer}: a parameter-sized ${stepBytes === 4 ? 'fp32' : 'bf16'} temporary plus the largest tensor (fused: none)`,
-      field: 'optimizerTemporariesBytes',
+  }
+  if (o.optimizerInBackward)
+    extra.push({
+      name: 'gradient of the parameter being stepped (optimizer in backward)',
+      bytes: (s.gradBytesPerParam * s.largestTrainable * 2) / p.tp,
+      note: 'each gradient is stepped and freed as the backward pass makes it: one gradient and its step temporary at a time',
+      field: 'gradientsBytes',
     });
-
-  const atBackward = total(backward) >= total(step);
-  const peakLines = (atBackward ? backward : step).filter((l) => l.bytes > 0);
-  const other: Moment = {
-    phase: atBackward ? 'optimizer-step' : 'backward',
-    bytes: total(atBackward ? step : backward),
-    lines: (atBackward ? step : backward).filter((l) => l.bytes > 0),
-  };
-  const over = overheads(o, P, b.weights, largestLayer, total(peakLines));
+  const held: Line[] = [...s.parameters];
+  if (o.gradAccum > 1) held.push(s.gradients(`held through ${o.gradAccum} accumulated micro-batches`));
+  held.push(s.optimizer);
+  const start = [...held, ...act.kept, ...cacheLine, ...extra, ...loss.kept, ...loss.backward];
+  const recomputing = act.recompute.length ? [...held, ...act.kept, ...cacheLine, ...extra, ...act.recompute] : undefined;
+  const backward = recomputing && total(recomputing) > total(start) ? recomputing : start;
+  const moments: Array<{ phase: Moment['phase']; lines: Line[] }> = [{ phase: 'backward', lines: backward }];
+  if (!o.optimizerInBackward) {
+    const step: Line[] = [...s.parameters, s.gradients('held from the backward pass to the optimizer step'), s.optimizer];
+    if (s.stepTemporaries) step.push(s.stepTemporaries);
+    moments.push({ phase: 'optimizer-step', lines: step });
+  }
+  const peak = moments.reduce((a, b) => (total(b.lines) > total(a.lines) ? b : a));
+  const otherM = moments.find((x) => x !== peak);
+  const peakLines = peak.lines.filter((l) => l.bytes > 0);
+  const over = overheads(o, s.P, s.weightBytes, largestLayer, total(peakLines));
   const lines = [...peakLines, ...over];
-  const hostOptimizerBytes = onGpuOptimizer ? 0 : states.optimizer;
-  const hostParametersBytes = onGpuParams ? 0 : states.parameters;
-  const offloadBytesPerStep =
-    o.offload === 'none' ? 0 : o.offload === 'optimizer' ? (P * (b.grads + b.weights)) / shard(1) : (P * (b.grads + 3 * b.weights)) / shard(1);
-  const fields = fieldsOver([backward, step], over);
-  // everything either moment holds, as if held at once
-  const everything = parametersBytes + gradientsBytes + optimizerBytes + total(activations) + autocastCache + 3 * logitsBytes + optimizerTemp;
+  const fields = fieldsOver(
+    moments.map((x) => x.lines),
+    over,
+  );
+  const allActivations = total(act.kept) + total(act.recompute);
+  const everything =
+    s.modelStates.parametersBytes +
+    s.gradientsBytes +
+    s.optimizer.bytes +
+    allActivations +
+    autocastCache +
+    total(loss.kept) +
+    total(loss.backward) +
+    (s.stepTemporaries?.bytes ?? 0) +
+    total(extra);
   return {
     ...fields,
     totalBytes: Math.round(fields.totalBytes),
     sumBytes: Math.round(everything + total(over)),
-    peakPhase: atBackward ? 'backward' : 'optimizer-step',
+    peakPhase: peak.phase === 'optimizer-step' ? 'optimizer-step' : 'backward',
     lines,
     atPeak: fieldsOf(lines),
-    otherMoment: other,
-    modelStates: { parametersBytes, gradientsBytes, optimizerBytes },
-    hostBytes: hostOptimizerBytes + hostParametersBytes,
-    hostParametersBytes,
-    hostOptimizerBytes,
-    offloadBytesPerStep,
+    otherMoment: otherM && { phase: otherM.phase, bytes: total(otherM.lines), lines: otherM.lines.filter((l) => l.bytes > 0) },
+    modelStates: s.modelStates,
+    hostBytes: s.hostOptimizerBytes + s.hostParametersBytes + act.hostBytes,
+    hostParametersBytes: s.hostParametersBytes,
+    hostOptimizerBytes: s.hostOptimizerBytes,
+    hostActivationsBytes: act.hostBytes,
+    offloadBytesPerStep: s.offloadBytesPerStep + 2 * act.hostBytes,
     params: c,
-    localParams: P,
+    localParams: s.P,
   };
 }

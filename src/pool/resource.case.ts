@@ -67,7 +67,13 @@ export function resourceConformance(label: string, make: () => ResourceUnderTest
   });
 
   withR('typed allocations are disposable and carry the bytes', (r) => {
-    if (!r.resource.backend) return;
+    if (!r.resource.backend) {
+      // a simulated device has addresses but no memory behind them: refused as unsupported, and nothing allocated
+      const before = JSON.stringify(r.observe());
+      assert.throws(() => r.resource.alloc(4096), is(ErrorCode.UNSUPPORTED));
+      assert.equal(JSON.stringify(r.observe()), before, 'state unchanged after the refusal');
+      return;
+    }
     const t = r.resource.alloc(4096);
     assert.equal(t.bytes, 4096);
     assert.equal(t.kind, r.resource.kind);

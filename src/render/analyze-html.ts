@@ -75,7 +75,7 @@ export function renderAnalyzeHtml(r: AnalyzeResult, timeline: Timeline): string 
   const notes = [...s.notes.map((n) => `note: ${n}`), ...s.notApplicable.map((n) => `not judged: ${n.rule} — ${n.reason}`)];
   return renderPage({
     title: 'gpumem analyze',
-    subtitle: `${s.files.join(', ')} (${s.formats.join(', ')}); span ${formatNs(s.spanNs)}`,
+    subtitle: `${s.files.join(', ')} (${s.formats.join(', ')}); span ${s.spanNs > 0 ? formatNs(s.spanNs) : 'not recorded'}`,
     sections: [
       { heading: `Findings (${r.findings.length})`, html: findings },
       {

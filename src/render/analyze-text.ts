@@ -27,7 +27,7 @@ export function renderAnalyze(r: AnalyzeResult): string {
   out.push(`trace: ${s.files.join(', ')} (${s.formats.join(', ')})`);
   if (s.devices.length) out.push(`devices: ${s.devices.map((d) => `${d.id}: ${d.name}`).join('; ')}`);
   out.push(
-    `span: ${formatNs(s.spanNs)}; kernels: ${s.kernels.count} (${formatNs(s.kernels.timeNs)}, GPU busy ${formatNs(s.kernels.busyNs)}); memsets: ${s.memsets.count}`,
+    `span: ${s.spanNs > 0 ? formatNs(s.spanNs) : 'not recorded'}; kernels: ${s.kernels.count} (${formatNs(s.kernels.timeNs)}, GPU busy ${formatNs(s.kernels.busyNs)}); memsets: ${s.memsets.count}`,
   );
   if (s.perDevice.length > 0) {
     out.push(`per GPU (${s.perDevice.length} GPUs; the figures above are their sums):`);

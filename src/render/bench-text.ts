@@ -2,6 +2,7 @@
 import type { BenchReport, BenchResult } from '../formats/bench-schema.js';
 import { formatBytes } from '../units.js';
 import { table } from './text.js';
+import { wrapLine } from './width.js';
 
 function sizeLabel(b: number): string {
   return formatBytes(b, 0).replace(' ', '');
@@ -17,7 +18,7 @@ function spread(r: BenchResult): string {
 }
 
 /** Copy-like rows as a matrix: one line per (test, direction, kinds, engine), one column per size. */
-function matrix(rows: BenchResult[]): string {
+function matrix(rows: BenchResult[], width: number | undefined): string {
   const sizes = [...new Set(rows.map((r) => r.bytes))].sort((a, b) => a - b);
   const keyOf = (r: BenchResult): string =>
     `${r.test}|${r.direction}|${r.srcKind}->${r.dstKind}|${r.engine}${r.peer !== undefined ? `|to ${r.peer}, peer access ${r.peerAccess ? 'on' : 'off'}` : ''}`;
@@ -39,10 +40,16 @@ function matrix(rows: BenchResult[]): string {
       `${(last.cv * 100).toFixed(1)}%`,
     ];
   });
-  return table(['measure', 'memory', 'engine', 'counted', ...sizes.map((s) => `>${sizeLabel(s)}`), '>of peak', '>cv (largest)'], body);
+  // narrow terminals lose the spread first, then how bytes were counted (the header line says it), then the smaller
+  // sizes (smallest first), the engine and the share of peak; the name, the memory kinds and the largest size stay
+  const sizePriority = sizes.map((_, i) => (i === sizes.length - 1 ? undefined : 3 + i / sizes.length));
+  return table(['measure', 'memory', 'engine', 'counted', ...sizes.map((s) => `>${sizeLabel(s)}`), '>of peak', '>cv (largest)'], body, {
+    width,
+    priorities: [undefined, undefined, 5, 2, ...sizePriority, 6, 1],
+  });
 }
 
-function rowsTable(rows: BenchResult[], latency: boolean): string {
+function rowsTable(rows: BenchResult[], latency: boolean, width: number | undefined): string {
   return table(
     ['measure', 'memory', 'engine', '>bytes', latency ? '>median µs' : '>median GB/s', latency ? '>min-max µs' : '>min-max GB/s', '>cv', 'counted', '>of peak'],
     rows.map((r) => [
@@ -56,17 +63,24 @@ function rowsTable(rows: BenchResult[], latency: boolean): string {
       r.counted,
       r.percentOfPeak !== undefined ? `${r.percentOfPeak}%` : '',
     ]),
+    { width, priorities: [undefined, 6, 5, undefined, undefined, 3, 1, 2, 4] },
   );
 }
 
-export function renderBench(report: BenchReport): string {
+/** The bench as text; with a `width`, tables drop their least important columns and prose wraps to fit it. */
+export function renderBench(report: BenchReport, options: { width?: number } = {}): string {
   const e = report.environment;
+  const width = options.width;
   const out: string[] = [];
+  const prose = (line: string, indent?: string): string[] => (width === undefined ? [line] : wrapLine(line, width, indent));
   out.push(
-    `gpumem bench: backend ${e.backend}${e.runtimeVersion ? ` (runtime ${e.runtimeVersion}${e.driverVersion ? `, driver ${e.driverVersion}` : ''})` : ''}, ${e.mode} mode, ${e.seconds} s, ${e.date}`,
+    ...prose(
+      `gpumem bench: backend ${e.backend}${e.runtimeVersion ? ` (runtime ${e.runtimeVersion}${e.driverVersion ? `, driver ${e.driverVersion}` : ''})` : ''}, ${e.mode} mode, ${e.seconds} s, ${e.date}`,
+    ),
   );
+  if (e.interrupted) out.push(...prose('INTERRUPTED: the run was stopped; the rows below are those finished before it.'));
   if (e.backend === 'host') out.push('backend host: these are CPU memory figures, not GPU figures.');
-  out.push('Bandwidth in GB/s (GB = 1e9 bytes): median of the repeats; "counted" says which bytes: one-way, read+write, both directions at once.');
+  out.push(...prose('Bandwidth in GB/s (GB = 1e9 bytes): median of the repeats; "counted" says which bytes: one-way, read+write, both directions at once.'));
   for (const d of e.devices) {
     const rows = report.results.filter((r) => r.device === d.index);
     out.push('');
@@ -74,33 +88,37 @@ export function renderBench(report: BenchReport): string {
       `device ${d.index}: ${d.name ?? 'unknown'} (${d.arch ?? '?'})  link ${d.link ? `gen ${d.link.generation} x${d.link.width}` : 'unknown'}  NUMA node ${d.numaNode ?? 'unknown'}`,
     );
     out.push(
-      `  peaks: ${d.peaks.linkGBps !== undefined ? `link ${d.peaks.linkGBps} GB/s` : 'link unknown'}, ${d.peaks.memoryGBps !== undefined ? `memory ${d.peaks.memoryGBps} GB/s` : 'memory unknown'} (${d.peaks.how})`,
+      ...prose(
+        `  peaks: ${d.peaks.linkGBps !== undefined ? `link ${d.peaks.linkGBps} GB/s` : 'link unknown'}, ${d.peaks.memoryGBps !== undefined ? `memory ${d.peaks.memoryGBps} GB/s` : 'memory unknown'} (${d.peaks.how})`,
+        '    ',
+      ),
     );
     const copies = rows.filter((r) => ['copy', 'sm-copy', 'peer'].includes(r.test) && r.medianGBps !== undefined);
-    if (copies.length) out.push('', matrix(copies));
+    if (copies.length) out.push('', matrix(copies, width));
     const cache = rows.filter((r) => r.test === 'cache');
-    if (cache.length) out.push('', 'cache sweep (read bandwidth against working set):', matrix(cache));
+    if (cache.length) out.push('', 'cache sweep (read bandwidth against working set):', matrix(cache, width));
     const coll = rows.filter((r) => r.test === 'collective');
-    if (coll.length) out.push('', collectivesTable(coll));
+    if (coll.length) out.push('', collectivesTable(coll, width));
     const other = rows.filter((r) => r.medianGBps !== undefined && !['copy', 'sm-copy', 'peer', 'cache', 'collective'].includes(r.test));
-    if (other.length) out.push('', rowsTable(other, false));
+    if (other.length) out.push('', rowsTable(other, false, width));
     const lat = rows.filter((r) => r.medianUs !== undefined);
-    if (lat.length) out.push('', 'latency (µs per operation: allocate+free pairs; one dependent load for pointer chase):', rowsTable(lat, true));
+    if (lat.length)
+      out.push('', ...prose('latency (µs per operation: allocate+free pairs; one dependent load for pointer chase):'), rowsTable(lat, true, width));
     const notes = rows.filter((r) => r.note);
     if (notes.length) {
       out.push('', 'notes:');
-      for (const r of notes) out.push(`  ${r.test} ${r.direction} ${r.srcKind}->${r.dstKind} (${sizeLabel(r.bytes)}): ${r.note}`);
+      for (const r of notes) out.push(...prose(`  ${r.test} ${r.direction} ${r.srcKind}->${r.dstKind} (${sizeLabel(r.bytes)}): ${r.note}`, '    '));
     }
   }
   if (e.failures.length) {
     out.push('', 'FAILURES (reported instead of a figure):');
-    for (const f of e.failures) out.push(`  ${f.test} ${f.direction} ${sizeLabel(f.bytes)}: ${f.reason}`);
+    for (const f of e.failures) out.push(...prose(`  ${f.test} ${f.direction} ${sizeLabel(f.bytes)}: ${f.reason}`, '    '));
   }
   return out.join('\n');
 }
 
 /** Collective rows as nccl-tests prints them: size, then algorithm and bus bandwidth per operation and buffers. */
-function collectivesTable(rows: BenchResult[]): string {
+function collectivesTable(rows: BenchResult[], width: number | undefined): string {
   const ranks = rows[0]?.ranks ?? 0;
   const body = rows.map((r) => [
     r.direction,
@@ -114,6 +132,7 @@ function collectivesTable(rows: BenchResult[]): string {
   return `collectives over ${ranks} ranks (size, algorithm bandwidth = size / time and bus bandwidth as nccl-tests count them):\n${table(
     ['collective', 'library, buffers', '>size', '>algbw GB/s', '>busbw GB/s', '>min-max algbw', '>cv'],
     body,
+    { width, priorities: [undefined, undefined, undefined, 3, undefined, 2, 1] },
   )}`;
 }
 

@@ -43,7 +43,7 @@ export function renderInfo(r: InfoReport): string {
     );
     if (d.xnack)
       out.push(
-        `  XNACK           ${d.xnack.arch === undefined ? 'not in the target name' : d.xnack.arch ? 'xnack+' : 'xnack-'}; HSA_XNACK=${d.xnack.env ?? '(unset)'}`,
+        `  XNACK           ${d.xnack.enabled === undefined ? 'unknown' : d.xnack.enabled ? 'on' : 'off'}${d.xnack.source === 'runtime' ? ' (the runtime: pageable memory access)' : d.xnack.source === 'arch' ? ' (the target ID)' : ''}; target ${d.xnack.arch === undefined ? 'has no xnack setting' : d.xnack.arch ? 'xnack+' : 'xnack-'}; HSA_XNACK=${d.xnack.env ?? '(unset)'}`,
       );
     out.push(`  integrated      ${yesNo(d.integrated)}    maps host memory ${yesNo(d.canMapHostMemory)}`);
     if (d.memoryBusWidthBits !== undefined)

@@ -1,22 +1,9 @@
 /** The terminal view of a monitor sample: one frame of text, redrawn by the CLI at each interval. */
 import { formatBytes } from '../units.js';
 import type { MonitorSample } from '../monitor/monitor.js';
+import { DEFAULT_WIDTH, fitTable, wrapLine, type Column } from './width.js';
 
-function pad(s: string, n: number, right = false): string {
-  return right ? s.padStart(n) : s.padEnd(n);
-}
-
-function table(headers: string[], rows: string[][], rightAligned: ReadonlySet<number>): string[] {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string =>
-    cells
-      .map((c, i) => pad(c, widths[i]!, rightAligned.has(i)))
-      .join('  ')
-      .trimEnd();
-  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
-}
-
-function bar(fraction: number, width = 20): string {
+function meter(fraction: number, width: number): string {
   const f = Math.min(1, Math.max(0, fraction));
   const full = Math.round(f * width);
   return `[${'#'.repeat(full)}${'.'.repeat(width - full)}]`;
@@ -31,12 +18,50 @@ export function formatDuration(seconds: number | undefined): string {
   return `${(seconds / 86_400).toFixed(1)} d`;
 }
 
-/** Renders one frame: devices with their use, the processes on each, and the pools handed to the monitor. */
-export function renderFrame(sample: MonitorSample, options: { interactive?: boolean } = {}): string {
+const DEVICE_COLUMNS: Column[] = [
+  { header: 'device' },
+  { header: 'name', priority: 5 },
+  { header: 'used', right: true },
+  { header: 'total', right: true },
+  { header: 'free', right: true, priority: 4 },
+  { header: 'use' },
+  { header: 'busy', right: true, priority: 2 },
+  { header: 'processes', right: true, priority: 3 },
+  { header: 'to OOM', right: true, priority: 6 },
+  { header: 'state' },
+  { header: 'source', priority: 1 },
+];
+const PROCESS_COLUMNS: Column[] = [{ header: 'device' }, { header: 'pid', right: true }, { header: 'process', priority: 1 }, { header: 'used', right: true }];
+const POOL_COLUMNS: Column[] = [
+  { header: 'pool' },
+  { header: 'reserved', right: true },
+  { header: 'allocated', right: true },
+  { header: 'requested', right: true, priority: 3 },
+  { header: 'peak reserved', right: true, priority: 4 },
+  { header: 'fragmentation', right: true, priority: 5 },
+  { header: 'segments', right: true, priority: 2 },
+  { header: 'hits', right: true, priority: 1 },
+  { header: 'misses', right: true, priority: 1 },
+  { header: 'to OOM', right: true, priority: 6 },
+  { header: 'state' },
+];
+
+/**
+ * Renders one frame: devices with their use, the processes on each, and the pools handed to the monitor, no wider
+ * than `width` columns (the least important columns give way first; `q` or Ctrl-C stops an interactive view).
+ */
+export function renderFrame(sample: MonitorSample, options: { interactive?: boolean; width?: number } = {}): string {
+  const width = options.width ?? DEFAULT_WIDTH;
   const out: string[] = [];
-  out.push(`gpumem monitor  ${sample.host}  backend ${sample.backend}  ${sample.time}${options.interactive ? '  (Ctrl-C to stop)' : ''}`);
-  if (sample.backend === 'host') out.push('(the host backend: CPU memory standing in for a GPU; no figure here is a GPU figure)');
-  if (sample.notice) out.push(sample.notice);
+  const table = (columns: Column[], rows: string[][]): string[] => fitTable(columns, rows, width).lines;
+  const bar = (fraction: number): string => meter(fraction, width < 100 ? 10 : 20);
+  const title = `gpumem monitor  ${sample.host}  backend ${sample.backend}  ${sample.time}`;
+  const hint = '(q or Ctrl-C to stop)';
+  if (!options.interactive) out.push(title);
+  else if (title.length + 2 + hint.length <= width) out.push(`${title}  ${hint}`);
+  else out.push(title, hint);
+  if (sample.backend === 'host') out.push(...wrapLine('(the host backend: CPU memory standing in for a GPU; no figure here is a GPU figure)', width));
+  if (sample.notice) out.push(...wrapLine(sample.notice, width));
   out.push('');
   if (sample.devices.length) {
     const rows = sample.devices.map((d) => [
@@ -52,13 +77,13 @@ export function renderFrame(sample: MonitorSample, options: { interactive?: bool
       d.forecast.state,
       d.source,
     ]);
-    out.push(...table(['device', 'name', 'used', 'total', 'free', 'use', 'busy', 'processes', 'to OOM', 'state', 'source'], rows, new Set([2, 3, 4, 6, 7, 8])));
-    const notes = sample.devices.filter((d) => d.note).map((d) => `  device ${d.index}: ${d.note}`);
+    out.push(...table(DEVICE_COLUMNS, rows));
+    const notes = sample.devices.filter((d) => d.note).flatMap((d) => wrapLine(`  device ${d.index}: ${d.note}`, width, '    '));
     if (notes.length) out.push('', 'notes:', ...notes);
     const procRows = sample.devices.flatMap((d) =>
       (d.processes ?? []).map((p) => [String(d.index), String(p.pid), p.name ?? '?', p.usedBytes === undefined ? 'n/a' : formatBytes(p.usedBytes)]),
     );
-    if (procRows.length) out.push('', ...table(['device', 'pid', 'process', 'used'], procRows, new Set([1, 3])));
+    if (procRows.length) out.push('', ...table(PROCESS_COLUMNS, procRows));
   }
   if (sample.pools.length) {
     const rows = sample.pools.map((p) => [
@@ -74,14 +99,7 @@ export function renderFrame(sample: MonitorSample, options: { interactive?: bool
       formatDuration(p.forecast.timeToFullSeconds),
       p.forecast.state,
     ]);
-    out.push(
-      '',
-      ...table(
-        ['pool', 'reserved', 'allocated', 'requested', 'peak reserved', 'fragmentation', 'segments', 'hits', 'misses', 'to OOM', 'state'],
-        rows,
-        new Set([1, 2, 3, 4, 5, 6, 7, 8, 9]),
-      ),
-    );
+    out.push('', ...table(POOL_COLUMNS, rows));
   }
   return `${out.join('\n')}\n`;
 }

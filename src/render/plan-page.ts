@@ -36,7 +36,7 @@ textarea { grid-column: 1 / -1; min-height: 4rem; font-family: ui-monospace, mon
 table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: .4rem 0; } th, td { border: 1px solid #d0d7de; padding: .2rem .5rem; text-align: left; }
 th { background: #f6f8fa; } td.n { text-align: right; } td.how { color: #57606a; font-size: .85rem; }
 .fits { font-size: 1.2rem; font-weight: 600; } .yes { color: #1a7f37; } .no { color: #cf222e; } .error { color: #cf222e; white-space: pre-wrap; }
-.note { color: #57606a; font-size: .9rem; } figure { height: 180px; margin: .6rem 0; position: relative; }
+.note { color: #57606a; font-size: .9rem; } label.check { justify-content: flex-end; } figure { height: 180px; margin: .6rem 0; position: relative; }
 `;
 
 const CONTROLS = `
@@ -48,13 +48,28 @@ const CONTROLS = `
 <label class="train">sequence<input id="seq" type="number" min="1"></label>
 <label class="train">precision<select id="precision"></select></label>
 <label class="train">attention<select id="attention"><option>sdpa</option><option>eager</option><option>flash</option></select></label>
-<label class="train">recompute<select id="recompute"><option>none</option><option>selective</option><option>full</option></select></label>
+<label class="train">recompute<select id="recompute"><option>none</option><option>selective</option><option>full</option><option value="op">op (per-op)</option></select></label>
+<label class="train">optimizer<select id="optimizer"><option>adamw</option><option>adam</option><option>sgd</option><option>adamw8bit</option><option>paged-adamw</option><option>paged-adamw8bit</option></select></label>
+<label class="train">gradient accumulation<input id="gradAccum" type="number" min="1"></label>
+<label class="train">loss<select id="loss"><option>standard</option><option>chunked</option><option>fused</option></select></label>
+<label class="train">LoRA rank (empty: full fine-tuning)<input id="lora" type="number" min="1"></label>
+<label class="train">LoRA targets<input id="loraTargets" placeholder="PEFT's default, or all-linear"></label>
+<label class="train">LoRA dtype<select id="loraDtype"><option value="">PEFT's default</option><option>fp32</option><option>bf16</option><option>fp16</option></select></label>
+<label class="train">LoRA dropout<input id="loraDropout" type="number" min="0" step="0.05" placeholder="0"></label>
+<label class="train">base weights<select id="baseWeights"><option value="">the checkpoint's</option><option>fp32</option><option>bf16</option><option>fp16</option><option>nf4</option><option>fp4</option><option>int8</option></select></label>
+<label class="train check"><span><input type="checkbox" id="dora"> DoRA</span></label>
+<label class="train check"><span><input type="checkbox" id="doubleQuant"> double quantisation</span></label>
+<label class="train check"><span><input type="checkbox" id="optimizerInBackward"> optimizer in backward</span></label>
+<label class="train check"><span><input type="checkbox" id="activationOffload"> activation offloading</span></label>
+<label>host memory (GiB, empty: not checked)<input id="hostMemory" type="number" min="0" step="any"></label>
 <label class="train">ZeRO<select id="zero"><option value="0">0</option><option value="1">1</option><option value="2">2</option><option value="3">3 (FSDP)</option></select></label>
 <label class="train">offload<select id="offload"><option>none</option><option>optimizer</option><option>params</option></select></label>
 <label class="train">framework<select id="framework"><option>pytorch</option><option>megatron</option></select></label>
 <label>tensor parallel<input id="tp" type="number" min="1"></label>
 <label>pipeline parallel<input id="pp" type="number" min="1"></label>
 <label class="infer">engine<select id="engine"><option>hf</option><option>vllm</option><option>sglang</option></select></label>
+<label class="infer">engine release<input id="engineVersion" placeholder="newest" size="6"></label>
+<label class="infer">no CUDA graphs<input id="enforceEager" type="checkbox"></label>
 <label class="infer">context<input id="context" type="number" min="2"></label>
 <label class="infer">new tokens<input id="newTokens" type="number" min="1"></label>
 <label class="infer">weights<select id="weights"><option>bf16</option><option>fp16</option><option>fp8</option><option>int8</option><option>int4</option><option>fp32</option></select></label>
@@ -69,8 +84,12 @@ const $ = (id) => document.getElementById(id);
 const gib = (b) => (b / 2 ** 30).toFixed(2);
 const gb = (b) => (b / 1e9).toFixed(2);
 const escText = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
-const NUMBERS = ['gpus', 'batch', 'seq', 'tp', 'pp', 'newTokens', 'context'];
-const CHOICES = ['mode', 'precision', 'attention', 'recompute', 'offload', 'framework', 'engine', 'weights', 'kvDtype'];
+const NUMBERS = ['gpus', 'batch', 'seq', 'tp', 'pp', 'newTokens', 'context', 'gradAccum'];
+const CHOICES = ['mode', 'precision', 'attention', 'recompute', 'offload', 'framework', 'engine', 'weights', 'kvDtype', 'optimizer', 'loss'];
+// controls that may be left empty (undefined) or unchecked: given only when set
+const OPTIONAL_NUMBERS = ['lora', 'loraDropout'];
+const OPTIONAL_TEXT = ['loraTargets', 'loraDtype', 'baseWeights'];
+const CHECKS = ['dora', 'doubleQuant', 'optimizerInBackward', 'activationOffload'];
 for (const name of Object.keys(P.MODEL_CONFIGS)) $('model').add(new Option(name, name));
 $('model').add(new Option('pasted config.json', '__pasted'));
 for (const [name, g] of Object.entries(P.GPUS)) $('gpu').add(new Option(g.name, name));
@@ -83,16 +102,34 @@ if (S.model.configText) $('config').value = S.model.configText;
 $('gpu').value = S.gpu.machine ? '__bench' : S.gpu.catalogue;
 for (const id of NUMBERS) if (i0[id] !== undefined) $(id).value = i0[id];
 if (i0.context === undefined) $('context').value = i0.prompt + i0.newTokens;
-for (const id of CHOICES) $(id).value = i0[id];
+for (const id of CHOICES) $(id).value = i0[id] === 'adam8bit' ? 'adamw8bit' : i0[id];
+for (const id of [...OPTIONAL_NUMBERS, ...OPTIONAL_TEXT]) if (i0[id] !== undefined) $(id).value = i0[id];
+for (const id of CHECKS) $(id).checked = !!i0[id];
+if (i0.hostMemoryBytes !== undefined) $('hostMemory').value = i0.hostMemoryBytes / 2 ** 30;
+if (i0.flashAttention) $('attention').value = 'flash';
 $('zero').value = String(i0.fsdp ? 3 : i0.zero);
+$('engineVersion').value = i0.engineVersion ?? '';
+$('enforceEager').checked = !!i0.enforceEager;
 let chart;
+const shown = (id) => $(id).closest('label').style.display !== 'none';
 function inputs() {
-  const i = { ...S.inputs };
-  for (const id of NUMBERS) i[id] = Number($(id).value);
+  const i = { ...S.inputs, flashAttention: false };
+  // a field left empty reads as NaN, so that the planner's checks refuse it as the CLI refuses a missing number
+  for (const id of NUMBERS) i[id] = $(id).value === '' ? NaN : Number($(id).value);
   for (const id of CHOICES) i[id] = $(id).value;
+  for (const id of OPTIONAL_NUMBERS) i[id] = $(id).value === '' ? undefined : Number($(id).value);
+  for (const id of OPTIONAL_TEXT) i[id] = $(id).value === '' ? undefined : $(id).value;
+  for (const id of CHECKS) i[id] = $(id).checked;
+  i.hostMemoryBytes = $('hostMemory').value === '' ? undefined : Number($('hostMemory').value) * 2 ** 30;
   i.zero = Number($('zero').value);
   i.fsdp = false;
   if (i.mode === 'train') i.context = undefined;
+  // the controls set on the page, as the options given on a command line
+  i.given = [...NUMBERS, ...CHOICES, 'zero', ...OPTIONAL_NUMBERS, ...OPTIONAL_TEXT, ...CHECKS].filter((id) => shown(id) && (CHECKS.includes(id) ? $(id).checked : $(id).value !== ''));
+  if (i.mode === 'infer') i.given = i.given.filter((id) => id !== 'context' || $('context').value !== '');
+  // the engine's release and eager mode apply to vllm and sglang only
+  i.engineVersion = i.engine === 'hf' ? undefined : $('engineVersion').value.trim() || undefined;
+  i.enforceEager = i.engine !== 'hf' && $('enforceEager').checked;
   return i;
 }
 function model() {
@@ -100,9 +137,11 @@ function model() {
   if (v !== '__pasted') return P.catalogueModel(v);
   return P.parseConfigText($('config').value, 'pasted config.json', S.model.name ?? 'pasted');
 }
-function machine() {
+function machine(i) {
   const v = $('gpu').value;
-  return v === '__bench' ? S.gpu.machine : P.machineFromCatalogue(v);
+  const mc = v === '__bench' ? { ...S.gpu.machine } : P.machineFromCatalogue(v);
+  mc.hostMemoryBytes = i.hostMemoryBytes;
+  return mc;
 }
 function table(head, rows) {
   return '<table><tr>' + head.map((h) => '<th>' + escText(h) + '</th>').join('') + '</tr>' +
@@ -117,7 +156,8 @@ function update() {
   for (const el of document.querySelectorAll('.infer')) el.style.display = mode === 'infer' ? '' : 'none';
   let r;
   try {
-    r = P.plan(model(), P.planOptionsFrom(inputs()), machine());
+    const i = inputs();
+    r = P.plan(model(), P.planOptionsFrom(i), machine(i));
   } catch (e) {
     $('error').textContent = String(e.message || e);
     $('result').style.display = 'none';
@@ -136,7 +176,9 @@ function update() {
   $('capacity').textContent = gib(r.capacityBytes);
   $('summary').textContent = r.model.name + ', ' + (r.model.parameters / 1e9).toFixed(2) + 'B parameters; ' + r.machine.name;
   $('lines').innerHTML = table(['line', 'GiB', 'GB', 'how'], [...r.lines.map((l) => [l.name, gib(l.bytes), gb(l.bytes), l.note]),
-    ['total', gib(r.perGpu.totalBytes), gb(r.perGpu.totalBytes), ''], ['capacity', gib(r.capacityBytes), gb(r.capacityBytes), r.machine.capacitySource]]);
+    ['total', gib(r.perGpu.totalBytes), gb(r.perGpu.totalBytes), ''], ['capacity', gib(r.capacityBytes), gb(r.capacityBytes), r.machine.capacitySource],
+    ['max_memory_allocated', gib(r.perGpu.allocatedPeakBytes), gb(r.perGpu.allocatedPeakBytes), 'what PyTorch reports: tensors only'],
+    ['max_memory_reserved', gib(r.perGpu.reservedPeakBytes), gb(r.perGpu.reservedPeakBytes), 'allocated plus the caching allocator fragmentation']]);
   $('suggestions').innerHTML = r.suggestions.length ? table(['change', 'fits', 'new total GiB', 'cost'], r.suggestions.map((x) => [x.change, x.fits ? 'yes' : 'no', gib(x.totalBytes), x.cost])) : '<p class="note">none needed</p>';
   const l = r.largest;
   $('largest').textContent = [l.batch !== undefined ? 'batch ' + l.batch : '', l.seq !== undefined ? 'sequence ' + l.seq : '', l.context !== undefined ? 'context ' + l.context + ' tokens' : ''].filter(Boolean).join('; ') || 'nothing fits even at batch 1';

@@ -19,7 +19,16 @@ function describe(r: PlanResult): string {
     .filter(Boolean)
     .join(', ');
   if (o.mode === 'train') {
-    return `training, ${o.precision}, ${o.optimizer}${o.fusedOptimizer ? ' (fused)' : ''}, micro-batch ${o.batch} x ${o.seq} tokens${o.gradAccum > 1 ? `, ${o.gradAccum} accumulation steps` : ''}, recompute ${o.recompute}, ${o.attention} attention, ${o.framework}${o.offload !== 'none' ? `, offload ${o.offload}` : ''}; ${par}`;
+    const l = o.lora;
+    const adapters = l
+      ? `LoRA r=${l.rank} on ${typeof l.targets === 'string' ? (l.targets === 'default' ? "PEFT's default modules" : l.targets) : l.targets.join(',')}${l.dora ? ' (DoRA)' : ''}, ${l.base} base${l.doubleQuant ? ' (double quantisation)' : ''}, `
+      : '';
+    const savers = [
+      o.optimizerInBackward ? 'optimizer in backward' : '',
+      o.activationOffload ? 'activation offloading' : '',
+      o.loss && o.loss !== 'standard' ? `${o.loss} loss` : '',
+    ].filter(Boolean);
+    return `training, ${adapters}${o.precision}, ${o.optimizer}${o.fusedOptimizer ? ' (fused)' : ''}${savers.length ? `, ${savers.join(', ')}` : ''}, micro-batch ${o.batch} x ${o.seq} tokens${o.gradAccum > 1 ? `, ${o.gradAccum} accumulation steps` : ''}, recompute ${o.recompute}, ${o.attention} attention, ${o.framework}${o.offload !== 'none' ? `, offload ${o.offload}` : ''}; ${par}`;
   }
   if (o.engine !== 'hf') return `serving with ${o.engine}, ${o.weights} weights, ${o.kvDtype} KV cache; ${par}`;
   return `inference, ${o.weights} weights, ${o.kvDtype} KV cache${o.blockSize ? ` in ${o.blockSize}-token blocks` : ''}, batch ${o.batch}, ${o.prompt} prompt + ${o.newTokens} new tokens; ${par}`;
@@ -48,6 +57,9 @@ export function renderPlanText(r: PlanResult): string {
         ['capacity', gib(r.capacityBytes), gb(r.capacityBytes), r.machine.capacitySource],
       ],
     ),
+  );
+  out.push(
+    `PyTorch would report: max_memory_allocated ${gib(r.perGpu.allocatedPeakBytes)} GiB (tensors), max_memory_reserved ${gib(r.perGpu.reservedPeakBytes)} GiB (with the caching allocator's fragmentation); the device peak above adds the context${r.options.parallel.gpus > 1 ? ' and communication buffers' : ''}`,
   );
   out.push('');
   const s = r.serving;

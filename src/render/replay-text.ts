@@ -10,12 +10,22 @@ export function renderReplay(r: ReplayReport): string {
     `trace: ${t.file} (${t.format}, device ${t.device}, ${t.events} events, ${t.allocations} allocations on ${t.streams} stream${t.streams === 1 ? '' : 's'})`,
   );
   const rec = [`peak requested ${formatBytes(t.peakRequestedBytes, 2)}`];
-  if (t.peakReservedBytes !== undefined) rec.push(`peak reserved ${formatBytes(t.peakReservedBytes, 2)}`, `${t.segmentAllocs} segment allocations`);
+  if (t.peakReservedBytes !== undefined)
+    rec.push(
+      `peak reserved ${formatBytes(t.peakReservedBytes, 2)}`,
+      t.segmentMaps ? `${t.segmentAllocs} segment allocations and ${t.segmentMaps} maps of expandable segments` : `${t.segmentAllocs} segment allocations`,
+    );
   else rec.push("(the trace has no segment events: the recording allocator's reserved memory is unknown)");
   out.push(`recorded: ${rec.join(', ')}`);
   if (t.startedMidRun)
     out.push(
       `note: the recording started mid-run: ${t.startedMidRun.blocks} blocks (${formatBytes(t.startedMidRun.bytes, 2)}) in ${t.startedMidRun.segments} segments (${formatBytes(t.startedMidRun.reservedBytes, 2)} reserved) were live before its first event; the figures and the replay start from them`,
+    );
+  if (t.devices.length > 1)
+    out.push(`note: the trace holds GPUs ${t.devices.join(', ')}; this is GPU ${t.device} alone (each GPU has its own memory; --device N for another)`);
+  if (t.expandableSegments)
+    out.push(
+      'note: the recording allocator had expandable segments on (it mapped and unmapped pieces of growable segments); pytorch-like replays the default fixed segments, gpumem-growable is the nearer match',
     );
   if (t.untrackedFrees > 0) out.push(`note: ${t.untrackedFrees} frees of memory allocated before the trace began were ignored`);
   out.push('');

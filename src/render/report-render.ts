@@ -3,6 +3,7 @@ import { renderBench } from './bench-text.js';
 import { renderInfo } from './info-text.js';
 import { benchSections } from './bench-html.js';
 import { esc, htmlTable, renderPage } from './html.js';
+import { wrapLine, wrapText } from './width.js';
 import type { Report } from '../report/report.js';
 import type { Evidence } from '../report/advice.js';
 
@@ -10,10 +11,22 @@ const where = (r: Report): string => `one ${r.nativeComparison.machine}, ${r.nat
 const mark = (e: Evidence): string =>
   e.nativeState === 'agrees' ? ' [agrees with native C]' : e.nativeState === 'not compared' ? ' [not compared with native C]' : '';
 
-export function renderReportText(r: Report): string {
+/** The report as text, no wider than `width` where given (tables give up columns, prose wraps). */
+export function renderReportText(r: Report, options: { width?: number } = {}): string {
+  const width = options.width;
   const out: string[] = [];
-  if (r.hostNotice) out.push(`NOTE: ${r.hostNotice}`, '');
-  out.push('== this machine ==', renderInfo(r.info), '', '== measured (bench --quick) ==', renderBench(r.bench), '', '== strategy ==');
+  const prose = (line: string, indent?: string): string[] => (width === undefined ? [line] : wrapLine(line, width, indent));
+  if (r.hostNotice) out.push(...prose(`NOTE: ${r.hostNotice}`), '');
+  const info = renderInfo(r.info);
+  out.push(
+    '== this machine ==',
+    width === undefined ? info : wrapText(info, width),
+    '',
+    '== measured (bench --quick) ==',
+    renderBench(r.bench, { width }),
+    '',
+    '== strategy ==',
+  );
   if (r.hostNotice) out.push('No strategy on the host backend: it needs figures measured on a GPU.');
   for (const d of r.advice) {
     out.push(`device ${d.device}:`);
@@ -21,19 +34,19 @@ export function renderReportText(r: Report): string {
       const items = d.items.filter((a) => a.workloads.includes(w));
       out.push(`  ${w}:`);
       if (items.length === 0) out.push('    (nothing measured that bears on it)');
-      for (const a of items) out.push(`    - ${a.title}`);
+      for (const a of items) out.push(...prose(`    - ${a.title}`));
     }
     out.push('', '  why, with the figures:');
     const run = d.items.flatMap((a) => a.evidence).find((e) => e.run)?.run;
-    if (run) out.push(`  (figures from ${run}; each marked with how its kind of row compared with native CUDA C: ${where(r)})`);
+    if (run) out.push(...prose(`  (figures from ${run}; each marked with how its kind of row compared with native CUDA C: ${where(r)})`, '   '));
     for (const a of d.items) {
-      out.push(`  * ${a.title}`);
-      out.push(`    ${a.recommendation}`);
-      if (a.evidence.length) out.push(`    measured: ${a.evidence.map((e) => `${e.label} ${e.value} ${e.unit}${mark(e)}`).join('; ')}`);
+      out.push(...prose(`  * ${a.title}`));
+      out.push(...prose(`    ${a.recommendation}`));
+      if (a.evidence.length) out.push(...prose(`    measured: ${a.evidence.map((e) => `${e.label} ${e.value} ${e.unit}${mark(e)}`).join('; ')}`, '      '));
     }
     if (d.withheld.length) {
-      out.push('', '  left out (not quoted: the kind of row differed from native CUDA C beyond its spread):');
-      for (const w of d.withheld) out.push(`  - ${w.source}: ${w.reason}`);
+      out.push('', ...prose('  left out (not quoted: the kind of row differed from native CUDA C beyond its spread):'));
+      for (const w of d.withheld) out.push(...prose(`  - ${w.source}: ${w.reason}`));
     }
   }
   return out.join('\n');
@@ -50,6 +63,7 @@ export function renderReportHtml(r: Report): string {
     d.link ? `gen ${d.link.generation} x${d.link.width}` : 'unknown',
     d.numaNode ?? 'unknown',
     d.concurrentManagedAccess === undefined ? 'unknown' : d.concurrentManagedAccess ? 'yes' : 'no',
+    d.xnack?.enabled === undefined ? '' : d.xnack.enabled ? 'on' : 'off',
   ]);
   const advice = r.advice
     .map(
@@ -77,7 +91,7 @@ export function renderReportHtml(r: Report): string {
       ...(r.hostNotice ? [{ heading: 'Host backend', html: `<p class="warn">${esc(r.hostNotice)}</p>` }] : []),
       {
         heading: 'This machine',
-        html: htmlTable(['device', 'name', 'arch', 'memory', 'SMs / CUs', 'PCIe link', 'NUMA node', 'concurrent managed access'], devices),
+        html: htmlTable(['device', 'name', 'arch', 'memory', 'SMs / CUs', 'PCIe link', 'NUMA node', 'concurrent managed access', 'XNACK (AMD)'], devices),
       },
       {
         heading: 'Strategy',

@@ -1,17 +1,20 @@
 /** Plain-text rendering helpers for the CLI: aligned tables and "unknown" for values that could not be read. */
+import { fitTable, type Column } from './width.js';
 
-/** Renders rows as an aligned table. Columns whose header starts with '>' are right-aligned. */
-export function table(headers: readonly string[], rows: readonly (readonly (string | number | undefined)[])[]): string {
-  const right = headers.map((h) => h.startsWith('>'));
-  const head = headers.map((h) => h.replace(/^>/, ''));
-  const cells = rows.map((r) => head.map((_, i) => fmtCell(r[i])));
-  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]!.length)));
-  const line = (r: readonly string[]): string =>
-    r
-      .map((c, i) => (right[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd();
-  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
+/**
+ * Renders rows as an aligned table. Columns whose header starts with '>' are right-aligned. With a `width`, columns
+ * with a priority give way, lowest first, until the table fits, and a last line names them.
+ */
+export function table(
+  headers: readonly string[],
+  rows: readonly (readonly (string | number | undefined)[])[],
+  options: { width?: number | undefined; priorities?: readonly (number | undefined)[] } = {},
+): string {
+  const columns: Column[] = headers.map((h, i) => ({ header: h.replace(/^>/, ''), right: h.startsWith('>'), priority: options.priorities?.[i] }));
+  const cells = rows.map((r) => columns.map((_, i) => fmtCell(r[i])));
+  const { lines, dropped } = fitTable(columns, cells, options.width ?? Number.POSITIVE_INFINITY);
+  if (dropped.length) lines.push(`(left out to fit ${options.width} columns: ${dropped.join(', ')})`);
+  return lines.join('\n');
 }
 
 function fmtCell(v: string | number | undefined): string {

@@ -8,6 +8,7 @@ import { CachingPool, type CachingPoolOptions } from '../pool/caching-pool.js';
 import { SimulatedGrowableSource } from '../pool/growable.js';
 import { SimulatedResource } from '../pool/sources.js';
 import { EventKind, type Extent, type Trace } from '../formats/allocator-trace.js';
+import { RangeSet } from './ranges.js';
 
 const MiB = 1024 * 1024;
 
@@ -51,13 +52,16 @@ export interface StartState {
 
 /**
  * What was live when recording began, from the snapshot's state at its end undone event by event, last first: a
- * block allocated during the recording did not exist before it, a block freed during it did; the same for segments.
+ * block allocated during the recording did not exist before it, a block freed during it did. Reserved memory is
+ * undone as address ranges, not segments: an expandable segment maps and unmaps pieces of one range (segment_map /
+ * segment_unmap), and the snapshot lists its mapped ranges, which need not start where any map event did.
  * Empty when the trace carries no end state (logs, snapshots without `segments`).
  */
 export function stateAtStart(trace: Trace): StartState {
   if (!trace.atEnd) return { blocks: [], segments: [] };
   const blocks = new Map(trace.atEnd.blocks.map((b) => [b.address, b]));
-  const segments = new Map(trace.atEnd.segments.map((x) => [x.address, x]));
+  const reserved = new RangeSet();
+  for (const x of trace.atEnd.segments) reserved.add(x.address, x.address + x.size, x.stream);
   const ev = trace.events;
   const freeKind = trace.hasFreeCompleted ? EventKind.Free : EventKind.FreeRequested;
   for (let i = ev.length - 1; i >= 0; i--) {
@@ -65,11 +69,11 @@ export function stateAtStart(trace: Trace): StartState {
     const e = { address: ev.addr[i]!, size: ev.size[i]!, stream: ev.stream[i]! };
     if (k === EventKind.Alloc) blocks.delete(e.address);
     else if (k === freeKind) blocks.set(e.address, e);
-    else if (k === EventKind.SegmentAlloc || k === EventKind.SegmentMap) segments.delete(e.address);
-    else if (k === EventKind.SegmentFree || k === EventKind.SegmentUnmap) segments.set(e.address, e);
+    else if (k === EventKind.SegmentAlloc || k === EventKind.SegmentMap) reserved.remove(e.address, e.address + e.size);
+    else if (k === EventKind.SegmentFree || k === EventKind.SegmentUnmap) reserved.add(e.address, e.address + e.size, e.stream);
   }
   const byAddress = (a: Extent, b: Extent): number => a.address - b.address;
-  return { blocks: [...blocks.values()].sort(byAddress), segments: [...segments.values()].sort(byAddress) };
+  return { blocks: [...blocks.values()].sort(byAddress), segments: reserved.extents() };
 }
 
 const total = (xs: readonly Extent[]): number => xs.reduce((s, x) => s + x.size, 0);
@@ -85,6 +89,8 @@ export interface RecordedFacts {
   /** From segment_alloc / segment_free (and map / unmap) events; undefined when the trace has none. */
   peakReservedBytes: number | undefined;
   segmentAllocs: number | undefined;
+  /** segment_map events (expandable segments grow by mapping, not by segment_alloc); undefined when none. */
+  segmentMaps: number | undefined;
   allocations: number;
   streams: number;
   /** Frees of addresses allocated before the trace began (ignored in replay). */
@@ -107,7 +113,16 @@ export interface ConfigurationResult {
 }
 
 export interface ReplayReport {
-  trace: RecordedFacts & { file: string; format: string; device: number; events: number };
+  trace: RecordedFacts & {
+    file: string;
+    format: string;
+    device: number;
+    /** Every device the trace holds events of; the replay is of `device` alone (each GPU has its own memory). */
+    devices: number[];
+    events: number;
+    /** The recording allocator had expandable segments on (its settings, or segment_map / segment_unmap events). */
+    expandableSegments: boolean;
+  };
   configurations: ConfigurationResult[];
 }
 
@@ -121,6 +136,7 @@ export function recordedFacts(trace: Trace, start: StartState = stateAtStart(tra
   let reserved = total(start.segments);
   let peakReserved = reserved;
   let segmentAllocs = 0;
+  let segmentMaps = 0;
   let sawSegments = start.segments.length > 0;
   let untracked = 0;
   let allocations = 0;
@@ -145,6 +161,7 @@ export function recordedFacts(trace: Trace, start: StartState = stateAtStart(tra
     } else if (k === EventKind.SegmentAlloc || k === EventKind.SegmentMap) {
       sawSegments = true;
       if (k === EventKind.SegmentAlloc) segmentAllocs++;
+      else segmentMaps++;
       reserved += s;
       if (reserved > peakReserved) peakReserved = reserved;
     } else if (k === EventKind.SegmentFree || k === EventKind.SegmentUnmap) {
@@ -160,6 +177,7 @@ export function recordedFacts(trace: Trace, start: StartState = stateAtStart(tra
     peakRequestedBytes: peakRequested,
     peakReservedBytes: sawSegments ? peakReserved : undefined,
     segmentAllocs: sawSegments ? segmentAllocs : undefined,
+    segmentMaps: segmentMaps > 0 ? segmentMaps : undefined,
     allocations,
     streams: streams.size,
     untrackedFrees: untracked,
@@ -267,7 +285,15 @@ export function replay(trace: Trace, configurations: readonly ReplayConfiguratio
     };
   });
   return {
-    trace: { file: trace.file, format: trace.format, device: trace.device, events: trace.events.length, ...facts },
+    trace: {
+      file: trace.file,
+      format: trace.format,
+      device: trace.device,
+      devices: trace.devices,
+      events: trace.events.length,
+      expandableSegments: trace.expandableSegments === true || trace.events.count(EventKind.SegmentMap) > 0,
+      ...facts,
+    },
     configurations: results,
   };
 }

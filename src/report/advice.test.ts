@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
+import type { DeviceInfo } from '../backend/backend.js';
 import type { BenchReport, BenchResult } from '../formats/bench-schema.js';
 import { adviseDevice, adviseDeviceWithheld } from './advice.js';
 import { nativeVerdict, type NativeAgreement } from './fidelity.js';
@@ -121,4 +122,65 @@ test('nativeVerdict: matched by kind at the nearest compared size; rows apart ar
   assert.equal(nativeVerdict(r('DtoH', 'device', 'pinned', 1 << 30), 'cuda', table).state, 'not compared');
   assert.equal(nativeVerdict(r('DtoD', 'device', 'device', 1 << 30), 'cuda', table).state, 'not compared', 'no such kind in the table');
   assert.equal(nativeVerdict(r('HtoD', 'pinned', 'device', 256 << 20), 'hip', table).state, 'not compared', 'the comparison ran on CUDA');
+});
+
+test('managed-memory advice on AMD with XNACK off says pages are not migrated on access (figures invented to check the rule: no AMD run exists)', () => {
+  const base = bench.results.find((r) => r.test === 'copy')!;
+  const managed = (direction: string, medianGBps: number): BenchResult => ({
+    ...base,
+    device: 0,
+    test: 'managed',
+    direction,
+    srcKind: 'managed',
+    dstKind: 'device',
+    engine: 'sm',
+    medianGBps,
+  });
+  const hip: BenchReport = {
+    ...bench,
+    environment: { ...bench.environment, backend: 'hip' },
+    results: [managed('first-touch-by-kernel', 20), managed('kernels-after-prefetch', 900)],
+  };
+  const pick = (xnack: DeviceInfo['xnack']) => adviseDevice({ index: 0, concurrentManagedAccess: true, xnack }, hip).find((a) => a.id === 'prefetch-managed');
+  const off = pick({ arch: false, enabled: false, source: 'runtime' });
+  assert.ok(off, 'the managed rows give advice');
+  assert.match(off.title, /^XNACK is off: managed memory is not migrated when kernels touch it/);
+  assert.match(off.recommendation, /runtime reports no pageable memory access.*HSA_XNACK=1/);
+  // With XNACK on, the page-fault wording stands; concurrentManagedAccess alone (HMM in the kernel) no longer decides.
+  const on = pick({ arch: true, enabled: true, source: 'arch' });
+  assert.ok(on && !/XNACK is off/.test(on.title));
+  assert.match(on.recommendation, /migrates them on demand/);
+});
+
+test('every rule reads through the native filter: transfer rows whose kind differed from native C are left out too (invented rows and table)', () => {
+  const GiB = 2 ** 30;
+  const transfer = (direction: string, srcKind: string, dstKind: string, engine: string, gbps: number): BenchResult => ({
+    test: 'transfer',
+    direction,
+    srcKind,
+    dstKind,
+    engine,
+    bytes: GiB,
+    device: device.index,
+    counted: 'one-way',
+    medianGBps: gbps,
+    minGBps: gbps,
+    maxGBps: gbps,
+    cv: 0,
+    repeats: 3,
+    verified: true,
+  });
+  const rows = [transfer('HtoD', 'pageable', 'device', 'runtime-direct', 7), transfer('HtoD', 'pageable', 'device', 'gpumem-upload', 45)];
+  const withRows: BenchReport = { ...bench, environment: { ...bench.environment, backend: 'cuda' }, results: [...bench.results, ...rows] };
+  const table = (verdict: 'agrees' | 'differs'): NativeAgreement => ({
+    measured: '2026-12-01',
+    machine: 'NVIDIA H200',
+    evidence: 'invented',
+    rows: { [`transfer|HtoD|pageable|device|gpumem-upload|${GiB}`]: verdict, [`transfer|HtoD|pageable|device|runtime-direct|${GiB}`]: 'agrees' },
+  });
+  const agreed = adviseDeviceWithheld(device, withRows, table('agrees'));
+  assert.ok(agreed.items.some((a) => a.id === 'stage-pageable-transfers'));
+  const differed = adviseDeviceWithheld(device, withRows, table('differs'));
+  assert.ok(!differed.items.some((a) => a.id === 'stage-pageable-transfers'), 'the staged row is not quoted');
+  assert.ok(differed.withheld.some((w) => w.source === 'transfer HtoD pageable->device gpumem-upload 1 GiB'));
 });

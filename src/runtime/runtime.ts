@@ -42,9 +42,10 @@ export type { PreparedCopy, PageableAllocOptions, LiveMemory } from '../memory/r
 /** Options of {@link openRuntime}. */
 export interface OpenRuntimeOptions extends OpenBackendOptions {
   /**
-   * Start the transfer engine in the background (default: on GPU backends): its host threads when the runtime opens,
-   * the pinned ring of a device's stager once memory is first allocated there. A program's first transfer then finds
-   * them running; with false they start at the first transfer, which then pays for them.
+   * Start the transfer engine's host threads in the background when the runtime opens (default: on GPU backends; a
+   * Node.js worker takes tens of milliseconds to boot). A program's first transfer then finds them running; with
+   * false they start at the first transfer, which then waits for them. `rt.defaultStager(d).warm()` also pins a
+   * device's ring ahead of its first transfer.
    */
   warmTransfers?: boolean;
 }
@@ -67,12 +68,6 @@ export class Runtime extends MemoryRuntime {
     // The host backend's copier copies on the JS thread: nothing to start ahead of time there.
     this.warmTransfers = this.devices.length > 0 && (options.warmTransfers ?? this.backend.name !== 'host');
     if (this.warmTransfers) this.copier();
-  }
-
-  /** The device's stager starts pinning its ring once device memory is allocated there (a transfer is near). */
-  protected override deviceMemoryAdopted(device: number): void {
-    // Every allocation asks; the stager starts once (whether or not a transfer made it before).
-    if (this.warmTransfers) this.defaultStager(device).warm();
   }
 
   private copier(): HostCopier {

@@ -56,6 +56,8 @@ export async function withChromiumPage<T>(file: string, fn: (page: import('playw
 export async function forEachGpuBackend(suite: string, register: (name: 'cuda' | 'hip', open: () => Runtime) => void): Promise<void> {
   const { openRuntime } = await import('../runtime/runtime.js');
   const { test } = await import('node:test');
+  const { default: assert } = await import('node:assert/strict');
+  const { systemSeesGpu } = await import('../backend/system-devices.js');
   for (const name of ['cuda', 'hip'] as const) {
     let devices = 0;
     let why = '';
@@ -66,7 +68,10 @@ export async function forEachGpuBackend(suite: string, register: (name: 'cuda' |
     } catch (e) {
       why = (e as Error).message.split('\n')[0]!;
     }
+    const seen = devices > 0 ? undefined : systemSeesGpu(name);
     if (devices > 0) register(name, () => openRuntime({ backend: name }));
+    // A GPU the system sees but the backend cannot open fails: a broken install must not pass as "no GPU here".
+    else if (seen) test(`${name}: ${suite}`, () => assert.fail(`${seen}, but the ${name} backend cannot open it: ${why}`));
     else test(`${name}: ${suite}`, { skip: `no ${name} device here (${why})` }, () => {});
   }
 }

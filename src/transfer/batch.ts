@@ -12,7 +12,7 @@
  * being live (checked on every run) and the stream.
  */
 import { ErrorCode, InvalidArgumentError } from '../errors.js';
-import type { CopyKind, BatchLocation, NativeCopyBatch } from '../backend/backend.js';
+import type { BatchLocation, BatchOutcome, CopyKind, NativeCopyBatch } from '../backend/backend.js';
 import { Allocation } from '../memory/allocation.js';
 import { copyDirection, type MemoryRef } from '../memory/copy.js';
 import type { MemoryRuntime } from '../memory/runtime.js';
@@ -36,6 +36,10 @@ export interface BatchResult {
   nativeCalls: number;
   /** 'batch' when the runtime's batch call carried the copies, 'loop' when they went one by one. */
   path: 'batch' | 'loop';
+  /** How the batch call was made: one attribute per run of copies, or none (ROCm 7.1 to 7.12 refuse any). */
+  attributes?: 'per-run' | 'none' | undefined;
+  /** Why the copies did not go the first way tried (the runtime refused it), when they did not. */
+  note?: string | undefined;
 }
 
 /** A batch checked once, to enqueue many times. */
@@ -139,6 +143,8 @@ export function planBatch(rt: MemoryRuntime, copies: readonly BatchCopy[], strea
   for (let i = 0; i < n; i++) if (!eligible[i]) loose.push(i);
   const looseKinds = loose.map((i) => copyDirection(dsts[i]!, srcs[i]!).kind as CopyKind);
   const fixed = stream;
+  let outcome: BatchOutcome | undefined;
+  let said: BatchResult | undefined;
   const result: BatchResult = { copies: n, bytes: total, nativeCalls: (packed ? 1 : 0) + loose.length, path: packed ? 'batch' : 'loop' };
   return {
     copies: n,
@@ -154,14 +160,29 @@ export function planBatch(rt: MemoryRuntime, copies: readonly BatchCopy[], strea
         if (dsts[i]!.disposed) dsts[i]!.assertLive(`copy ${i} destination`);
         if (srcs[i]!.disposed) srcs[i]!.assertLive(`copy ${i} source`);
       }
-      if (packed) backend.memcpyBatchAsync(packed, on.handle);
+      let r = result;
+      if (packed) {
+        const o = backend.memcpyBatchAsync(packed, on.handle);
+        // The backend answers one object per way, so a prepared batch builds its result once per way.
+        if (o !== outcome || !said) [outcome, said] = [o, withOutcome(result, o, batchable, loose.length)];
+        r = said;
+      }
       for (let k = 0; k < loose.length; k++) {
         const i = loose[k]!;
         backend.memcpyAsync(dstAddr[i]!, srcAddr[i]!, size[i]!, looseKinds[k]!, on.handle);
       }
-      return result;
+      return r;
     },
   };
+}
+
+/** A batch's result as the backend's batch call went: the way, the attributes, and the native calls it took. */
+function withOutcome(base: BatchResult, o: BatchOutcome, batched: number, loose: number): BatchResult {
+  const calls = o.path === 'loop' ? batched : Math.ceil(batched / (o.copiesPerCall ?? batched));
+  const r: BatchResult = { ...base, path: o.path, nativeCalls: calls + loose };
+  if (o.attributes) r.attributes = o.attributes;
+  if (o.note) r.note = o.note;
+  return r;
 }
 
 /** Packs the batch call's copies: 64-bit addresses and sizes as 32-bit halves, runs of equal operand locations. */

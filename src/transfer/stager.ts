@@ -83,8 +83,9 @@ export class Stager implements Disposable {
   }
 
   /**
-   * Starts what the first transfer would otherwise wait for, in the background: the host threads, the stream and
-   * the ring's pinned chunks (one per turn of the event loop).
+   * Starts what the first transfer would otherwise wait for, in the background: the host threads, the stream and the
+   * ring's pinned chunks (on the host threads where they can pin, else one per turn of the event loop). Without it the
+   * first transfer pins one chunk itself and the others join as the threads deliver them.
    */
   warm(): void {
     if (this.warmed || this.disposed || this.rt.disposed) return;

@@ -1,96 +1,101 @@
 /**
- * Allocator traces: PyTorch memory snapshots (torch.cuda.memory._snapshot(), .json or .json.gz; gpumem's pool
- * snapshots have the same shape) give segments and their blocks, and device_traces give allocation events and OOMs;
- * gpumem's NDJSON pool log and RMM's CSV log give allocation events.
+ * Allocator traces: PyTorch memory snapshots (the pickle torch.cuda.memory._dump_snapshot() writes, or JSON; gpumem's
+ * pool snapshots have the same shape) give segments and their blocks per device, and device_traces give allocation
+ * events and OOMs; gpumem's NDJSON pool log and RMM's CSV log give allocation events.
  */
 import { BadInputError } from '../../errors.js';
-import { isJsonObject as isObj, walkJson, type Json, type JsonObject as Obj, type PathKey } from '../../input/json-stream.js';
 import { EventKind, readTrace } from '../../formats/allocator-trace.js';
+import { expandableSegmentsOn, readPytorchSnapshot, type SnapshotSegmentState } from '../../formats/pytorch-snapshot.js';
 import { AllocLevel, type SnapshotSegment, type TraceModel } from '../model.js';
-import { describe, optNumber } from '../../input/numbers.js';
 
-/** Reads one snapshot segment into gpumem's summary of it. */
-function segmentOf(v: Obj, where: string, file: string): SnapshotSegment {
-  const n = (k: string): number => optNumber(v[k], `${where}.${k}`, file) ?? 0;
-  const blocks = Array.isArray(v.blocks) ? v.blocks : [];
-  const allocated = n('allocated_size');
-  let inactiveSplitBytes = 0;
-  let inactiveSplitBlocks = 0;
+/** gpumem's summary of one snapshot segment. */
+function segmentOf(s: SnapshotSegmentState): SnapshotSegment {
+  let allocated = 0;
+  let active = 0;
+  let requested = 0;
+  let free = 0;
+  let freeBlocks = 0;
   let largestFreeBlock = 0;
-  for (const [i, b] of blocks.entries()) {
-    if (!isObj(b)) throw new BadInputError(`${where}.blocks[${i}] is ${describe(b)}`, file);
-    const size = optNumber(b.size, `${where}.blocks[${i}].size`, file) ?? 0;
+  for (const b of s.blocks) {
     if (b.state === 'inactive') {
-      largestFreeBlock = Math.max(largestFreeBlock, size);
-      if (allocated > 0) {
-        inactiveSplitBytes += size;
-        inactiveSplitBlocks++;
-      }
+      free += b.size;
+      freeBlocks++;
+      largestFreeBlock = Math.max(largestFreeBlock, b.size);
+      continue;
+    }
+    active += b.size;
+    if (b.state === 'active_allocated') {
+      allocated += b.size;
+      requested += b.requested;
     }
   }
+  // free blocks count as split only beside live ones: a wholly free segment is cache that empty_cache() releases
+  const split = allocated > 0;
   return {
-    totalBytes: n('total_size'),
+    totalBytes: s.size,
     allocatedBytes: allocated,
-    activeBytes: n('active_size'),
-    requestedBytes: n('requested_size'),
-    inactiveSplitBytes,
-    inactiveSplitBlocks,
+    activeBytes: active,
+    requestedBytes: requested,
+    inactiveSplitBytes: split ? free : 0,
+    inactiveSplitBlocks: split ? freeBlocks : 0,
     largestFreeBlock,
-    stream: n('stream'),
+    stream: s.stream,
+    device: s.device,
+    expandable: s.expandable,
   };
 }
 
-const ACTION_LEVEL: Record<string, [number, number]> = {
-  alloc: [AllocLevel.framework, 1],
-  free_completed: [AllocLevel.framework, -1],
-  segment_alloc: [AllocLevel.driver, 1],
-  segment_free: [AllocLevel.driver, -1],
-  segment_map: [AllocLevel.driver, 1],
-  segment_unmap: [AllocLevel.driver, -1],
+const LEVEL: Partial<Record<EventKind, [number, number]>> = {
+  [EventKind.Alloc]: [AllocLevel.framework, 1],
+  [EventKind.Free]: [AllocLevel.framework, -1],
+  [EventKind.SegmentAlloc]: [AllocLevel.driver, 1],
+  [EventKind.SegmentFree]: [AllocLevel.driver, -1],
+  [EventKind.SegmentMap]: [AllocLevel.driver, 1],
+  [EventKind.SegmentUnmap]: [AllocLevel.driver, -1],
 };
 
 /**
- * Reads a PyTorch or gpumem memory snapshot, streaming.
- * @throws BadInputError for malformed JSON or a file that is not a snapshot.
+ * Reads a PyTorch or gpumem memory snapshot (pickle or JSON) into the model, every device it holds.
+ * @throws BadInputError for malformed input, a file that is not a snapshot, or a pickle that would run code.
  */
 export async function importSnapshot(file: string, model: TraceModel, progress?: (bytes: number) => void): Promise<void> {
-  let sawSegments = false;
-  let sawTraces = false;
-  let index = 0;
-  const select = (p: readonly PathKey[]): boolean =>
-    (p.length === 2 && p[0] === 'segments' && typeof p[1] === 'number') || (p.length === 3 && p[0] === 'device_traces' && typeof p[2] === 'number');
-  const onValue = (p: readonly PathKey[], v: Json): void => {
-    const where = p.join('.');
-    if (!isObj(v)) throw new BadInputError(`${where} is ${describe(v)}, not an object`, file);
-    if (p[0] === 'segments') {
-      sawSegments = true;
-      model.segments.push(segmentOf(v, where, file));
-      return;
+  const snap = await readPytorchSnapshot(file, { progress });
+  const segments = snap.devices.reduce((n, d) => n + d.segments.length, 0);
+  if (segments === 0 && !snap.hasDeviceTraces) throw new BadInputError('neither "segments" nor "device_traces": not a PyTorch / gpumem memory snapshot', file);
+  let events = 0;
+  for (const d of snap.devices) {
+    for (const s of d.segments) model.segments.push(segmentOf(s));
+    const e = d.events;
+    for (let i = 0; i < e.length; i++) {
+      const k = e.kind[i]! as EventKind;
+      if (k === EventKind.Oom) {
+        model.ooms++;
+        continue;
+      }
+      const level = LEVEL[k];
+      if (!level) continue;
+      model.allocs.push({
+        time: snap.hasTimes ? model.time(e.time[i]! * 1000) : events,
+        bytes: level[1] * e.size[i]!,
+        device: d.device,
+        address: e.addr[i]!,
+        allocated: Number.NaN,
+        reserved: Number.NaN,
+        host: 0,
+        agent: -1,
+        level: level[0],
+      });
+      events++;
     }
-    sawTraces = true;
-    index++;
-    if (v.action === 'oom') {
-      model.ooms++;
-      return;
-    }
-    const level = ACTION_LEVEL[String(v.action)];
-    if (!level) return;
-    const size = optNumber(v.size, `${where}.size`, file) ?? 0;
-    const t = optNumber(v.time_us, `${where}.time_us`, file);
-    model.allocs.push({
-      time: t !== undefined ? model.time(t * 1000) : index,
-      bytes: level[1] * size,
-      device: Number(p[1]) || 0,
-      address: optNumber(v.addr, `${where}.addr`, file) ?? Number.NaN,
-      allocated: Number.NaN,
-      reserved: Number.NaN,
-      host: 0,
-      agent: -1,
-      level: level[0],
-    });
-  };
-  await walkJson(file, select, onValue, { progress });
-  if (!sawSegments && !sawTraces) throw new BadInputError('neither "segments" nor "device_traces": not a PyTorch / gpumem memory snapshot', file);
+  }
+  if (!snap.hasTimes && events > 0) {
+    model.allocsOrderOnly = true;
+    model.note(
+      `${file}: the snapshot records no times (no time_us: PyTorch before 2.1 wrote none); its ${events} events keep their order, and no span is given`,
+    );
+  }
+  model.allocatorSettings = snap.allocatorSettings;
+  model.expandableSegments = expandableSegmentsOn(snap);
   model.formats.add('memory-snapshot');
 }
 

@@ -1,62 +1,122 @@
-/** fragmentation: reserved memory that allocations cannot use. */
+/**
+ * fragmentation: reserved memory that allocations cannot use, judged on each GPU by itself (memory stranded on one
+ * GPU cannot serve another), and advice that fits the allocator settings the snapshot recorded.
+ */
 import { formatBytes, MiB, GiB } from '../../units.js';
+import type { TraceModel } from '../model.js';
 import { pct, type RuleCheck } from './shared.js';
+
+/** One GPU's figures: from a snapshot's segments and from the caching allocator's totals over time (Kineto). */
+interface DeviceMemory {
+  device: number;
+  segments: number;
+  reserved: number;
+  allocated: number;
+  /** Free blocks inside segments that also hold live blocks. */
+  stranded: number;
+  strandedBlocks: number;
+  peakReserved: number;
+  peakAllocated: number;
+  /** What the allocator holds and cannot use, by the larger of the two measures, and which one it is. */
+  held: number;
+  how: string;
+}
+
+function perDevice(m: TraceModel): DeviceMemory[] {
+  const by = new Map<number, DeviceMemory>();
+  const of = (device: number): DeviceMemory => {
+    let d = by.get(device);
+    if (!d)
+      by.set(
+        device,
+        (d = { device, segments: 0, reserved: 0, allocated: 0, stranded: 0, strandedBlocks: 0, peakReserved: 0, peakAllocated: 0, held: 0, how: '' }),
+      );
+    return d;
+  };
+  for (const s of m.segments) {
+    const d = of(s.device);
+    d.segments++;
+    d.reserved += s.totalBytes;
+    d.allocated += s.allocatedBytes;
+    d.stranded += s.inactiveSplitBytes;
+    d.strandedBlocks += s.inactiveSplitBlocks;
+  }
+  const a = m.allocs;
+  for (let i = 0; i < a.length; i++) {
+    const r = a.get(i, 'reserved');
+    const al = a.get(i, 'allocated');
+    if (Number.isNaN(r) && Number.isNaN(al)) continue;
+    const d = of(a.get(i, 'device'));
+    if (r > d.peakReserved) d.peakReserved = r;
+    if (al > d.peakAllocated) d.peakAllocated = al;
+  }
+  for (const d of by.values()) {
+    if (d.reserved > 0) {
+      d.held = d.stranded;
+      d.how = 'free blocks stranded inside segments that hold live blocks';
+    }
+    if (d.peakReserved > 0 && d.peakAllocated > 0 && d.peakReserved - d.peakAllocated > d.held) {
+      d.held = d.peakReserved - d.peakAllocated;
+      d.how = 'peak reserved beyond peak allocated';
+    }
+  }
+  return [...by.values()].sort((x, y) => x.device - y.device);
+}
+
+/** A GPU's stranded memory matters at 64 MiB and either a tenth of what it reserves or a GiB. */
+const matters = (d: DeviceMemory): boolean => d.held >= 64 * MiB && (d.held >= 0.1 * Math.max(d.reserved, d.peakReserved) || d.held >= GiB);
+
+/** The change to suggest, given what the recording allocator already had on. */
+function changeFor(m: TraceModel): string {
+  const replay = 'compare configurations on this very trace with `gpumem pool replay SNAPSHOT`';
+  const s = m.allocatorSettings;
+  const maxSplit = typeof s?.max_split_size === 'number' && s.max_split_size > 0 && s.max_split_size < 2 ** 53 ? s.max_split_size : undefined;
+  if (m.expandableSegments)
+    return `Expandable segments were already on (the snapshot's allocator_settings${m.segments.some((x) => x.expandable) ? ' and segments' : ''} say so), so what is stranded is free space between live blocks of mapped ranges: ${
+      maxSplit === undefined ? 'set max_split_size_mb so that large free blocks are not split for small requests, ' : ''
+    }free or reuse long-lived tensors in a steady order (allocate the largest first), or call torch.cuda.empty_cache() between phases to unmap what is free; ${replay}.`;
+  return `Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (or use gpumem's growable pool) so segments grow in place instead of splitting${
+    maxSplit === undefined ? '' : ` (max_split_size_mb is already ${Math.round(maxSplit / MiB)})`
+  }; ${replay}.`;
+}
 
 export const fragmentation: RuleCheck = (ctx) => {
   const m = ctx.model;
-  const seg = m.segments;
-  let reserved = 0;
-  let allocated = 0;
-  let inactive = 0;
-  let blocks = 0;
-  for (const s of seg) {
-    reserved += s.totalBytes;
-    allocated += s.allocatedBytes;
-    inactive += s.inactiveSplitBytes;
-    blocks += s.inactiveSplitBlocks;
-  }
-  // Kineto [memory] events: the caching allocator's totals over time
-  let peakReserved = 0;
-  let peakAllocated = 0;
-  const a = m.allocs;
-  for (let i = 0; i < a.length; i++) {
-    if (a.get(i, 'reserved') > peakReserved) peakReserved = a.get(i, 'reserved');
-    if (a.get(i, 'allocated') > peakAllocated) peakAllocated = a.get(i, 'allocated');
-  }
+  const gpus = perDevice(m);
+  const several = gpus.length > 1;
+  const name = (d: DeviceMemory): string => (several ? `GPU ${d.device}: ` : '');
   const evidence: string[] = [];
-  let held = 0;
-  let how = '';
-  if (seg.length > 0 && reserved > 0) {
-    evidence.push(`${seg.length} segments reserve ${formatBytes(reserved)} for ${formatBytes(allocated)} allocated (${pct(allocated, reserved)})`);
-    if (inactive > 0)
+  for (const d of gpus) {
+    if (d.segments > 0 && d.reserved > 0) {
       evidence.push(
-        `${formatBytes(inactive)} sits in ${blocks} free blocks inside segments that also hold live blocks: split blocks no request of another size can use`,
+        `${name(d)}${d.segments} segments reserve ${formatBytes(d.reserved)} for ${formatBytes(d.allocated)} allocated (${pct(d.allocated, d.reserved)})`,
       );
-    held = inactive;
-    how = 'free blocks stranded inside segments that hold live blocks';
-  }
-  if (peakReserved > 0 && peakAllocated > 0) {
-    evidence.push(
-      `the caching allocator peaked at ${formatBytes(peakReserved)} reserved for ${formatBytes(peakAllocated)} allocated (${pct(peakAllocated, peakReserved)})`,
-    );
-    if (peakReserved - peakAllocated > held) {
-      held = peakReserved - peakAllocated;
-      how = 'peak reserved beyond peak allocated';
+      if (d.stranded > 0)
+        evidence.push(
+          `${name(d)}${formatBytes(d.stranded)} sits in ${d.strandedBlocks} free blocks inside segments that also hold live blocks: split blocks no request of another size can use`,
+        );
     }
+    if (d.peakReserved > 0 && d.peakAllocated > 0)
+      evidence.push(
+        `${name(d)}the caching allocator peaked at ${formatBytes(d.peakReserved)} reserved for ${formatBytes(d.peakAllocated)} allocated (${pct(d.peakAllocated, d.peakReserved)})`,
+      );
   }
   if (m.ooms > 0) evidence.push(`${m.ooms} out-of-memory events`);
-  const bad = m.ooms > 0 || (held >= 64 * MiB && (held >= 0.1 * Math.max(reserved, peakReserved) || held >= GiB));
-  if (!bad) return undefined;
+  const bad = gpus.filter(matters);
+  if (m.ooms === 0 && bad.length === 0) return undefined;
+  // the worst GPU's figure, never a sum: memory stranded on one GPU cannot serve an allocation on another
+  const worst = [...gpus].sort((x, y) => y.held - x.held)[0];
+  const held = worst?.held ?? 0;
+  const where = several && bad.length > 0 ? ` on GPU ${bad.map((d) => d.device).join(', GPU ')}` : '';
   return {
     severity: m.ooms > 0 ? 'high' : held >= GiB ? 'medium' : 'low',
-    title: 'The allocator holds memory it cannot use',
-    count: blocks || m.ooms,
+    title: `The allocator holds memory it cannot use${where}`,
+    count: worst?.strandedBlocks || m.ooms,
     bytes: held,
     timeNs: 0,
     estimatedSavingNs: 0,
-    savingHow: `memory, not time: ${formatBytes(held)} of ${how || 'memory reserved and unusable'}`,
+    savingHow: `memory, not time: ${formatBytes(held)} of ${worst?.how || 'memory reserved and unusable'}${several && worst ? ` on GPU ${worst.device}, the most of any GPU (each GPU's figure is its own; they do not add up)` : ''}`,
     evidence,
-    change:
-      "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (or use gpumem's growable pool) so segments grow in place instead of splitting; compare configurations on this very trace with `gpumem pool replay SNAPSHOT`.",
+    change: changeFor(m),
   };
 };

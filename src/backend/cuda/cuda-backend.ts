@@ -123,7 +123,7 @@ class CudaBackend extends NativeBackend {
     super({
       name: 'cuda',
       deviceAttributes: ATTR,
-      batchFailIndex: b.batchFailIndex,
+      batch: b.rt.MemcpyBatchAsync ? { failIndex: b.batchFailIndex, attributes: 'per-run', maxCopies: Number.POSITIVE_INFINITY } : undefined,
       fns: b.rt,
       status: CUDA_STATUS,
       runtimeVersion: formatCudaVersion(b.runtimeVersion),
@@ -135,6 +135,7 @@ class CudaBackend extends NativeBackend {
         uncachedDeviceMemory: false,
         coherentHostMemory: false,
         numaHostMemory: false,
+        coherencyControl: false,
       }),
       modules: b.driver?.ModuleLoadData ? { fns: b.driver, launch: 'LaunchKernel', statusName } : undefined,
       rtc,

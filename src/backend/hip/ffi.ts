@@ -5,8 +5,10 @@
  */
 import type { LibraryRecord } from '../backend.js';
 import { installRootOf, rocmLibraryDirs } from '../library-search.js';
+import type { BatchPolicy } from '../native/batch-call.js';
+import { batchHeaderHasFailIndex, hipBatchPolicy, managementOrder } from './releases.js';
 import { declare, loadLibrary, tryLoadLibrary, vmmLayoutOk, type NativeFn } from '../native/ffi.js';
-import { BATCH_PROTOTYPE_WITH_FAIL_INDEX, RTC_PROTOTYPES, RUNTIME_PROTOTYPES } from '../native/runtime-api.js';
+import { BATCH_PROTOTYPE, BATCH_PROTOTYPE_WITH_FAIL_INDEX, RTC_PROTOTYPES, RUNTIME_PROTOTYPES } from '../native/runtime-api.js';
 
 const HIP_ONLY_PROTOTYPES = [
   'int hipHostMalloc(_Out_ uintptr_t *p, size_t n, unsigned int flags)',
@@ -14,6 +16,7 @@ const HIP_ONLY_PROTOTYPES = [
   'int hipExtMallocWithFlags(_Out_ uintptr_t *p, size_t n, unsigned int flags)',
   'int hipMemPrefetchAsync(uintptr_t p, size_t n, int device, uintptr_t s)',
   'int hipMemAdvise(uintptr_t p, size_t n, int advice, int device)',
+  'int hipMemRangeGetAttribute(void *data, size_t dataSize, int attribute, uintptr_t p, size_t n)',
   'int hipDeviceGetName(void *name, int len, int device)',
   // ROCm >= 6 exports the current layout as hipGetDevicePropertiesR0600; plain hipGetDeviceProperties is the
   // legacy (R0000) layout in every version.
@@ -60,6 +63,29 @@ const RSMI_PROTOTYPES = [
   // rocm_smi.h: RSMI_IO_LINK_TYPE (PCIEXPRESS = 1, XGMI = 2) and the hop count between two devices.
   'int rsmi_topo_get_link_type(uint32_t src, uint32_t dst, _Out_ uint64_t *hops, _Out_ int *type)',
   'int rsmi_dev_busy_percent_get(uint32_t device, _Out_ uint32_t *percent)',
+  'int rsmi_topo_get_numa_node_number(uint32_t device, _Out_ uint32_t *node)',
+];
+
+/**
+ * AMD SMI (libamd_smi, ROCm 6.1 and later), from amdsmi.h (ROCm/amdsmi, rocm-6.1.0 and rocm-6.2.0): processor and
+ * socket handles are pointers, passed as numbers; structs are byte buffers read at the header's offsets (amd-smi.ts).
+ * amdsmi_get_gpu_enumeration_info (6.4) and amdsmi_get_gpu_kfd_info are bound where the library has them.
+ */
+const AMDSMI_PROTOTYPES = [
+  'int amdsmi_init(uint64_t flags)',
+  'int amdsmi_shut_down()',
+  'int amdsmi_status_code_to_string(int status, _Out_ const char **text)',
+  'int amdsmi_get_socket_handles(_Inout_ uint32_t *count, void *sockets)',
+  'int amdsmi_get_processor_handles(uintptr_t socket, _Inout_ uint32_t *count, void *handles)',
+  'int amdsmi_get_gpu_memory_total(uintptr_t processor, int type, _Out_ uint64_t *total)',
+  'int amdsmi_get_gpu_memory_usage(uintptr_t processor, int type, _Out_ uint64_t *used)',
+  'int amdsmi_get_gpu_device_bdf(uintptr_t processor, _Out_ uint64_t *bdf)',
+  'int amdsmi_get_gpu_enumeration_info(uintptr_t processor, void *info)',
+  'int amdsmi_get_gpu_kfd_info(uintptr_t processor, void *info)',
+  'int amdsmi_topo_get_numa_node_number(uintptr_t processor, _Out_ uint32_t *node)',
+  'int amdsmi_topo_get_link_type(uintptr_t a, uintptr_t b, _Out_ uint64_t *hops, _Out_ int *type)',
+  'int amdsmi_get_gpu_device_uuid(uintptr_t processor, _Inout_ unsigned int *length, void *uuid)',
+  'int amdsmi_get_gpu_activity(uintptr_t processor, void *usage)',
 ];
 export const RSMI_PROCESS_INFO_BYTES = 32;
 /** rsmi_status_t and rsmi_memory_type_t values read here (rocm_smi.h). */
@@ -76,8 +102,12 @@ export interface HipBindings {
   /** hipRuntimeGetVersion's answer (HIP_VERSION: major * 10^7 + minor * 10^5 + patch). */
   runtimeVersion: number;
   vmmLayoutOk: boolean;
+  /** How hipMemcpyBatchAsync is called (ROCm 7.1 and later). */
+  batch: BatchPolicy | undefined;
   /** ROCm SMI, where present; initialised on first use. */
   rsmi: Record<string, NativeFn> | undefined;
+  /** AMD SMI, where present (ROCm 6.1 and later); initialised on first use. */
+  amdsmi: Record<string, NativeFn> | undefined;
   libraries: LibraryRecord[];
   /** The ROCm install libamdhip64 came from (hipRTC and ROCm SMI are looked for there first). */
   install: string | undefined;
@@ -101,8 +131,10 @@ export function loadHip(): HipBindings {
   const rt = declare(amdhip.lib, [...RUNTIME_PROTOTYPES, ...HIP_ONLY_PROTOTYPES], 'hip');
   const v = [0];
   rt.RuntimeGetVersion?.(v);
-  // hipMemcpyBatchAsync (ROCm 7.1, hip_runtime_api.h): the 9-argument form with failIdx, as CUDA 12.8's.
-  if ((v[0] ?? 0) >= 70100000) Object.assign(rt, declare(amdhip.lib, [BATCH_PROTOTYPE_WITH_FAIL_INDEX], 'hip'));
+  const install = installRootOf(amdhip.record.path);
+  // hipMemcpyBatchAsync (ROCm 7.1): the form the install's header declares, else the 9-argument form with failIdx.
+  const batch = hipBatchPolicy(v[0] ?? 0, batchHeaderHasFailIndex(install));
+  if (batch) Object.assign(rt, declare(amdhip.lib, [batch.failIndex ? BATCH_PROTOTYPE_WITH_FAIL_INDEX : BATCH_PROTOTYPE], 'hip'));
   // hipRTC and ROCm SMI from the same install as libamdhip64 before any other.
   const installLib = amdhip.record.path?.startsWith('/') ? amdhip.record.path.slice(0, amdhip.record.path.lastIndexOf('/')) : undefined;
   const dirs = [...(installLib ? [installLib] : []), ...rocmLibraryDirs()];
@@ -135,9 +167,20 @@ export function loadHip(): HipBindings {
     'management',
     'hip',
   );
-  libraries.push(rsmiLib.record);
   const rsmi = rsmiLib.loaded ? declare(rsmiLib.loaded.lib, RSMI_PROTOTYPES) : undefined;
-  return { rt, rtc, runtimeVersion: v[0]!, vmmLayoutOk: vmmLayoutOk(), rsmi, libraries, install: installRootOf(amdhip.record.path) };
+  // AMD SMI where the release has it (6.1 and later), before ROCm SMI in the list, as it is asked first.
+  let amdsmi: Record<string, NativeFn> | undefined;
+  if (managementOrder(v[0] ?? 0).includes('amd-smi')) {
+    const amdsmiLib = tryLoadLibrary(
+      { envVar: 'GPUMEM_LIBAMD_SMI', names: ['libamd_smi.so.26', 'libamd_smi.so.25', 'libamd_smi.so.24', 'libamd_smi.so'], dirs, order: 'dirs-first' },
+      'management',
+      'hip',
+    );
+    libraries.push(amdsmiLib.record);
+    amdsmi = amdsmiLib.loaded ? declare(amdsmiLib.loaded.lib, AMDSMI_PROTOTYPES) : undefined;
+  }
+  libraries.push(rsmiLib.record);
+  return { rt, rtc, runtimeVersion: v[0]!, vmmLayoutOk: vmmLayoutOk(), batch, rsmi, amdsmi, libraries, install };
 }
 
 /** Why kernels are unavailable on HIP: which library is missing, for the ROCm version loaded. */

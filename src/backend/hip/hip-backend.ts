@@ -5,6 +5,7 @@
  */
 import type {
   Address,
+  CoherencyMode,
   Backend,
   BackendCapabilities,
   DeviceInfo,
@@ -14,25 +15,27 @@ import type {
   MemLocation,
   PeerLink,
   PinnedFlags,
-  ProcessMemoryUse,
 } from '../backend.js';
-import { xnackState } from '../device-info.js';
+import { OutOfMemoryError } from '../../errors.js';
 import { cString } from '../native/ffi.js';
-import { LazyManagement, readRecords } from '../native/management.js';
 import { NativeBackend, nativeCapabilities, type DeviceAttributeIds } from '../native/native-backend.js';
+import { allocateUnderPolicy } from '../native/numa-memory.js';
 import type { RtcCompiler } from '../native/rtc.js';
 import { RUNTIME_FLAGS, type StatusTable } from '../native/runtime-api.js';
-import { matchRsmiDevices, type HipDevice, type RsmiDevice } from './rocm-smi-devices.js';
+import { AmdSmi } from './amd-smi.js';
+import { type HipBindings, loadHip } from './ffi.js';
 import {
-  loadHip,
-  RSMI_IOLINK_TYPE_PCIEXPRESS,
-  RSMI_IOLINK_TYPE_XGMI,
-  RSMI_MEM_TYPE_VRAM,
-  RSMI_PROCESS_INFO_BYTES,
-  RSMI_STATUS_INSUFFICIENT_SIZE,
-  RSMI_STATUS_SUCCESS,
-  type HipBindings,
-} from './ffi.js';
+  HIP_ATTR_MEMORY_POOLS_SUPPORTED,
+  HIP_ATTR_VIRTUAL_MEMORY_SUPPORTED,
+  mallocAsyncNeedsStream,
+  managementOrder,
+  memoryPools,
+  uncachedDeviceMemory,
+  virtualMemory,
+} from './releases.js';
+import { RocmSmi, type SmiReader } from './rocm-smi.js';
+import type { HipDevice } from './rocm-smi-devices.js';
+import { xnackDecision } from './xnack.js';
 
 /** hipError_t values (hip_runtime_api.h, identical in ROCm 5.2 and 6.x for these). */
 export const HIP_STATUS: StatusTable = {
@@ -63,6 +66,10 @@ const ATTR: DeviceAttributeIds = {
   pageableMemoryAccess: 65,
 };
 
+/** hipMemRangeGetAttribute's hipMemRangeAttributeCoherencyMode, and hipMemRangeCoherencyMode's values in order. */
+const RANGE_ATTR_COHERENCY_MODE = 100;
+const COHERENCY_MODES: readonly CoherencyMode[] = ['fine-grained', 'coarse-grained', 'indeterminate'];
+
 /** hipExtMallocWithFlags flags. */
 const DEVICE_MALLOC_FINEGRAINED = 0x1;
 const DEVICE_MALLOC_UNCACHED = 0x3;
@@ -87,20 +94,16 @@ export function formatHipVersion(v: number): string | undefined {
 class HipBackend extends NativeBackend {
   private readonly b: HipBindings;
   private readonly archNames = new Map<number, string | undefined>();
-  /** ROCm SMI, initialised on first use. */
-  private readonly rsmi = new LazyManagement({
-    init: () => {
-      const status = this.b.rsmi!.rsmi_init!(0) as number;
-      return status === RSMI_STATUS_SUCCESS ? true : `rsmi_init: ${this.rsmiError(status)}`;
-    },
-    shutdown: () => void this.b.rsmi?.rsmi_shut_down?.(),
-  });
+  /** The management libraries, in the order they are asked (AMD SMI first from ROCm 6.1, then ROCm SMI). */
+  private readonly smi: SmiReader[] = [];
+  /** ROCm 5.2: the stream hipMallocAsync is given in place of the null stream, per device. */
+  private readonly allocStreams = new Map<number, number>();
+  /** A non-null user-data word for host functions: ROCm 5.3 and 5.4 refuse a captured one with null user data. */
+  private readonly hostFnUser = Buffer.alloc(8);
 
   constructor(b: HipBindings) {
     const driverVersion = [0];
     b.rt.DriverGetVersion?.(driverVersion);
-    const major = Math.floor(b.runtimeVersion / 10_000_000);
-    const minor = Math.floor((b.runtimeVersion % 10_000_000) / 100_000);
     let rtc: RtcCompiler | undefined;
     if (b.rtc?.CompileProgram) {
       const maj = [0];
@@ -108,33 +111,39 @@ class HipBackend extends NativeBackend {
       b.rtc.Version?.(maj, min);
       rtc = { backend: 'hip', version: `hiprtc ${maj[0]}.${min[0]} (${b.runtimeVersion})`, fns: b.rtc, codeSize: 'GetCodeSize', code: 'GetCode', ext: 'hsaco' };
     }
-    // hipMemAllocationProp took its CUDA-compatible layout in ROCm 6; older layouts are not bound.
-    const vmm = !!b.rt.MemCreate && b.vmmLayoutOk && major >= 6;
+    // The virtual memory API and memory pools are each device's to have: ask every device, not the symbols alone.
+    const say = (attr: number): Array<number | undefined> => deviceAttribute(b, attr);
+    const vmm = virtualMemory(b.runtimeVersion, !!b.rt.MemCreate && b.vmmLayoutOk, say(HIP_ATTR_VIRTUAL_MEMORY_SUPPORTED));
+    const caps = nativeCapabilities(b.rt, vmm, {
+      kernels: !!b.rt.ModuleLoadData && !!rtc,
+      fineGrainedDeviceMemory: !!b.rt.ExtMallocWithFlags,
+      uncachedDeviceMemory: !!b.rt.ExtMallocWithFlags && uncachedDeviceMemory(b.runtimeVersion),
+      coherentHostMemory: true,
+      numaHostMemory: true,
+      coherencyControl: !!b.rt.MemAdvise && !!b.rt.MemRangeGetAttribute,
+    });
+    caps.streamOrderedAllocator &&= memoryPools(true, say(HIP_ATTR_MEMORY_POOLS_SUPPORTED));
     super({
       name: 'hip',
       deviceAttributes: ATTR,
-      batchFailIndex: true,
+      batch: b.batch,
       fns: b.rt,
       status: HIP_STATUS,
       runtimeVersion: formatHipVersion(b.runtimeVersion),
       driverVersion: driverVersion[0]! > 0 ? String(driverVersion[0]) : undefined,
       libraries: b.libraries,
-      capabilities: withoutWriteCombining(
-        nativeCapabilities(b.rt, vmm, {
-          kernels: !!b.rt.ModuleLoadData && !!rtc,
-          fineGrainedDeviceMemory: !!b.rt.ExtMallocWithFlags,
-          // hipDeviceMallocUncached first appears in ROCm 5.3's headers.
-          uncachedDeviceMemory: !!b.rt.ExtMallocWithFlags && major * 100 + minor >= 503,
-          coherentHostMemory: true,
-          numaHostMemory: true,
-        }),
-      ),
+      capabilities: withoutWriteCombining(caps),
       modules: b.rt.ModuleLoadData ? { fns: b.rt, launch: 'ModuleLaunchKernel' } : undefined,
       rtc,
       vmm: vmm ? { fns: b.rt } : undefined,
     });
     this.b = b;
     this.installRoot = b.install;
+    const hip = (): HipDevice[] => Array.from({ length: this.deviceCount() }, (_, d) => ({ index: d, pciBusId: this.pciBusId(d) }));
+    for (const which of managementOrder(b.runtimeVersion)) {
+      if (which === 'amd-smi' && b.amdsmi) this.smi.push(new AmdSmi(b.amdsmi, hip, (d) => this.attribute(ATTR.integrated, d) === 1));
+      if (which === 'rocm-smi' && b.rsmi) this.smi.push(new RocmSmi(b.rsmi, hip));
+    }
   }
 
   /** The ROCm install the libraries came from. */
@@ -155,121 +164,39 @@ class HipBackend extends NativeBackend {
   }
 
   /**
-   * Memory from ROCm SMI (VRAM total and use), matched to the HIP device by PCI bus id, and the processes using the
-   * device; the runtime's memGetInfo, with a note saying why, where ROCm SMI is absent or refuses. ROCm SMI counts a
-   * process's VRAM over all its devices: it is given for a process on one device only, and left unknown otherwise.
+   * Memory from the first management library that answers (AMD SMI, then ROCm SMI), matched to the HIP device by its
+   * HIP id or PCI address; processes from the first that lists them; the runtime's memGetInfo, with a note saying
+   * why, where none answers.
    */
   override memoryUse(device: number): DeviceMemoryUse {
     this.guard();
-    const dv = this.rsmiDevice(device);
-    if (typeof dv === 'string') return { ...super.memoryUse(device), note: dv };
-    const r = this.b.rsmi!;
-    const total = [0];
-    const used = [0];
-    let status = r.rsmi_dev_memory_total_get!(dv, RSMI_MEM_TYPE_VRAM, total) as number;
-    if (status === RSMI_STATUS_SUCCESS) status = r.rsmi_dev_memory_usage_get!(dv, RSMI_MEM_TYPE_VRAM, used) as number;
-    if (status !== RSMI_STATUS_SUCCESS) return { ...super.memoryUse(device), note: `rsmi_dev_memory_*_get: ${this.rsmiError(status)}` };
-    const totalBytes = Number(total[0]);
-    const usedBytes = Number(used[0]);
-    return {
-      name: this.deviceName(device),
-      totalBytes,
-      usedBytes,
-      freeBytes: Math.max(0, totalBytes - usedBytes),
-      processes: this.rsmiProcesses(dv),
-      source: 'rocm-smi',
-      ...this.rsmiActivity(dv),
-    };
+    const why: string[] = [];
+    for (const smi of this.smi) {
+      const m = smi.memory(device);
+      if (typeof m === 'string') {
+        why.push(m);
+        continue;
+      }
+      let processes: DeviceMemoryUse['processes'];
+      for (const s of this.smi) processes ??= s.processes(device);
+      return { name: this.deviceName(device), ...m, processes };
+    }
+    if (this.smi.length === 0) why.push(`no management library found (${managementOrder(this.b.runtimeVersion).join(', ')})`);
+    return { ...super.memoryUse(device), note: why.join('; ') };
   }
 
-  /** XGMI or PCIe and the hop count from ROCm SMI; the runtime's answer alone where ROCm SMI is absent or refuses. */
+  /** XGMI or PCIe and the hop count from the management library; the runtime's answer alone where none says. */
   override peerLink(device: number, peer: number): PeerLink {
     const base = super.peerLink(device, peer);
-    const r = this.b.rsmi;
-    const a = this.rsmiDevice(device);
-    const b = this.rsmiDevice(peer);
-    if (!r?.rsmi_topo_get_link_type || typeof a === 'string' || typeof b === 'string') return base;
-    const hops = [0];
-    const type = [0];
-    if ((r.rsmi_topo_get_link_type(a, b, hops, type) as number) !== RSMI_STATUS_SUCCESS) return base;
-    const kind = type[0] === RSMI_IOLINK_TYPE_XGMI ? 'xgmi' : type[0] === RSMI_IOLINK_TYPE_PCIEXPRESS ? 'pcie' : 'unknown';
-    return { ...base, kind, detail: `${Number(hops[0])} hop${Number(hops[0]) === 1 ? '' : 's'}`, source: 'rocm-smi' };
-  }
-
-  /** Unique id and busy percent, each left out where ROCm SMI refuses it. */
-  private rsmiActivity(dv: number): Pick<DeviceMemoryUse, 'uuid' | 'utilizationPercent'> {
-    const r = this.b.rsmi!;
-    const out: Pick<DeviceMemoryUse, 'uuid' | 'utilizationPercent'> = {};
-    const id = [0];
-    if (r.rsmi_dev_unique_id_get && (r.rsmi_dev_unique_id_get(dv, id) as number) === RSMI_STATUS_SUCCESS) out.uuid = `0x${BigInt(id[0]!).toString(16)}`;
-    const busy = [0];
-    if (r.rsmi_dev_busy_percent_get && (r.rsmi_dev_busy_percent_get(dv, busy) as number) === RSMI_STATUS_SUCCESS) out.utilizationPercent = busy[0]!;
-    return out;
-  }
-
-  /** The ROCm SMI index of a HIP device (partitions matched as rocm-smi-devices.ts says), or why there is none. */
-  private rsmiDevice(device: number): number | string {
-    const r = this.b.rsmi;
-    if (!r?.rsmi_init || !r.rsmi_num_monitor_devices || !r.rsmi_dev_pci_id_get || !r.rsmi_dev_memory_total_get || !r.rsmi_dev_memory_usage_get)
-      return 'ROCm SMI (librocm_smi64) not found';
-    return this.rsmi.handle(device, () => {
-      const count = [0];
-      if ((r.rsmi_num_monitor_devices!(count) as number) !== RSMI_STATUS_SUCCESS) return 'rsmi_num_monitor_devices failed';
-      const smi: RsmiDevice[] = [];
-      for (let i = 0; i < count[0]!; i++) {
-        const id = [0];
-        if ((r.rsmi_dev_pci_id_get!(i, id) as number) !== RSMI_STATUS_SUCCESS) continue;
-        const part = [0];
-        const partition = r.rsmi_dev_partition_id_get && (r.rsmi_dev_partition_id_get(i, part) as number) === RSMI_STATUS_SUCCESS ? part[0] : undefined;
-        smi.push({ index: i, bdfid: BigInt(id[0]!), partition });
-      }
-      const hip: HipDevice[] = [];
-      for (let d = 0; d < this.deviceCount(); d++) hip.push({ index: d, pciBusId: this.pciBusId(d) });
-      const found = matchRsmiDevices(hip, smi).get(device);
-      return found ?? `ROCm SMI lists no device matching HIP device ${device} (PCI ${this.pciBusId(device) ?? 'unknown'})`;
-    });
-  }
-
-  /** Processes using ROCm SMI device `dv`; undefined when ROCm SMI refuses. */
-  private rsmiProcesses(dv: number): ProcessMemoryUse[] | undefined {
-    const r = this.b.rsmi!;
-    if (!r.rsmi_compute_process_info_get || !r.rsmi_compute_process_gpus_get) return undefined;
-    const codes = { success: RSMI_STATUS_SUCCESS, insufficient: RSMI_STATUS_INSUFFICIENT_SIZE };
-    const list = readRecords((buf, count) => r.rsmi_compute_process_info_get!(buf, count) as number, RSMI_PROCESS_INFO_BYTES, codes);
-    if (!list) return undefined;
-    const out: ProcessMemoryUse[] = [];
-    for (let i = 0; i < list.count; i++) {
-      const at = i * RSMI_PROCESS_INFO_BYTES;
-      const pid = list.buffer.readUInt32LE(at);
-      const gpus = readRecords((buf, count) => r.rsmi_compute_process_gpus_get!(pid, buf, count) as number, 4, codes);
-      if (!gpus) continue;
-      const devices = Array.from({ length: gpus.count }, (_, k) => gpus.buffer.readUInt32LE(4 * k));
-      if (!devices.includes(dv)) continue;
-      out.push({ pid, usedBytes: this.processVram(pid, dv) ?? (devices.length === 1 ? Number(list.buffer.readBigUInt64LE(at + 8)) : undefined) });
+    for (const smi of this.smi) {
+      const link = smi.link(device, peer);
+      if (link) return { ...base, ...link, source: smi.source };
     }
-    return out;
-  }
-
-  /** A process's VRAM on one device (rsmi_compute_process_info_by_device_get, ROCm >= 6.0), where ROCm SMI has it. */
-  private processVram(pid: number, dv: number): number | undefined {
-    const f = this.b.rsmi?.rsmi_compute_process_info_by_device_get;
-    if (!f) return undefined;
-    const info = Buffer.alloc(RSMI_PROCESS_INFO_BYTES);
-    return (f(pid, dv, info) as number) === RSMI_STATUS_SUCCESS ? Number(info.readBigUInt64LE(8)) : undefined;
-  }
-
-  private rsmiError(status: number): string {
-    const out: (string | null)[] = [null];
-    try {
-      if ((this.b.rsmi?.rsmi_status_string?.(status, out) as number) === RSMI_STATUS_SUCCESS && out[0]) return `${out[0]} (${status})`;
-    } catch {
-      // fall through
-    }
-    return `rsmi_status_t ${status}`;
+    return base;
   }
 
   override dispose(): void {
-    this.rsmi.close('ROCm SMI shut down');
+    for (const smi of this.smi) smi.close();
     super.dispose();
   }
 
@@ -281,7 +208,15 @@ class HipBackend extends NativeBackend {
   protected addVendorDeviceInfo(device: number, info: DeviceInfo): void {
     info.archName = this.archName(device);
     info.arch = info.archName?.split(':')[0];
-    info.xnack = xnackState(info.archName);
+    info.xnack = xnackDecision(info.archName, info.pageableMemoryAccess);
+    // A partition's NUMA node from the management library (sysfs gives the whole GPU's PCI function).
+    for (const smi of this.smi) {
+      const node = smi.numaNode(device);
+      if (node !== undefined && node >= 0) {
+        info.numaNode = node;
+        break;
+      }
+    }
   }
 
   protected deviceMallocStatus(out: number[], bytes: number, flags: DeviceMallocFlags): number {
@@ -290,17 +225,82 @@ class HipBackend extends NativeBackend {
     return this.b.rt.Malloc!(out, bytes) as number;
   }
 
+  /**
+   * hipHostMalloc with the coherence always named: hipHostMallocCoherent unless `coherent: false`. Left to itself the
+   * runtime makes memory coherent for flags 0, mapped or NUMA-placed memory, but coarse-grained for any other flags
+   * (hipHostMallocPortable alone) unless HIP_HOST_COHERENT=1 (ROCm/clr hipamd/src/hip_memory.cpp, ihipHostMalloc):
+   * naming it keeps one kind of pinned memory one kind. Portable is not passed: CLR never reads it (every GPU may
+   * reach pinned memory already), and passing it is what turned the default coarse-grained.
+   */
   protected hostAllocStatus(out: number[], bytes: number, flags: PinnedFlags): number {
     // No write-combined flag: HIP declares hipHostMallocWriteCombined for CUDA source compatibility only.
-    let f = (flags.portable ? RUNTIME_FLAGS.hostAllocPortable : 0) | (flags.mapped ? RUNTIME_FLAGS.hostAllocMapped : 0);
+    let f = flags.mapped ? RUNTIME_FLAGS.hostAllocMapped : 0;
     if (flags.numaUser) f |= HOST_MALLOC_NUMA_USER;
-    if (flags.coherent === true) f |= HOST_MALLOC_COHERENT;
-    if (flags.coherent === false) f |= HOST_MALLOC_NON_COHERENT;
+    f |= flags.coherent === false ? HOST_MALLOC_NON_COHERENT : HOST_MALLOC_COHERENT;
     return this.b.rt.HostMalloc!(out, bytes, f >>> 0) as number;
+  }
+
+  /**
+   * Pinned memory on NUMA node `node`: hipHostMallocNumaUser follows the calling thread's NUMA policy, so the policy
+   * is set to prefer the node for the call and put back after it. A runtime built without NUMA policy support
+   * (ROCCLR_SUPPORT_NUMA_POLICY unset) places the memory near the GPU instead: the page's node is checked, and memory
+   * placed elsewhere is given back and taken again as an mbind-bound mapping pinned with hipHostRegister.
+   */
+  protected override hostAllocNuma(bytes: number, node: number, flags: PinnedFlags): Address {
+    const { result, placedOn } = allocateUnderPolicy(
+      node,
+      this.name,
+      () => this.hostAllocPlain(bytes, { ...flags, numaUser: true }),
+      (a) => a,
+    );
+    if (placedOn === node) return result;
+    this.hostFree(result);
+    return this.hostAllocOnNode(bytes, node, flags);
   }
 
   protected hostFreeStatus(address: Address): number {
     return this.b.rt.HostFree!(address) as number;
+  }
+
+  /**
+   * ROCm 5.2's hipMallocAsync crashes on the null stream (releases.ts): there the allocation is made on a blocking
+   * stream of gpumem's own for the device, which the null stream waits for, so the memory is ready in its order too.
+   */
+  override mallocAsync(device: number, bytes: number, stream: Handle): Address {
+    if (stream !== 0 || !mallocAsyncNeedsStream(this.b.runtimeVersion)) return this.checkedMallocAsync(device, bytes, stream);
+    let own = this.allocStreams.get(device);
+    if (own === undefined) {
+      own = this.createStream(device, { nonBlocking: false });
+      this.allocStreams.set(device, own);
+    }
+    return this.checkedMallocAsync(device, bytes, own);
+  }
+
+  /** ROCm 5.2 answers hipSuccess with a null pointer when its pool cannot grow (no check after AllocateMemory): out of memory. */
+  private checkedMallocAsync(device: number, bytes: number, stream: Handle): Address {
+    const address = super.mallocAsync(device, bytes, stream);
+    if (address === 0)
+      throw new OutOfMemoryError(
+        `out of memory: stream-ordered allocation of ${bytes} bytes on device ${device}: hipMallocAsync answered success with a null pointer`,
+        {
+          requestedBytes: bytes,
+          device,
+        },
+        { backend: 'hip' },
+      );
+    return address;
+  }
+
+  protected override hostFnUserData(): Buffer {
+    return this.hostFnUser;
+  }
+
+  override coherencyMode(address: Address, bytes: number): CoherencyMode | undefined {
+    this.guard();
+    const out = Buffer.alloc(4);
+    if (!this.b.rt.MemRangeGetAttribute || (this.b.rt.MemRangeGetAttribute(out, 4, RANGE_ATTR_COHERENCY_MODE, address, bytes) as number) !== 0)
+      return undefined;
+    return COHERENCY_MODES[out.readInt32LE(0)];
   }
 
   protected prefetchStatus(address: Address, bytes: number, to: MemLocation, stream: Handle): number {
@@ -316,6 +316,16 @@ class HipBackend extends NativeBackend {
     const arch = this.archName(device) ?? 'gfx900';
     return { arch, options: [`--offload-arch=${arch}`, '-O3', '-std=c++17'] };
   }
+}
+
+/** An integer attribute of every device, undefined where the runtime refuses it (or the count). */
+function deviceAttribute(b: HipBindings, attr: number): Array<number | undefined> {
+  const count = [0];
+  if (!b.rt.GetDeviceCount || (b.rt.GetDeviceCount(count) as number) !== 0 || !b.rt.DeviceGetAttribute) return [];
+  return Array.from({ length: count[0]! }, (_, d) => {
+    const v = [0];
+    return (b.rt.DeviceGetAttribute!(v, attr, d) as number) === 0 ? v[0] : undefined;
+  });
 }
 
 /**

@@ -140,6 +140,7 @@ test('HIP has no write-combined pinned memory; a missing hipRTC is named for the
     uncachedDeviceMemory: true,
     coherentHostMemory: true,
     numaHostMemory: true,
+    coherencyControl: true,
     batchCopies: false,
     graphs: true,
   });

@@ -236,10 +236,19 @@ export interface LibcMemory {
   /** MPOL_BIND of the range to `node` (moving pages already there); 0 on success, else errno. */
   mbind(address: number, bytes: number, node: number): number;
   memset(address: number, value: number, bytes: number): void;
+  /** The calling thread's memory policy: mode and the first 64 nodes' mask; undefined when refused. */
+  getPolicy(): { mode: number; mask: bigint } | undefined;
+  /** Sets the calling thread's policy (MPOL_DEFAULT = 0 takes no mask); 0 on success, else errno. */
+  setPolicy(mode: number, mask: bigint): number;
+  /** The NUMA node holding the page at `address` (get_mempolicy with MPOL_F_NODE | MPOL_F_ADDR); undefined when refused. */
+  nodeOf(address: number): number | undefined;
 }
 
 /** The mbind system call's number by architecture (asm/unistd.h); undefined where gpumem does not know it. */
 const SYS_MBIND: Partial<Record<string, number>> = { x64: 237, arm64: 235 };
+/** set_mempolicy and get_mempolicy by architecture (asm/unistd.h). */
+const SYS_SET_MEMPOLICY: Partial<Record<string, number>> = { x64: 238, arm64: 237 };
+const SYS_GET_MEMPOLICY: Partial<Record<string, number>> = { x64: 239, arm64: 236 };
 
 let libcMemoryFns: LibcMemory | undefined;
 
@@ -256,6 +265,9 @@ export function libcMemory(): LibcMemory | undefined {
       'long syscall(long n, uintptr_t addr, unsigned long len, int mode, const void *nodemask, unsigned long maxnode, unsigned int flags)',
     );
     const memset = libc.func('void *memset(uintptr_t p, int v, size_t n)');
+    // One name per prototype: koffi declares each once, and `syscall` is variadic in C.
+    const setPolicy = libc.func('long syscall(long n, int mode, const void *nodemask, unsigned long maxnode)');
+    const getPolicy = libc.func('long syscall(long n, _Out_ int *mode, void *nodemask, unsigned long maxnode, uintptr_t addr, unsigned long flags)');
     const MAP_FAILED = 2 ** 64 - 1;
     libcMemoryFns = {
       mmap: (bytes) => {
@@ -271,6 +283,24 @@ export function libcMemory(): LibcMemory | undefined {
         return r === 0 ? 0 : koffi.errno();
       },
       memset: (address, value, bytes) => void memset(address, value, bytes),
+      getPolicy: () => {
+        const mode = [0];
+        // The kernel refuses a mask shorter than its node count: ask with 1024 bits, keep the first 64.
+        const mask = new BigUint64Array(16);
+        const r = getPolicy(SYS_GET_MEMPOLICY[process.arch]!, mode, mask, 1024, 0, 0) as number;
+        return r === 0 ? { mode: mode[0]!, mask: mask[0]! } : undefined;
+      },
+      setPolicy: (mode, mask) => {
+        const words = new BigUint64Array([mask]);
+        const r = setPolicy(SYS_SET_MEMPOLICY[process.arch]!, mode, mode === 0 ? null : words, mode === 0 ? 0 : 65) as number;
+        return r === 0 ? 0 : koffi.errno();
+      },
+      nodeOf: (address) => {
+        const node = [0];
+        // MPOL_F_NODE | MPOL_F_ADDR: the node of the page at addr.
+        const r = getPolicy(SYS_GET_MEMPOLICY[process.arch]!, node, null, 0, address, 3) as number;
+        return r === 0 ? node[0] : undefined;
+      },
     };
   }
   return libcMemoryFns;

@@ -1,0 +1,44 @@
+/**
+ * The index of a sharded safetensors checkpoint, `model.safetensors.index.json` as Hugging Face writes it:
+ * `{ "metadata": { "total_size": ... }, "weight_map": { "<tensor name>": "<shard file name>", ... } }`.
+ */
+import { parse as parseJson } from 'lossless-json';
+import { isPlainObject, SafetensorsError } from './safetensors.js';
+
+/** The index of a sharded checkpoint (`model.safetensors.index.json`). */
+export interface SafetensorsIndex {
+  /** Tensor name to shard file name, in the index's order. */
+  readonly weightMap: ReadonlyMap<string, string>;
+  /** Shard file names, each once, in order of first appearance. */
+  readonly shards: readonly string[];
+  /** The index's own `metadata` object (total_size and the like), as written. */
+  readonly metadata: Readonly<Record<string, unknown>> | undefined;
+}
+
+/**
+ * Parses a shard index. Shard names must be plain file names beside the index (no folder, no `..`).
+ * @throws SafetensorsError bad-index
+ */
+export function parseShardIndex(text: string, file?: string): SafetensorsIndex {
+  const fail = (message: string, cause?: unknown): never => {
+    throw new SafetensorsError('bad-index', message, file, cause);
+  };
+  let root: unknown;
+  try {
+    root = parseJson(text, null, (s: string) => Number(s));
+  } catch (e) {
+    fail(`not JSON: ${e instanceof Error ? e.message : String(e)}`, e);
+  }
+  if (!isPlainObject(root) || !isPlainObject(root.weight_map)) return fail('expected an object with a "weight_map" object');
+  if (root.metadata !== undefined && root.metadata !== null && !isPlainObject(root.metadata)) fail('"metadata" must be an object');
+  const weightMap = new Map<string, string>();
+  const shards: string[] = [];
+  for (const [name, shard] of Object.entries(root.weight_map)) {
+    if (typeof shard !== 'string' || shard === '' || shard === '.' || shard === '..' || /[/\\\0]/.test(shard)) {
+      fail(`weight_map["${name}"]: expected a file name beside the index, got ${JSON.stringify(shard)}`);
+    }
+    weightMap.set(name, shard as string);
+    if (!shards.includes(shard as string)) shards.push(shard as string);
+  }
+  return { weightMap, shards, metadata: isPlainObject(root.metadata) ? root.metadata : undefined };
+}
