@@ -71,3 +71,42 @@ test("the first transfer pins only the ring slots it uses; warm() pins the whole
   assert.equal(st.ring.size, st.depth, 'the whole ring pinned on idle turns');
   assert.equal(rt.liveMemory().pinned.count, 0, "the engine's ring is not the program's memory");
 });
+
+test('loadSafetensors reads through rt.uploadFile: a checkpoint cut during the read is refused as truncated, nothing left behind', async () => {
+  const { mkdtempSync, rmSync, truncateSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { serializeSafetensors } = await import('../formats/safetensors.js');
+  const { loadSafetensors } = await import('./safetensors.js');
+  const { holdDeviceCopy } = await import('../transfer/hold.js');
+  const { SafetensorsError } = await import('../formats/safetensors.js');
+  const { openFds } = await import('../testing/safetensors-files.js');
+  const dir = mkdtempSync(join(tmpdir(), 'gpumem-st-'));
+  try {
+    using rt = openRuntime({ backend: 'host', host: { devices: 1, deviceBytes: 256 * MiB } });
+    const tensors = Array.from({ length: 8 }, (_, i) => ({ name: `t${i}`, dtype: 'U8' as const, shape: [3 << 20], data: new Uint8Array(3 << 20).fill(i + 1) }));
+    const p = join(dir, 'model.safetensors');
+    writeFileSync(p, serializeSafetensors(tensors));
+    {
+      using whole = await loadSafetensors(p, rt.device(0));
+      assert.equal(whole.tensors.size, 8, 'read whole through the default mover');
+    }
+    // The engine's first device copy waits while the file is cut: the reads after it find the end early.
+    const fds = openFds();
+    const hold = holdDeviceCopy(rt.defaultStager(0), 1);
+    const loading = loadSafetensors(p, rt.device(0));
+    await hold.reached;
+    truncateSync(p, 5 << 20);
+    hold.release();
+    await assert.rejects(loading, (e: unknown) => {
+      assert.ok(e instanceof SafetensorsError, String(e));
+      assert.equal(e.problem, 'truncated');
+      assert.match(e.message, /ended at byte 5242880\b/);
+      return true;
+    });
+    assert.equal(rt.liveMemory().device.count, 0, 'the loader freed its allocation');
+    assert.equal(openFds(), fds, 'no descriptor left open');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

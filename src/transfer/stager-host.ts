@@ -3,7 +3,7 @@
  * stream, the ring, events for chunks without a slot and for ordering across streams, and file I/O on the JS side
  * where the threads have none (the host backend). Disposed with the stager, after the work on them has ended.
  */
-import { read as fsRead, write as fsWrite } from 'node:fs';
+import { fstatSync, read as fsRead, write as fsWrite } from 'node:fs';
 import { ErrorCode, GpuError } from '../errors.js';
 import type { HostCopier } from '../backend/backend.js';
 import type { MemoryRuntime } from '../memory/runtime.js';
@@ -86,9 +86,16 @@ export class StagerResources implements FlowHost {
       done += n;
     }
     if (done < need) {
+      // A read past the new end finds nothing at its own offset: the file says where it ends now.
+      let end = offset + done;
+      try {
+        end = Math.min(end, fstatSync(fd).size);
+      } catch {
+        // closed meanwhile: keep the offset this read reached
+      }
       throw new GpuError(
         ErrorCode.IO_ERROR,
-        `the file ended at byte ${offset + done}, before byte ${offset + need} the read needed (was it truncated during the read?)`,
+        `the file ended at byte ${end}, before byte ${offset + need} the read needed (was it truncated during the read?)`,
         {
           statusName: 'EOF',
         },
