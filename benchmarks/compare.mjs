@@ -6,6 +6,7 @@
 // spread ((max - min) / median over rounds): a difference inside it cannot be told from noise.
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
+import { programs } from './compare-transfer.mjs';
 
 const [dir, flag, target] = process.argv.slice(2);
 if (!dir) {
@@ -209,7 +210,11 @@ if (nt.length && gt.length) {
     '| direction | threads | chunk | native C (GB/s) | gpumem (GB/s) | gpumem / native |',
     '|---|---:|---:|---:|---:|---:|',
   );
-  const shapes = [...new Map(nt[0].filter((r) => r.row.endsWith('staged')).map((r) => [`${r.row}|${r.threads}|${r.chunkBytes}`, r])).values()];
+  const shapes = [
+    ...new Map(
+      nt[0].filter((r) => r.row === 'HtoD pageable staged' || r.row === 'DtoH pageable staged').map((r) => [`${r.row}|${r.threads}|${r.chunkBytes}`, r]),
+    ).values(),
+  ];
   for (const s of shapes) {
     const dirn = s.row.startsWith('HtoD') ? 'HtoD' : 'DtoH';
     const n = nat((r) => r.row === s.row && r.threads === s.threads && r.chunkBytes === s.chunkBytes);
@@ -258,6 +263,15 @@ if (nt.length && gt.length) {
     );
   }
   out.push('');
+  programs(out, {
+    nat,
+    gpm,
+    torch,
+    bestNat,
+    cell,
+    median,
+    disk: files.filter((f) => /^disk-\d+\.txt$/.test(f)).map((f) => readFileSync(join(dir, f), 'utf8').trim()),
+  });
 }
 
 // ---- collectives: NCCL from C (the shared yardstick, its text output) against gpumem bench --only collectives ----

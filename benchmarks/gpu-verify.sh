@@ -6,6 +6,8 @@
 #   npm run gpu:verify -- --rounds 5 --out /tmp/evidence
 #   npm run gpu:verify -- --quick           # 1 round, 256 MiB transfers (a smoke test; not for publishing)
 #   npm run gpu:verify -- --plan-accuracy   # also the planner against PyTorch's measured peaks (needs transformers; ~15 min)
+#   npm run gpu:verify -- --only transfer --parts many,first,file  # some parts of the transfer group (first, shapes,
+#                                           # many, file, host, batch, chain; default all)
 #   npm run gpu:verify -- --only copy,memory --evidence DIR   # some groups, into another folder (to split the work
 #                                           # across calls on machines that limit a command's time; run compare.mjs
 #                                           # on the folder afterwards). Groups: copy, memory, transfer, collectives,
@@ -28,12 +30,14 @@ quick=0
 only="copy,memory,transfer,collectives"
 plan_set=all
 evidence=""
+parts=all
 while [ $# -gt 0 ]; do
   case "$1" in
     --plan-accuracy) only="$only,plan"; shift ;;
     --plan-set) plan_set=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --evidence) evidence=$2; shift 2 ;;
+    --parts) parts=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --quick) quick=1; rounds=1; shift ;;
@@ -44,6 +48,16 @@ for g in ${only//,/ }; do
   case "$g" in copy|memory|transfer|collectives|plan) ;; *) echo "gpu-verify: unknown group $g (copy, memory, transfer, collectives, plan)" >&2; exit 2 ;; esac
 done
 want() { [[ ",$only," == *",$1,"* ]]; }
+all_parts=${parts/all/first,shapes,many,file,host,batch,chain}
+# Per round, the transfer parts each program runs: "first" (fresh processes: 3 of each program, 6 of gpumem's) and
+# "file" (a 1 GiB file written and read cold: the disk's time) run in round 1 only, so that three rounds of the whole
+# group stay within one 10-minute command; the other parts run every round.
+parts_of_round() {
+  local out=$all_parts
+  [ "$1" -gt 1 ] && out=$(echo "$out" | tr , '\n' | { grep -v -e '^first$' -e '^file$' || true; } | paste -sd, -)
+  echo "$out"
+}
+steady_of() { echo "$1" | tr , '\n' | { grep -v '^first$' || true; } | paste -sd, -; }
 
 # Node.js and a built gpumem: this checkout, or the bundle that carries both to machines without Node.js.
 node_bin=$(command -v node || true)
@@ -75,11 +89,22 @@ echo "gpu-verify: ${count} x ${gpu} (sm_${cc}), ${rounds} round(s) of ${only}, e
 
 bin=/tmp/gpumem-native
 mkdir -p "$bin"
-nvcc -O2 -arch="sm_${cc}" -o "$bin/bandwidth" benchmarks/native/bandwidth.cu
-nvcc -O2 -arch="sm_${cc}" -Xcompiler -fopenmp -o "$bin/transfer" benchmarks/native/transfer.cu
-# memory.cu runs the very kernels gpumem compiles: their text comes out of the built package.
-"$node_bin" -e 'import(process.argv[1]).then((m) => process.stdout.write(m.BENCH_KERNELS.source))' "$app/dist/kernels/bench-kernels.js" > "$bin/bench-kernels.cuh"
-nvcc -O2 -arch="sm_${cc}" -I"$bin" -o "$bin/memory" benchmarks/native/memory.cu
+if want copy; then nvcc -O2 -arch="sm_${cc}" -o "$bin/bandwidth" benchmarks/native/bandwidth.cu; fi
+if want transfer; then
+  # cuFile rows where GPUDirect Storage's library and header are installed (they run in compatibility mode without
+  # the nvidia-fs driver, and say so).
+  cufile=()
+  for inc in /usr/local/cuda/include /usr/include; do
+    # (grep reads all of ldconfig's output: grep -q would end the pipe early, and pipefail would call it a failure)
+    if [ -f "$inc/cufile.h" ] && ldconfig -p 2>/dev/null | grep libcufile.so > /dev/null; then cufile=(-DHAVE_CUFILE -lcufile); break; fi
+  done
+  nvcc -O2 -arch="sm_${cc}" -Xcompiler -fopenmp "${cufile[@]}" -o "$bin/transfer" benchmarks/native/transfer.cu
+fi
+if want memory; then
+  # memory.cu runs the very kernels gpumem compiles: their text comes out of the built package.
+  "$node_bin" -e 'import(process.argv[1]).then((m) => process.stdout.write(m.BENCH_KERNELS.source))' "$app/dist/kernels/bench-kernels.js" > "$bin/bench-kernels.cuh"
+  nvcc -O2 -arch="sm_${cc}" -I"$bin" -o "$bin/memory" benchmarks/native/memory.cu
+fi
 # Collectives need two GPUs; their yardstick is native-collectives.cu from the shared reference (in .gpu/ on the
 # device machines, ../shared/reference/ beside a checkout), built against the system's NCCL.
 collectives=0
@@ -111,23 +136,47 @@ has_torch=0
 python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null && has_torch=1
 for r in $(seq 1 "$rounds"); do
   echo "gpu-verify: round $r of $rounds" >&2
+  round_parts=$(parts_of_round "$r")
+  steady_parts=$(steady_of "$round_parts")
   if want copy; then
     "$bin/bandwidth" > "$ev/native-bandwidth-$r.jsonl"
     gpumem bench --backend cuda --only copy sm-copy --max-size "$copy_max" --json > "$ev/gpumem-copy-$r.json"
   fi
-  if want transfer; then "$bin/transfer" "$transfer_bytes" 5 > "$ev/native-transfer-$r.jsonl"; fi
+  if want transfer; then
+    : > "$ev/native-transfer-$r.jsonl"
+    [ -n "$steady_parts" ] && "$bin/transfer" "$transfer_bytes" 5 "$steady_parts" >> "$ev/native-transfer-$r.jsonl"
+  fi
   if want memory; then
     "$bin/memory" "$memory_bytes" "$memory_tests,sm-copy" > "$ev/native-memory-$r.jsonl"
     gpumem bench --backend cuda --only $(echo "$memory_tests" | tr , ' ') --max-size "$((memory_bytes / 1048576))MiB" --json > "$ev/gpumem-memory-$r.json"
   fi
   if want transfer; then
-    gpumem bench --backend cuda --only transfer $mode --max-size "$((transfer_bytes / 1048576))MiB" --json > "$ev/gpumem-transfer-$r.json"
+    GPUMEM_TRANSFER_PARTS=$round_parts \
+      gpumem bench --backend cuda --only transfer $mode --max-size "$((transfer_bytes / 1048576))MiB" --json > "$ev/gpumem-transfer-$r.json"
   fi
   if [ "$collectives" = 1 ]; then
     "$bin/collectives" > "$ev/native-collectives-$r.txt"
     gpumem bench --backend cuda --only collectives --json > "$ev/gpumem-collectives-$r.json"
   fi
-  if [ "$has_torch" = 1 ] && want transfer; then python3 benchmarks/pytorch/transfer.py "$transfer_bytes" 5 > "$ev/torch-transfer-$r.jsonl"; fi
+  if [ "$has_torch" = 1 ] && want transfer; then
+    : > "$ev/torch-transfer-$r.jsonl"
+    [ -n "$steady_parts" ] && python3 benchmarks/pytorch/transfer.py "$transfer_bytes" 5 "$steady_parts" >> "$ev/torch-transfer-$r.jsonl"
+  fi
+  if want transfer && [[ ",$round_parts," == *",first,"* ]]; then
+    # The first upload of a fresh process, three processes each (gpumem's come from its bench, above).
+    for i in 1 2 3; do
+      "$bin/transfer" "$transfer_bytes" 1 first >> "$ev/native-transfer-$r.jsonl"
+      [ "$has_torch" = 1 ] && python3 benchmarks/pytorch/transfer.py "$transfer_bytes" 1 first >> "$ev/torch-transfer-$r.jsonl"
+    done
+  fi
+  if want transfer && [[ ",$round_parts," == *",file,"* ]]; then
+    # What the disk itself reads with the page cache bypassed, for the cold file rows.
+    f="${GPUMEM_BENCH_DIR:-/tmp}/gpumem-dd.bin"
+    dd if=/dev/zero of="$f" bs=4M count=$((transfer_bytes / 4194304)) oflag=direct status=none 2>/dev/null || dd if=/dev/zero of="$f" bs=4M count=$((transfer_bytes / 4194304)) status=none
+    sync
+    dd if="$f" of=/dev/null bs=4M iflag=direct 2>&1 | tail -1 | sed 's/^/dd iflag=direct: /' > "$ev/disk-$r.txt" || true
+    rm -f "$f"
+  fi
 done
 
 if want plan; then

@@ -45,6 +45,11 @@ export const ErrorCode = {
   INVALID_STATE: 'GPUMEM_INVALID_STATE',
   /** A worker thread stopped or threw an unexpected error (the message names its input). */
   WORKER_FAILED: 'GPUMEM_WORKER_FAILED',
+  /**
+   * A file read or write failed (the errno's value and name in `status` / `statusName`), or the file ended before
+   * the bytes a transfer needed (`statusName` EOF: it was shorter than when the transfer was checked).
+   */
+  IO_ERROR: 'GPUMEM_IO_ERROR',
 } as const;
 export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];
 

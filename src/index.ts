@@ -31,6 +31,7 @@ export {
 } from './memory/allocation.js';
 export { copyDirection, memorySide, type CopyDirection, type CopyOptions, type FillOptions, type MemoryRef } from './memory/copy.js';
 export { Device, type DeviceAllocOptions, type ManagedAllocOptions } from './memory/device.js';
+export { MemoryRuntime } from './memory/runtime.js';
 export {
   Runtime,
   openRuntime,
@@ -38,7 +39,7 @@ export {
   type PageableAllocOptions,
   type LiveMemory,
   type PreparedCopy,
-} from './memory/runtime.js';
+} from './runtime/runtime.js';
 export { Stream, type StreamCreateOptions } from './stream/stream.js';
 export { GpuEvent, type EventCreateOptions } from './stream/event.js';
 export { KernelModule, Kernel, type LaunchOptions, type LaunchArg, type PointerArg, type PreparedLaunch } from './kernels/module.js';
@@ -52,7 +53,14 @@ export {
   type TransferOptions,
   type TransferResult,
   type TransferPath,
+  type UploadItem,
+  type DownloadItem,
+  type ManyOptions,
+  type ManyResult,
+  type FileTransferOptions,
+  type FileTransferResult,
 } from './transfer/stager.js';
+export type { FileRef } from './transfer/file-source.js';
 export type { HostBuffer } from './transfer/host-buffer.js';
 export { transferDefaults, type TransferSettings } from './transfer/defaults.js';
 export type { BatchCopy, BatchResult, PreparedBatch } from './transfer/batch.js';

@@ -5,16 +5,22 @@
 //   host copies alone: pageable into pinned memory on T threads
 //   1000 copies of 64 KiB from pinned memory: one by one, one CUDA graph, one cudaMemcpyBatchAsync, one large copy
 //   a chain of 100 small operations: one by one and as one graph (microseconds per operation)
-// Prints one JSON object per measurement and repeat. Build and run (benchmarks/gpu-verify.sh does both):
+//   programs (transfer-programs.h): 256 x 4 MiB and 4096 x 64 KiB separate arrays staged, the first staged upload of
+//     the process, a file to the device through the ring (pread, buffered and O_DIRECT) and through cuFile
+// Prints one JSON object per measurement and repeat. Build and run (benchmarks/gpu-verify.sh does both; add
+// -DHAVE_CUFILE -lcufile where cufile.h is installed):
 //   nvcc -O2 -arch=sm_90 -Xcompiler -fopenmp -o /tmp/gpumem-native-transfer benchmarks/native/transfer.cu
-//   /tmp/gpumem-native-transfer [bytes] [repeats]
+//   /tmp/gpumem-native-transfer [bytes] [repeats] [parts: all, or a comma list of first,shapes,many,file,host,batch,chain]
+// "first" measures the process's first staged upload: run it alone, in a fresh process.
 #include <cuda_runtime.h>
 #include "check.h"
 #include <omp.h>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
 
@@ -92,9 +98,18 @@ static void staged_download(char* host, const char* dev, size_t n, Ring& r, int 
   }
 }
 
+#include "transfer-programs.h"
+
+static void shape_rows(char* dev, char* host, char* back, size_t N, int reps, int depth, int cores, int dflt, cudaStream_t s);
+static void host_rows(char* host, size_t N, int reps, int cores);
+static void batch_rows(char* dev, int reps, cudaStream_t s);
+static void chain_rows(int reps, cudaStream_t s);
+
 int main(int argc, char** argv) {
   size_t N = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : (1ull << 30);
   int reps = argc > 2 ? std::atoi(argv[2]) : 5;
+  std::string parts = argc > 3 ? argv[3] : "all";
+  auto want = [&](const char* p) { return parts == "all" || ("," + parts + ",").find(std::string(",") + p + ",") != std::string::npos; };
   const int depth = 8;  // as gpumem's default ring
   char* host = (char*)std::malloc(N);
   char* back = (char*)std::malloc(N);
@@ -104,8 +119,26 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&dev, N));
   cudaStream_t s;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  int cores = omp_get_num_procs();
+  // gpumem's default thread count: all cores but a quarter, at most 12.
+  int dflt = cores - (cores / 4 > 1 ? cores / 4 : 1);
+  if (dflt > 12) dflt = 12;
+  if (dflt < 1) dflt = 1;
+  if (want("first")) first_row(dev, host, N, dflt, s);  // before anything else has warmed the process
   CHECK(cudaMemcpy(dev, host, N, cudaMemcpyHostToDevice));
+  if (want("many")) {
+    many_rows(dev, N / (4 << 20), 4 << 20, dflt, reps, s);
+    many_rows(dev, N / (256 << 10), 64 << 10, dflt, reps, s);
+  }
+  if (want("file")) file_rows(dev, host, N, dflt, reps, s);
+  if (want("shapes")) shape_rows(dev, host, back, N, reps, depth, cores, dflt, s);
+  if (want("host")) host_rows(host, N, reps, cores);
+  if (want("batch")) batch_rows(dev, reps, s);
+  if (want("chain")) chain_rows(reps, s);
+  return 0;
+}
 
+static void shape_rows(char* dev, char* host, char* back, size_t N, int reps, int depth, int cores, int dflt, cudaStream_t s) {
   for (int r = 0; r <= reps; r++) {  // the first run of each measurement is a warm-up, not printed
     double t = seconds();
     CHECK(cudaMemcpy(dev, host, N, cudaMemcpyHostToDevice));
@@ -118,14 +151,9 @@ int main(int argc, char** argv) {
     CHECK(cudaHostUnregister(host));
     if (r) emit("HtoD pageable register+copy+unregister", N, seconds() - t);
   }
-  int cores = omp_get_num_procs();
   const size_t MiB = 1ull << 20;
   struct Shape { int threads; size_t chunk; };
   std::vector<Shape> shapes;
-  // gpumem's default thread count: all cores but a quarter, at most 12.
-  int dflt = cores - (cores / 4 > 1 ? cores / 4 : 1);
-  if (dflt > 12) dflt = 12;
-  if (dflt < 1) dflt = 1;
   for (int t : {1, 2, 4, 8, 12, 16}) if (t <= cores) shapes.push_back({t, 8 * MiB});
   for (size_t c : {4 * MiB, 16 * MiB, 32 * MiB}) shapes.push_back({dflt, c});
   for (auto sh : shapes) {
@@ -147,6 +175,10 @@ int main(int argc, char** argv) {
     CHECK(cudaMemcpy(back, dev, N, cudaMemcpyDeviceToHost));
     if (r) emit("DtoH pageable runtime-direct", N, seconds() - t);
   }
+}
+
+static void host_rows(char* host, size_t N, int reps, int cores) {
+  const size_t MiB = 1ull << 20;
   {
     size_t n = N < 256 * MiB ? N : 256 * MiB;
     char* pinned;
@@ -161,7 +193,9 @@ int main(int argc, char** argv) {
     }
     cudaFreeHost(pinned);
   }
+}
 
+static void batch_rows(char* dev, int reps, cudaStream_t s) {
   // 1000 copies of 64 KiB from pinned memory.
   const int K = 1000;
   const size_t S = 64 << 10;
@@ -209,7 +243,9 @@ int main(int argc, char** argv) {
   });
 #endif
   timed("HtoD-small pinned single-copy", [&] { CHECK(cudaMemcpyAsync(dev, pin, K * S, cudaMemcpyHostToDevice, s)); });
+}
 
+static void chain_rows(int reps, cudaStream_t s) {
   // A chain of 100 small operations: fills and copies of 4 KiB, alternating.
   const int C = 100;
   char *a, *b;
@@ -240,5 +276,4 @@ int main(int argc, char** argv) {
     CHECK(cudaStreamSynchronize(s));
     if (r >= 3) emit_us("chain-100 graph", (seconds() - t) * 1e6 / C);
   }
-  return 0;
 }

@@ -282,6 +282,30 @@ export interface HostCopier {
   readonly threads: number;
   /** Copies `bytes` from `src` to `dst` (host addresses, already checked), split over the threads. */
   copy(dst: Address, src: Address, bytes: number): Promise<void>;
+  /** Many copies as one job (a gather into a chunk or a scatter out of it), split over the threads. */
+  copyMany?(dsts: ArrayLike<Address>, srcs: ArrayLike<Address>, sizes: ArrayLike<number>): Promise<void>;
+  /**
+   * Reads bytes `[offset, offset + bytes)` of the open file `fd` into host memory at `dst` on the threads (pread);
+   * at least `need` bytes (default all) must be there. Where absent, the caller reads through its own means.
+   * @throws GpuError IO_ERROR (rejects) for a failed read or a file that ends before `need`.
+   */
+  readFile?(fd: number, dst: Address, bytes: number, offset: number, need?: number): Promise<void>;
+  /** Writes `bytes` of host memory at `src` to the open file `fd` at `offset` on the threads (pwrite). @throws IO_ERROR */
+  writeFile?(fd: number, src: Address, bytes: number, offset: number): Promise<void>;
+  /** Resolves once the threads are up (at once where there are none to start). */
+  readonly ready?: Promise<void>;
+  /** The share (0 to 1) of a file range's pages in the page cache, where it can be told (mincore). */
+  cachedShare?(fd: number, offset: number, bytes: number): number | undefined;
+  /** Drops a file range's clean pages from the page cache (posix_fadvise DONTNEED); false where that cannot be done. */
+  dropCache?(fd: number, offset: number, bytes: number): boolean;
+  /** Waits on this thread until the work already posted has finished (the threads keep running). */
+  waitIdle?(): void;
+  /** Lets the threads pin memory with the runtime's allocator (the library's path as the backend loaded it). */
+  configurePinning?(library: string, symbol: 'cudaHostAlloc' | 'hipHostMalloc'): void;
+  /** Whether pinHost works (configurePinning was called). */
+  readonly canPin?: boolean;
+  /** Portable pinned host memory allocated on a copier thread; free it with the backend's hostFree. @throws NATIVE */
+  pinHost?(bytes: number): Promise<Address>;
   /** Waits on this thread for the copies already started, refuses the rest, and stops the threads. Idempotent. */
   dispose(): void;
 }

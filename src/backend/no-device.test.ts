@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BackendUnavailableError, ErrorCode, GpuError } from '../errors.js';
-import { openRuntime } from '../memory/runtime.js';
+import { openRuntime } from '../runtime/runtime.js';
 import { main } from '../cli/program.js';
 import type { Backend } from './backend.js';
 import { createCudaBackend } from './cuda/cuda-backend.js';

@@ -7,7 +7,7 @@ import { BENCH_KERNELS } from '../kernels/bench-kernels.js';
 import type { KernelModule, LaunchArg } from '../kernels/module.js';
 import type { Allocation } from '../memory/allocation.js';
 import type { Device } from '../memory/device.js';
-import type { Runtime } from '../memory/runtime.js';
+import type { Runtime } from '../runtime/runtime.js';
 import type { Stream } from '../stream/stream.js';
 import type { BenchResult, Counted } from '../formats/bench-schema.js';
 import { summarize } from './stats.js';

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { ErrorCode, GpuError, InvalidArgumentError } from '../errors.js';
 import type { DeviceInfo } from '../backend/backend.js';
 import { numaNodes, pcieBandwidthGBps } from '../backend/sysfs.js';
-import type { Runtime } from '../memory/runtime.js';
+import type { Runtime } from '../runtime/runtime.js';
 import { BenchAborted, BenchContext, type BenchOptions } from './context.js';
 import type { BenchEnvironment, BenchReport, BenchResult } from '../formats/bench-schema.js';
 import { copyTests } from './suites/copies.js';

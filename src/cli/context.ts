@@ -1,7 +1,7 @@
 /** What the commands share: where output goes, a runtime opened for one command, Ctrl-C, and output files checked early. */
 import { accessSync, constants, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import type { Runtime } from '../memory/runtime.js';
+import type { Runtime } from '../runtime/runtime.js';
 import { Interrupted, UsageError } from './errors.js';
 import { fsReason } from '../input/fs-errors.js';
 
@@ -13,7 +13,7 @@ export interface Io {
 
 /** Opens a runtime for a command, prints the backend notice on stderr, and disposes it afterwards. */
 export async function withRuntime<T>(opts: { backend?: string | undefined }, io: Io, fn: (rt: Runtime) => Promise<T> | T): Promise<T> {
-  const { openRuntime } = await import('../memory/runtime.js');
+  const { openRuntime } = await import('../runtime/runtime.js');
   const rt = openRuntime({ backend: opts.backend });
   if (rt.selection.notice) io.err(`${rt.selection.notice}\n`);
   try {

@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { propertyParams } from '../testing/property.js';
 import { ErrorCode, isGpuError } from '../errors.js';
-import { openRuntime } from '../memory/runtime.js';
+import { openRuntime } from '../runtime/runtime.js';
 import { runCli } from '../testing/harness.js';
 import type { BenchReport } from '../formats/bench-schema.js';
 import { loadNccl, NcclCommunicator, NCCL_PROTOTYPES } from './nccl.js';

@@ -6,7 +6,7 @@
  */
 import { ErrorCode, GpuError } from '../errors.js';
 import { SourcedDeviceMemory } from '../memory/allocation.js';
-import type { Runtime } from '../memory/runtime.js';
+import type { MemoryRuntime as Runtime } from '../memory/runtime.js';
 import { checkSize } from '../memory/validate.js';
 import { loadNccl, type NcclLibrary } from '../backend/native/nccl-ffi.js';
 import type { Stream } from '../stream/stream.js';

@@ -5,7 +5,7 @@
  */
 import { ErrorCode, GpuError } from '../errors.js';
 import type { Allocation } from '../memory/allocation.js';
-import type { Runtime } from '../memory/runtime.js';
+import type { MemoryRuntime as Runtime } from '../memory/runtime.js';
 import { bufferBytes, checkCall, DTYPES, type CollectiveCall, type DType, type Reduction } from './types.js';
 
 type Typed = Int8Array | Uint8Array | Int32Array | Uint32Array | Float32Array | Float64Array;

@@ -5,7 +5,7 @@ import { GpuEvent, type EventCreateOptions } from '../stream/event.js';
 import { Stream, type StreamCreateOptions } from '../stream/stream.js';
 import { KernelModule } from '../kernels/module.js';
 import { DeviceAllocation, ManagedAllocation } from './allocation.js';
-import type { Runtime } from './runtime.js';
+import type { MemoryRuntime as Runtime } from './runtime.js';
 import { checkInteger, checkSize } from './validate.js';
 
 /** Options of device memory. AMD only; refused with UNSUPPORTED elsewhere. */

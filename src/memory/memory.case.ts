@@ -7,7 +7,7 @@ import { test, type TestContext } from 'node:test';
 import { ErrorCode, GpuError, OutOfMemoryError } from '../errors.js';
 import { BENCH_KERNELS, patternWord } from '../kernels/bench-kernels.js';
 import type { Allocation, MemoryKind } from './allocation.js';
-import type { Runtime } from './runtime.js';
+import type { MemoryRuntime as Runtime } from './runtime.js';
 
 /** Allocates one allocation of each kind the backend supports on device 0. */
 export function allocEveryKind(rt: Runtime, bytes: number): Record<MemoryKind | 'registered', Allocation> {

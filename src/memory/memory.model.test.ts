@@ -9,7 +9,7 @@ import { propertyParams } from '../testing/property.js';
 import { ErrorCode, GpuError } from '../errors.js';
 import type { Allocation } from './allocation.js';
 import { read } from './memory.case.js';
-import { openRuntime, type Runtime } from './runtime.js';
+import { openRuntime, type Runtime } from '../runtime/runtime.js';
 
 type Kind = 'device' | 'pinned' | 'mapped' | 'managed' | 'pageable';
 type Op =

@@ -1,27 +1,14 @@
 /**
- * The entry point of the library: a Runtime opens a backend and hands out typed allocations, streams, events and
- * kernels per device. Every argument is checked here, before the backend sees it.
- *
- * ```ts
- * using rt = openRuntime();                       // hip, cuda or host
- * const gpu = rt.device(0);
- * using src = rt.allocPinned(64 * MiB);
- * using dst = gpu.alloc(64 * MiB);
- * using s = gpu.createStream();
- * rt.copy(dst, src, { stream: s });
- * await s.synchronize();
- * ```
+ * The core of a runtime: a backend and its devices, typed allocations, copies and fills, streams and events, and the
+ * registry of live allocations. Every argument is checked here, before the backend sees it. The layers above
+ * (pool/, transfer/, collectives/) type against this class; the facade that adds transfers, batches, graphs and
+ * pipelines, and `openRuntime()`, is `Runtime` in runtime/runtime.ts.
  */
 import { DisposedError, ErrorCode, GpuError, InvalidArgumentError, OutOfMemoryError } from '../errors.js';
 import type { Backend, DeviceInfo, MemLocation } from '../backend/backend.js';
-import { openBackend, type BackendSelection, type OpenBackendOptions } from '../backend/select.js';
+import type { BackendSelection } from '../backend/select.js';
 import { Device } from './device.js';
 import { numaNodes } from '../backend/sysfs.js';
-import { BatchMemo, planBatch, type BatchCopy, type BatchResult, type PreparedBatch } from '../transfer/batch.js';
-import { captureGraph, type CapturedGraph, type CaptureScope } from '../transfer/graph.js';
-import type { HostBuffer } from '../transfer/host-buffer.js';
-import { runPipeline, type PipelineOptions, type PipelineResult } from '../transfer/pipeline.js';
-import { Stager, type StagerOptions, type TransferOptions, type TransferResult } from '../transfer/stager.js';
 import { GpuEvent, type EventOwner } from '../stream/event.js';
 import { Stream, type StreamOwner } from '../stream/stream.js';
 import type { KernelOwner, PointerArg } from '../kernels/module.js';
@@ -37,6 +24,7 @@ import {
 } from './allocation.js';
 import { planCopy, planFill, type CopyDirection, type CopyOptions, type FillOptions, type MemoryRef, type PlannedCopy } from './copy.js';
 import { AllocationRegistry } from './registry.js';
+import { describeValue, isJsBuffer } from './describe.js';
 import { checkInteger, checkSize } from './validate.js';
 
 export type { CopyOptions, FillOptions, MemoryRef, CopyDirection };
@@ -59,13 +47,11 @@ export interface PageableAllocOptions {
 /** Counts of live allocations per kind. */
 export type LiveMemory = Record<MemoryKind, { count: number; bytes: number }>;
 
-/** Options of {@link openRuntime}. */
-export type OpenRuntimeOptions = OpenBackendOptions;
-
 /**
- * A backend and its devices. Disposing it frees every allocation, stream and event still live.
+ * A backend and its devices. Disposing it frees every allocation, stream and event still live, after whatever the
+ * layers above registered as dependents (stagers, graphs).
  */
-export class Runtime implements AllocationOwner, StreamOwner, EventOwner, KernelOwner, Disposable {
+export class MemoryRuntime implements AllocationOwner, StreamOwner, EventOwner, KernelOwner, Disposable {
   readonly backend: Backend;
   readonly selection: BackendSelection;
   readonly devices: readonly Device[];
@@ -76,12 +62,8 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
   readonly events = new Set<GpuEvent>();
   private open = true;
   private readonly deviceFacts = new Map<number, DeviceInfo>();
-  /** The stager per device that rt.upload and rt.download use, made on first use. */
-  private readonly defaultStagers = new Map<number, Stager>();
-  /** Every stager of this runtime (the default ones and those made with createStager). */
-  private readonly stagers = new Set<Stager>();
-  private readonly batches = new BatchMemo();
-  private readonly graphs = new Set<CapturedGraph>();
+  /** What the layers above made on this runtime (stagers, graphs): disposed first, newest first. */
+  private readonly dependents = new Set<Disposable>();
   /** @internal Streams being captured right now. */
   capturing = 0;
 
@@ -276,7 +258,8 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
 
   /**
    * The live allocation containing a raw address, and the offset in it.
-   * @throws InvalidArgumentError (FOREIGN_ADDRESS) when no live allocation of this runtime contains it.
+   * @throws InvalidArgumentError (FOREIGN_ADDRESS) when no live allocation of this runtime contains it; INVALID_ARGUMENT
+   *   for anything but an allocation or a number (a JS buffer: the message says to use rt.upload / rt.download).
    */
   resolve(ref: MemoryRef, what = 'address'): { allocation: Allocation; offset: number } {
     if (ref instanceof Allocation) {
@@ -284,9 +267,11 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
       ref.assertLive(what);
       return { allocation: ref, offset: 0 };
     }
-    if (typeof ref !== 'number' || !Number.isInteger(ref) || ref < 0) {
-      throw new InvalidArgumentError(`${what}: expected an allocation or an address, got ${String(ref)}`, ErrorCode.FOREIGN_ADDRESS);
+    if (typeof ref !== 'number') {
+      const fix = isJsBuffer(ref) ? ': a JS buffer moves to and from device memory with rt.upload / rt.download' : '';
+      throw new InvalidArgumentError(`${what}: expected an allocation or an address, got ${describeValue(ref)}${fix}`);
     }
+    if (!Number.isInteger(ref) || ref < 0) throw new InvalidArgumentError(`${what}: ${ref} is not an address`, ErrorCode.FOREIGN_ADDRESS);
     const found = this.registry.find(ref);
     if (!found) throw new InvalidArgumentError(`${what}: 0x${ref.toString(16)} is not inside any live allocation of this runtime`, ErrorCode.FOREIGN_ADDRESS);
     return found;
@@ -302,101 +287,12 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
     return out;
   }
 
-  // ---- transfers ----------------------------------------------------------------------------------------
-
-  /**
-   * Copies a JS buffer (or pageable, pinned, mapped memory) into device or managed memory, the fastest way this
-   * machine has: pageable memory through the device's stager (pinned chunks filled by several threads while the copy
-   * engine moves the one before), pinned and registered memory directly. Resolves with the path it took and its rate.
-   * @throws (rejects) InvalidArgumentError before anything is copied; GpuError ABORTED, BUSY; DisposedError
-   */
-  upload(dst: MemoryRef, src: HostBuffer, options: TransferOptions = {}): Promise<TransferResult> {
-    try {
-      return this.stagerFor(dst, 'upload destination').upload(dst, src, options);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-  }
-
-  /**
-   * Copies device or managed memory into a JS buffer (or pageable, pinned, mapped memory). See {@link upload}.
-   * @throws as upload
-   */
-  download(dst: HostBuffer, src: MemoryRef, options: TransferOptions = {}): Promise<TransferResult> {
-    try {
-      return this.stagerFor(src, 'download source').download(dst, src, options);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-  }
-
-  /**
-   * A stager of its own shape (thread count, chunk size, ring depth) for one device; disposed with the runtime if
-   * not before.
-   * @throws InvalidArgumentError for options out of range (a chunk below 4 KiB, a ring beyond the pinned budget)
-   */
-  createStager(options: StagerOptions = {}): Stager {
-    this.assertOpen();
-    const st = new Stager(this, options);
-    this.stagers.add(st);
-    return st;
-  }
-
-  private stagerFor(ref: MemoryRef, what: string): Stager {
-    const device = this.resolve(ref, what).allocation.device ?? 0;
-    let st = this.defaultStagers.get(device);
-    if (!st) {
-      st = this.createStager({ device });
-      this.defaultStagers.set(device, st);
-    }
-    return st;
-  }
-
-  /**
-   * Enqueues many copies on `stream` at once: one native call where the runtime has a batch call, else one call
-   * per copy. Every copy is checked first, against its memory and against the others (no overlaps). Called again
-   * with the same array and unchanged copies (as a training step does), it runs the batch checked before after
-   * comparing each copy with it and checking that the memory is still live.
-   * @throws InvalidArgumentError (sizes, bounds, overlaps, WRONG_DEVICE), DisposedError
-   */
-  copyBatch(copies: readonly BatchCopy[], options: { stream: Stream }): BatchResult {
-    return this.batches.run(this, copies, options?.stream);
-  }
-
-  /** Checks a batch once, to enqueue it many times ({@link copyBatch} checks on every call). */
-  prepareBatch(copies: readonly BatchCopy[], options: { stream: Stream }): PreparedBatch {
-    return planBatch(this, copies, options?.stream);
-  }
-
-  /**
-   * Records the work `record` enqueues on `stream` into a graph, launched later with one call
-   * (`await graph.launch()`); host functions go in with the scope's `onHost`.
-   * @throws GpuError UNSUPPORTED without graphs, INVALID_STATE for the default stream; what `record` throws
-   */
-  capture(stream: Stream, record: (scope: CaptureScope) => void): CapturedGraph {
-    return captureGraph(this, stream, record);
-  }
-
-  /**
-   * Upload, compute and download over chunks on two streams, double-buffered; reports the overlap reached.
-   * @throws InvalidArgumentError for host memory that is not pinned or mapped, or sizes that do not fit
-   */
-  pipeline(options: PipelineOptions): Promise<PipelineResult> {
-    return runPipeline(this, options);
-  }
-
   /**
    * The host NUMA node of `device`, where the machine has several nodes and the device reports one; undefined
    * otherwise (one node: every placement is local).
    */
   numaNodeFor(device: number): number | undefined {
-    if (numaNodes().length < 2) return undefined;
-    let info = this.deviceFacts.get(device);
-    if (info?.numaNode === undefined) {
-      info = { ...info, ...this.backend.deviceInfo(device) };
-      this.deviceFacts.set(device, info);
-    }
-    return info.numaNode;
+    return numaNodes().length < 2 ? undefined : this.fact(device, 'numaNode');
   }
 
   /** True once the runtime was disposed. */
@@ -407,10 +303,9 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
   /** Frees everything still live and releases the backend. A second call does nothing. */
   [Symbol.dispose](): void {
     if (!this.open) return;
-    // Transfers first: their threads and streams stop before the memory they use is freed.
-    for (const st of this.stagers) st[Symbol.dispose]();
-    this.stagers.clear();
-    for (const g of [...this.graphs]) g[Symbol.dispose]();
+    // Dependents first (stagers, graphs): their threads and streams stop before the memory they use is freed.
+    for (const d of [...this.dependents].reverse()) d[Symbol.dispose]();
+    this.dependents.clear();
     for (const a of this.registry.all()) {
       try {
         a.forceFree();
@@ -433,14 +328,14 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
     return a;
   }
 
-  /** @internal */
-  adoptGraph(g: CapturedGraph): void {
-    this.graphs.add(g);
+  /** @internal Something of a layer above, disposed before the memory when the runtime is. */
+  adoptDependent(d: Disposable): void {
+    this.dependents.add(d);
   }
 
   /** @internal */
-  forgetGraph(g: CapturedGraph): void {
-    this.graphs.delete(g);
+  forgetDependent(d: Disposable): void {
+    this.dependents.delete(d);
   }
 
   /** @internal */
@@ -478,18 +373,13 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
     let total = this.deviceFacts.get(device)?.totalBytes;
     if (total === undefined) {
       total = this.backend.memGetInfo(device).totalBytes;
-      this.deviceFacts.set(device, { index: device, totalBytes: total });
+      this.deviceFacts.set(device, { ...this.deviceFacts.get(device), index: device, totalBytes: total });
     }
     if (bytes > total) {
-      throw new OutOfMemoryError(
-        `out of memory: ${what} of ${bytes} bytes is larger than device ${device}'s ${total} bytes`,
-        {
-          requestedBytes: bytes,
-          device,
-          totalBytes: total,
-        },
-        { backend: this.backend.name },
-      );
+      const details = { requestedBytes: bytes, device, totalBytes: total };
+      throw new OutOfMemoryError(`out of memory: ${what} of ${bytes} bytes is larger than device ${device}'s ${total} bytes`, details, {
+        backend: this.backend.name,
+      });
     }
   }
 
@@ -531,7 +421,7 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
       );
     }
     let base = a.deviceAddress;
-    if (base === undefined && a.kind === 'pageable' && this.pageableAccess(device)) base = a.address;
+    if (base === undefined && a.kind === 'pageable' && this.fact(device, 'pageableMemoryAccess') === true) base = a.address;
     if (base === undefined) {
       throw new InvalidArgumentError(
         `${what}: ${a.kind} memory is not reachable from device ${device} (register it, or use pinned or mapped memory)`,
@@ -541,21 +431,13 @@ export class Runtime implements AllocationOwner, StreamOwner, EventOwner, Kernel
     return base + offset;
   }
 
-  private pageableAccess(device: number): boolean {
+  /** A fact of the device's info, read from the backend once. */
+  private fact<K extends keyof DeviceInfo>(device: number, key: K): DeviceInfo[K] {
     let info = this.deviceFacts.get(device);
-    if (info?.pageableMemoryAccess === undefined) {
+    if (info?.[key] === undefined) {
       info = { ...info, ...this.backend.deviceInfo(device) };
       this.deviceFacts.set(device, info);
     }
-    return info.pageableMemoryAccess === true;
+    return info[key];
   }
-}
-
-/**
- * Opens a runtime on the requested backend (`backend` option, else GPUMEM_BACKEND, else detection: hip, cuda, host).
- * When detection falls back to the host backend, `runtime.selection.notice` says why.
- * @throws InvalidArgumentError for an unknown backend name; BackendUnavailableError when a requested backend cannot load.
- */
-export function openRuntime(options: OpenRuntimeOptions = {}): Runtime {
-  return new Runtime(openBackend(options));
 }

@@ -8,7 +8,7 @@ import type { Backend } from '../backend/backend.js';
 import { createHostBackend } from '../backend/host/host-backend.js';
 import { ErrorCode, GpuError } from '../errors.js';
 import { BENCH_KERNELS } from '../kernels/bench-kernels.js';
-import { Runtime, openRuntime } from './runtime.js';
+import { Runtime, openRuntime } from '../runtime/runtime.js';
 
 function spied(): { rt: Runtime; calls: string[] } {
   const calls: string[] = [];

@@ -14,7 +14,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
 import { ErrorCode, GpuError, InvalidArgumentError } from '../errors.js';
-import { openRuntime, type Runtime } from '../memory/runtime.js';
+import { openRuntime, type Runtime } from '../runtime/runtime.js';
 import { CachingPool } from '../pool/caching-pool.js';
 import { DeviceResource } from '../pool/sources.js';
 import { main } from '../cli/program.js';

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { DeviceMemoryUse } from '../backend/backend.js';
 import { ErrorCode, InvalidArgumentError } from '../errors.js';
-import type { Runtime } from '../memory/runtime.js';
+import type { Runtime } from '../runtime/runtime.js';
 import type { PoolStats } from '../pool/stats.js';
 
 /** A process holding memory on a device. */

@@ -7,7 +7,7 @@
 import { ErrorCode, InvalidArgumentError, OutOfMemoryError } from '../errors.js';
 import type { Backend, VirtualMemoryApi } from '../backend/backend.js';
 import type { Device } from '../memory/device.js';
-import type { Runtime } from '../memory/runtime.js';
+import type { MemoryRuntime as Runtime } from '../memory/runtime.js';
 import { ReservedDeviceRange } from '../memory/allocation.js';
 
 /** Address space with physical memory mapped in chunks; a chunk is unmapped whole. */

@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ErrorCode, GpuError, OutOfMemoryError } from '../errors.js';
-import { openRuntime, type Runtime } from '../memory/runtime.js';
+import { openRuntime, type Runtime } from '../runtime/runtime.js';
 import { LimitingAdaptor, LoggingAdaptor, StatisticsAdaptor, TrackingAdaptor } from './adaptors.js';
 import { CachingPool } from './caching-pool.js';
 import { SimulatedGrowableSource, VmmSource } from './growable.js';

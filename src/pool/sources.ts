@@ -6,7 +6,7 @@ import { DisposedError, ErrorCode, InvalidArgumentError, OutOfMemoryError } from
 import type { Backend } from '../backend/backend.js';
 import type { Allocation, MemoryKind, PinnedOptions } from '../memory/allocation.js';
 import type { Device } from '../memory/device.js';
-import type { Runtime } from '../memory/runtime.js';
+import type { MemoryRuntime as Runtime } from '../memory/runtime.js';
 import { checkSize } from '../memory/validate.js';
 import { streamKey, type AllocateOptions, type DeallocateOptions } from './memory-resource.js';
 import { ResourceBase } from './resource-base.js';

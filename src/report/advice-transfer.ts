@@ -2,6 +2,7 @@
 import type { BenchResult } from '../formats/bench-schema.js';
 import { formatBytes } from '../units.js';
 import { batchCall, f1, type RuleContext } from './figures.js';
+import { transferProgramAdvice } from './transfer-advice.js';
 
 /** rt.upload against the runtime's pageable copy, copyBatch against one-by-one copies, captured chains. */
 export function transferAdvice(c: RuleContext): void {
@@ -60,4 +61,5 @@ export function transferAdvice(c: RuleContext): void {
       evidence: [ev('chain of 100, per operation, graph', chainGraph, 'µs'), ev('chain of 100, per operation, one by one', chainOne, 'µs')],
     });
   }
+  transferProgramAdvice(c);
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { openRuntime } from '../memory/runtime.js';
+import { openRuntime } from '../runtime/runtime.js';
 import { renderInfo } from '../render/info-text.js';
 import { collectInfo } from './info.js';
 

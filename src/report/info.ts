@@ -1,7 +1,7 @@
 /** What `gpumem info` reports: backend, versions, libraries and each device's facts. */
 import type { DeviceInfo, LibraryRecord, PeerLink } from '../backend/backend.js';
 import type { BackendAttempt } from '../backend/select.js';
-import type { Runtime } from '../memory/runtime.js';
+import type { Runtime } from '../runtime/runtime.js';
 
 /** The JSON shape of `gpumem info --json`. Values that could not be read are absent. */
 export interface InfoReport {

@@ -2,7 +2,7 @@
  * `gpumem report`, gpumem's main job: what this machine's memory system is (info), what it measures (a quick
  * bench), and which memory to use for training, inference and preprocessing (advice tied to the figures).
  */
-import type { Runtime } from '../memory/runtime.js';
+import type { Runtime } from '../runtime/runtime.js';
 import { runBench } from '../bench/run-bench.js';
 import type { BenchOptions } from '../bench/context.js';
 import type { BenchReport } from '../formats/bench-schema.js';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { ErrorCode, isGpuError } from '../errors.js';
 import { SafetensorsError, serializeSafetensors, type SafetensorsProblem } from '../formats/safetensors.js';
-import type { Runtime } from '../memory/runtime.js';
+import type { Runtime } from './runtime.js';
 import { deviceBytes, hostRuntime, openFds, refused, scratchFolder, sharded, specFile } from '../testing/safetensors-files.js';
 import { loadSafetensors } from './safetensors.js';
 import { PinnedFileMover, type FileMover } from './safetensors-io.js';

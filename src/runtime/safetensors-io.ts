@@ -1,17 +1,16 @@
 /**
  * Moving a byte range of an open file to device memory and back, for the safetensors loader and writer.
  *
- * The loader and writer only call the two function types below. Until the runtime has `rt.uploadFile` and
- * `rt.downloadFile` (pread straight into the stager's pinned ring on its copier threads, O_DIRECT or cuFile where
- * they work), {@link PinnedFileMover} implements them with what the runtime has: a few pinned slots that the file
- * is read into by libuv's threads (fs `read`, several pieces in flight) while `rt.upload` copies the piece before
- * to the device, directly from pinned memory. SWITCH TO rt.uploadFile / rt.downloadFile: {@link runtimeFileMover}.
+ * The loader and writer only call the two function types below. {@link runtimeFileMover} implements them with the
+ * runtime's file transfers (`rt.uploadFile` / `rt.downloadFile`: pread straight into the stager's pinned ring on its
+ * copier threads, O_DIRECT or cuFile where they work); {@link PinnedFileMover}, a few pinned slots read into by
+ * libuv's threads while `rt.upload` copies the piece before, remains for callers that pass it as their mover.
  */
 import { open, type FileHandle } from 'node:fs/promises';
 import { ErrorCode, GpuError, InvalidArgumentError } from '../errors.js';
 import { SafetensorsError } from '../formats/safetensors.js';
 import type { Allocation, PinnedAllocation } from '../memory/allocation.js';
-import type { Runtime } from '../memory/runtime.js';
+import type { Runtime } from './runtime.js';
 
 /** How the bytes went: through host memory ('buffered'), with O_DIRECT ('direct'), or by GPUDirect Storage. */
 export type FilePath = 'buffered' | 'direct' | 'cufile';
@@ -187,12 +186,44 @@ export class PinnedFileMover implements FileMover {
 }
 
 /**
- * The mover the loader and writer use by default. SWITCH TO rt.uploadFile / rt.downloadFile here once the runtime
- * has them: `{ toDevice: (dst, file, r) => rt.uploadFile(dst, file, { offset: r.offset, bytes: r.bytes, dstOffset:
- * r.deviceOffset, signal: r.signal }), toFile: (file, src, r) => rt.downloadFile(file, src, {...}), dispose: nothing }`.
+ * The mover the loader and writer use by default: the runtime's own file transfers (rt.uploadFile / rt.downloadFile:
+ * the file read on the copy threads straight into the stager's pinned ring, O_DIRECT or cuFile where they pay), their
+ * failures told in the format's terms (a file that ends early is `truncated`, an I/O error `read-failed` or
+ * `write-failed`). `largestRange` is no longer needed: the stager's ring serves every range.
  */
-export function runtimeFileMover(rt: Runtime, largestRange: number): FileMover {
-  return new PinnedFileMover(rt, { largestRange });
+export function runtimeFileMover(rt: Runtime, _largestRange: number): FileMover {
+  const told = (e: unknown, problem: 'read-failed' | 'write-failed', what: string): unknown => {
+    if (!(e instanceof GpuError)) return e;
+    if ((e.code === ErrorCode.IO_ERROR && e.statusName === 'EOF') || (problem === 'read-failed' && e.code === ErrorCode.OUT_OF_BOUNDS)) {
+      return new SafetensorsError('truncated', e.message, undefined, e);
+    }
+    if (e.code === ErrorCode.IO_ERROR) return new SafetensorsError(problem, `${what} failed (${e.statusName ?? e.message})`, undefined, e);
+    return e;
+  };
+  return {
+    toDevice: async (dst, file, r) => {
+      try {
+        const res = await rt.uploadFile(dst, file, { offset: r.offset, bytes: r.bytes, dstOffset: r.deviceOffset, ...(r.signal ? { signal: r.signal } : {}) });
+        return { path: res.path };
+      } catch (e) {
+        throw told(e, 'read-failed', `reading ${r.bytes} bytes at byte ${r.offset}`);
+      }
+    },
+    toFile: async (file, src, r) => {
+      try {
+        const res = await rt.downloadFile(file, src, {
+          offset: r.offset,
+          bytes: r.bytes,
+          srcOffset: r.deviceOffset,
+          ...(r.signal ? { signal: r.signal } : {}),
+        });
+        return { path: res.path };
+      } catch (e) {
+        throw told(e, 'write-failed', `writing ${r.bytes} bytes at byte ${r.offset}`);
+      }
+    },
+    [Symbol.dispose]: () => {},
+  };
 }
 
 /**

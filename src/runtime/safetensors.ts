@@ -30,7 +30,7 @@ import {
 import { parseShardIndex } from '../formats/safetensors-index.js';
 import { Allocation } from '../memory/allocation.js';
 import { Device } from '../memory/device.js';
-import { Runtime } from '../memory/runtime.js';
+import { Runtime } from './runtime.js';
 import { readRange, runtimeFileMover, writeFully, type FileMover, type FilePath } from './safetensors-io.js';
 
 /** A tensor in device memory: its place in the allocation and where it came from. */
@@ -174,6 +174,7 @@ export async function loadSafetensors(path: string, device: Device, options: Loa
   const t0 = performance.now();
   if (!(device instanceof Device)) throw new InvalidArgumentError('loadSafetensors: expected a device (rt.device(n))');
   const rt = device.runtime;
+  if (!(rt instanceof Runtime)) throw new InvalidArgumentError('device: a device of a runtime opened with openRuntime() (the transfer engine moves the file)');
   rt.assertOpen();
   if (typeof path !== 'string' || path === '') throw new InvalidArgumentError('loadSafetensors: expected a path');
   const filter = options.filter;

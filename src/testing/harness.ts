@@ -1,7 +1,7 @@
 /** What tests share: running the CLI in-process, and opening a generated HTML page in a real headless Chromium. */
 import { existsSync } from 'node:fs';
 import { main } from '../cli/program.js';
-import type { Runtime } from '../memory/runtime.js';
+import type { Runtime } from '../runtime/runtime.js';
 
 /** Runs `gpumem ARGS` in this process and collects its exit code, stdout and stderr. */
 export async function runCli(args: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -54,7 +54,7 @@ export async function withChromiumPage<T>(file: string, fn: (page: import('playw
  * naming the reason for each that has none: how the conformance suites reach every backend with a device.
  */
 export async function forEachGpuBackend(suite: string, register: (name: 'cuda' | 'hip', open: () => Runtime) => void): Promise<void> {
-  const { openRuntime } = await import('../memory/runtime.js');
+  const { openRuntime } = await import('../runtime/runtime.js');
   const { test } = await import('node:test');
   const { default: assert } = await import('node:assert/strict');
   const { systemSeesGpu } = await import('../backend/system-devices.js');

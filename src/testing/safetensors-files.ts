@@ -10,7 +10,7 @@ import { after } from 'node:test';
 import { ErrorCode } from '../errors.js';
 import { SafetensorsError, serializeSafetensors, type SafetensorsHostTensor, type SafetensorsProblem } from '../formats/safetensors.js';
 import type { Allocation } from '../memory/allocation.js';
-import { openRuntime, type Runtime } from '../memory/runtime.js';
+import { openRuntime, type Runtime } from '../runtime/runtime.js';
 
 /** A folder of the test file's own, removed when its tests end; `fresh()` answers a new path in a new sub-folder. */
 export function scratchFolder(): { dir: string; fresh: (name?: string) => string; folder: () => string } {

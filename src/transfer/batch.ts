@@ -15,7 +15,7 @@ import { ErrorCode, InvalidArgumentError } from '../errors.js';
 import type { BatchLocation, BatchOutcome, CopyKind, NativeCopyBatch } from '../backend/backend.js';
 import { Allocation } from '../memory/allocation.js';
 import { copyDirection, type MemoryRef } from '../memory/copy.js';
-import type { Runtime } from '../memory/runtime.js';
+import type { MemoryRuntime } from '../memory/runtime.js';
 import { checkRange, checkSize } from '../memory/validate.js';
 import type { Stream } from '../stream/stream.js';
 
@@ -64,7 +64,7 @@ function operandKind(a: Allocation): number {
  * Checks the copies of a batch and packs them for the native call.
  * @throws InvalidArgumentError (sizes, bounds, WRONG_DEVICE, an overlap between copies), DisposedError
  */
-export function planBatch(rt: Runtime, copies: readonly BatchCopy[], stream: Stream): PreparedBatch {
+export function planBatch(rt: MemoryRuntime, copies: readonly BatchCopy[], stream: Stream): PreparedBatch {
   rt.assertOpen();
   if (!Array.isArray(copies)) throw new InvalidArgumentError('copyBatch: expected an array of copies');
   const n = copies.length;
@@ -364,7 +364,7 @@ interface Checked {
 export class BatchMemo {
   private readonly seen = new WeakMap<readonly BatchCopy[], Checked>();
 
-  run(rt: Runtime, copies: readonly BatchCopy[], stream: Stream): BatchResult {
+  run(rt: MemoryRuntime, copies: readonly BatchCopy[], stream: Stream): BatchResult {
     const hit = Array.isArray(copies) ? this.seen.get(copies) : undefined;
     if (hit && hit.stream === stream && unchanged(hit, copies)) {
       rt.assertOpen();

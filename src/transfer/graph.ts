@@ -8,7 +8,7 @@
  * are refused with INVALID_STATE before the runtime sees them.
  */
 import { DisposedError, ErrorCode, GpuError, InvalidArgumentError } from '../errors.js';
-import type { Runtime } from '../memory/runtime.js';
+import type { MemoryRuntime } from '../memory/runtime.js';
 import type { Stream } from '../stream/stream.js';
 
 /** What the capture callback can add besides ordinary stream work. */
@@ -26,7 +26,7 @@ export class CapturedGraph implements Disposable {
 
   /** @internal */
   constructor(
-    private readonly rt: Runtime,
+    private readonly rt: MemoryRuntime,
     /** The stream it was captured on: the default stream of launches. */
     readonly stream: Stream,
     private readonly graph: number,
@@ -79,7 +79,7 @@ export class CapturedGraph implements Disposable {
   [Symbol.dispose](): void {
     if (!this.live) return;
     this.live = false;
-    this.rt.forgetGraph(this);
+    this.rt.forgetDependent(this);
     const usable = (): boolean => !this.rt.disposed && this.rt.backend.unusableReason === undefined;
     const finish = (): void => {
       if (usable()) {
@@ -109,7 +109,7 @@ export class CapturedGraph implements Disposable {
  * it returns or throws (then nothing is kept and the error is rethrown).
  * @throws GpuError UNSUPPORTED without graphs, INVALID_STATE for the default stream or a stream already captured.
  */
-export function captureGraph(rt: Runtime, stream: Stream, record: (scope: CaptureScope) => void): CapturedGraph {
+export function captureGraph(rt: MemoryRuntime, stream: Stream, record: (scope: CaptureScope) => void): CapturedGraph {
   rt.assertOpen();
   rt.checkStream(stream);
   if (!rt.backend.capabilities.graphs) throw rt.unsupported('graph capture');
@@ -171,6 +171,6 @@ export function captureGraph(rt: Runtime, stream: Stream, record: (scope: Captur
     throw e;
   }
   const g = new CapturedGraph(rt, stream, graph!, exec, hostNodes, releases, failures);
-  rt.adoptGraph(g);
+  rt.adoptDependent(g);
   return g;
 }

@@ -20,6 +20,10 @@ export interface ResolvedHost {
   bytes: number;
   /** pinned / mapped memory can be copied from directly; pageable cannot. */
   kind: 'pageable' | 'pinned' | 'mapped' | 'registered';
+  /** The whole buffer (its ArrayBuffer or allocation): transfers touching the same buffer share it (the hazard check). */
+  key: object;
+  /** The address of the key's first byte. */
+  keyBase: number;
   /** Gives back what resolving took (the backend's record of an adopted buffer). */
   release(): void;
 }
@@ -37,7 +41,7 @@ export function resolveHost(backend: Backend, buffer: HostBuffer, what: string):
     }
     const registered = buffer.kind === 'pageable' && (buffer as { isRegistered?: boolean }).isRegistered === true;
     const kind = buffer.kind === 'pageable' ? (registered ? 'registered' : 'pageable') : buffer.kind;
-    return { allocation: buffer, address: buffer.address, bytes: buffer.bytes, kind, release: () => {} };
+    return { allocation: buffer, address: buffer.address, bytes: buffer.bytes, kind, key: buffer, keyBase: buffer.address, release: () => {} };
   }
   if (typeof SharedArrayBuffer !== 'undefined' && buffer instanceof SharedArrayBuffer) {
     throw new InvalidArgumentError(
@@ -64,7 +68,15 @@ export function resolveHost(backend: Backend, buffer: HostBuffer, what: string):
   }
   if (ab.byteLength === 0 || length === 0) throw new InvalidArgumentError(`${what}: the buffer is empty (or detached)`, ErrorCode.INVALID_SIZE);
   const base = backend.adoptHostBuffer(ab);
-  return { allocation: undefined, address: base + offset, bytes: length, kind: 'pageable', release: () => backend.releaseHostBuffer(base) };
+  return {
+    allocation: undefined,
+    address: base + offset,
+    bytes: length,
+    kind: 'pageable',
+    key: ab,
+    keyBase: base,
+    release: () => backend.releaseHostBuffer(base),
+  };
 }
 
 /** Checks the range `[offset, offset + bytes)` of a transfer's side of `size` bytes; answers `bytes`. */

@@ -6,7 +6,7 @@
  */
 import { ErrorCode, InvalidArgumentError } from '../errors.js';
 import type { Allocation, DeviceAllocation } from '../memory/allocation.js';
-import type { Runtime } from '../memory/runtime.js';
+import type { MemoryRuntime } from '../memory/runtime.js';
 import { checkSize } from '../memory/validate.js';
 import type { GpuEvent } from '../stream/event.js';
 import type { Stream } from '../stream/stream.js';
@@ -55,7 +55,7 @@ export interface PipelineResult {
  * Runs the pipeline and resolves once every result is in `output`.
  * @throws InvalidArgumentError (host memory that is not pinned or mapped, sizes that do not fit), OutOfMemoryError
  */
-export async function runPipeline(rt: Runtime, o: PipelineOptions): Promise<PipelineResult> {
+export async function runPipeline(rt: MemoryRuntime, o: PipelineOptions): Promise<PipelineResult> {
   rt.assertOpen();
   const dev = rt.device(o.device ?? 0);
   for (const [what, a] of [

@@ -1,88 +1,43 @@
-/**
- * Staged transfers between a program's ordinary (pageable) memory and device or managed memory: the fastest way to
- * move a JS buffer to a GPU and back. A pageable copy through the runtime goes through the driver's own bounce
- * buffer on one thread; here the data goes through a ring of pinned chunks instead, filled (or drained) by several
- * host threads while the copy engine moves the chunk before it:
- *
- *   upload:   pageable --(threads, memcpy)--> pinned chunk k --(copy engine)--> device   (chunk k+1 filled meanwhile)
- *   download: device --(copy engine)--> pinned chunk k --(threads, memcpy)--> pageable  (chunk k+1 copied meanwhile)
- *
- * A stager owns its ring, its host copier and its stream, reuses them between transfers and runs one transfer at a
- * time (others wait their turn). Pinned and mapped sources are copied directly, registered pageable memory too; a
- * transfer below `directBelow` bytes takes the runtime's pageable copy, which costs less than the round trip.
- *
- * Every argument is checked before anything is copied. The memory on both sides is held busy until the promise
- * settles (freeing it meanwhile is refused); on an error or an abort the stager waits for the chunks in flight,
- * then rejects, and the ring is ready for the next transfer.
- */
-import { DisposedError, ErrorCode, GpuError, InvalidArgumentError } from '../errors.js';
+import { DisposedError, ErrorCode, InvalidArgumentError } from '../errors.js';
 import type { HostCopier } from '../backend/backend.js';
-import { CopyKind } from '../backend/backend.js';
-import type { Allocation, PinnedAllocation } from '../memory/allocation.js';
 import type { MemoryRef } from '../memory/copy.js';
-import type { Runtime } from '../memory/runtime.js';
+import type { MemoryRuntime } from '../memory/runtime.js';
 import { checkInteger, checkSize } from '../memory/validate.js';
-import type { GpuEvent } from '../stream/event.js';
 import type { Stream } from '../stream/stream.js';
 import { transferDefaults } from './defaults.js';
+import { cufileTransfer, cufileUnavailable } from './cufile-path.js';
+import { openForRead, openForWrite, type FileRef, type OpenedFile } from './file-source.js';
+import { Flow, type Job, type JobMode, type Piece } from './flow.js';
+import { StagerResources } from './stager-host.js';
+import { checkOptions, choosePath, resolveDeviceSide, type DeviceSide } from './stager-checks.js';
 import { checkTransferRange, resolveHost, type HostBuffer, type ResolvedHost } from './host-buffer.js';
+import { Ring } from './ring.js';
+import type {
+  DownloadItem,
+  FileTransferOptions,
+  FileTransferResult,
+  ManyOptions,
+  ManyResult,
+  StagerOptions,
+  TransferOptions,
+  TransferPath,
+  TransferResult,
+  UploadItem,
+} from './transfer-types.js';
 
-/** How a stager is shaped. Defaults come from the machine (see defaults.ts). */
-export interface StagerOptions {
-  /** The device whose memory it transfers to and from (default 0). */
-  device?: number;
-  /** Host threads that copy between pageable memory and the pinned chunks. */
-  threads?: number;
-  /** Bytes of one pinned chunk (at least 4 KiB). */
-  chunkBytes?: number;
-  /** Chunks in the ring (2 to 64). */
-  depth?: number;
-  /** Transfers smaller than this take the runtime's pageable copy (0: always stage). */
-  directBelow?: number;
-  /** Place the pinned ring on the device's NUMA node when the machine has several (default true). */
-  numaLocal?: boolean;
-}
-
-/** One transfer's options. */
-export interface TransferOptions {
-  /** Bytes to transfer (default: the rest of the source after its offset). */
-  bytes?: number;
-  srcOffset?: number;
-  dstOffset?: number;
-  /** The device copies go on this stream, after the work already on it (default: the stager's own stream). */
-  stream?: Stream;
-  /** 'auto' (default) picks as the module comment says; 'staged' and 'direct' force a path for pageable memory. */
-  path?: 'auto' | 'staged' | 'direct';
-  /** Aborting stops after the chunks in flight; the promise rejects with ABORTED. */
-  signal?: AbortSignal;
-}
-
-/** The way a transfer went. */
-export type TransferPath = 'staged' | 'direct' | 'registered' | 'pinned';
-
-/** What a transfer did. */
-export interface TransferResult {
-  direction: 'upload' | 'download';
-  path: TransferPath;
-  bytes: number;
-  /** Pinned chunks used (1 for a direct copy). */
-  chunks: number;
-  /** Host threads that copied (0 for a direct copy). */
-  threads: number;
-  chunkBytes: number;
-  /** Wall-clock seconds from the call to the promise settling (GB = 1e9 bytes; one-way bytes). */
-  seconds: number;
-  gbps: number;
-}
-
-/** The device side of a transfer, resolved and checked. */
-interface DeviceSide {
-  allocation: Allocation;
-  /** Offset inside the allocation, the caller's offset included. */
-  offset: number;
-}
+export type * from './transfer-types.js';
 
 const KiB = 1024;
+
+/** What one item of a transfer resolved to, before it becomes a piece. */
+interface Checked {
+  dev: DeviceSide;
+  host: ResolvedHost;
+  bytes: number;
+  hostAddress: number;
+  devOffset: number;
+  path: TransferPath;
+}
 
 export class Stager implements Disposable {
   readonly device: number;
@@ -91,24 +46,25 @@ export class Stager implements Disposable {
   readonly depth: number;
   readonly directBelow: number;
   readonly numaLocal: boolean;
-  private ring: PinnedAllocation | undefined;
-  private events: GpuEvent[] = [];
-  private copier: HostCopier | undefined;
-  private ownStream: Stream | undefined;
-  private queue: Promise<unknown> = Promise.resolve();
+  /** @internal */
+  readonly ring: Ring;
+  /** @internal */
+  readonly flow: Flow;
+  private readonly res: StagerResources;
   private disposed = false;
+  private warmed = false;
 
   /**
    * @throws InvalidArgumentError (INVALID_SIZE) for a chunk size below 4 KiB or a ring beyond the pinned budget,
    *   INVALID_ARGUMENT for a thread count or depth out of range or an unknown device.
    */
   constructor(
-    private readonly rt: Runtime,
+    readonly rt: MemoryRuntime,
     options: StagerOptions = {},
   ) {
     const d = transferDefaults();
     this.device = rt.device(options.device ?? 0).index;
-    this.threads = checkInteger(options.threads ?? d.threads, 'stager threads', 1, 64);
+    this.threads = options.copier ? options.copier.threads : checkInteger(options.threads ?? d.threads, 'stager threads', 1, 64);
     this.depth = checkInteger(options.depth ?? d.depth, 'stager depth', 2, 64);
     this.chunkBytes = checkSize(options.chunkBytes ?? d.chunkBytes, 'stager chunk', { max: d.pinnedBudgetBytes });
     if (this.chunkBytes < 4 * KiB) throw new InvalidArgumentError(`stager chunk: at least 4096 bytes, got ${this.chunkBytes}`, ErrorCode.INVALID_SIZE);
@@ -120,6 +76,23 @@ export class Stager implements Disposable {
     }
     this.directBelow = checkSize(options.directBelow ?? d.directBelow, 'stager directBelow', { allowZero: true });
     this.numaLocal = options.numaLocal ?? true;
+    const node = this.numaLocal ? rt.numaNodeFor(this.device) : undefined;
+    this.ring = new Ring(rt, this.device, this.chunkBytes, this.depth, node, () => this.res.pinner());
+    this.res = new StagerResources(rt, this.device, this.ring, this.threads, options.copier);
+    this.flow = new Flow(this.res);
+  }
+
+  /**
+   * Starts what the first transfer would otherwise wait for, in the background: the host threads, the stream and the
+   * ring's pinned chunks (on the host threads where they can pin, else one per turn of the event loop). Without it the
+   * first transfer pins one chunk itself and the others join as the threads deliver them.
+   */
+  warm(): void {
+    if (this.warmed || this.disposed || this.rt.disposed) return;
+    this.warmed = true;
+    this.copier();
+    this.stream();
+    this.ring.warm();
   }
 
   /**
@@ -128,7 +101,7 @@ export class Stager implements Disposable {
    *   NATIVE; DisposedError.
    */
   upload(dst: MemoryRef, src: HostBuffer, options: TransferOptions = {}): Promise<TransferResult> {
-    return this.enqueue(() => this.transfer('upload', dst, src, options));
+    return this.one('upload', dst, src, options);
   }
 
   /**
@@ -136,259 +109,337 @@ export class Stager implements Disposable {
    * @throws as upload.
    */
   download(dst: HostBuffer, src: MemoryRef, options: TransferOptions = {}): Promise<TransferResult> {
-    return this.enqueue(() => this.transfer('download', src, dst, options));
+    return this.one('download', src, dst, options);
   }
 
-  /** Runs transfers one at a time; arguments are checked at once, so a bad call rejects without waiting its turn. */
-  private enqueue(run: () => { start: () => Promise<TransferResult> }): Promise<TransferResult> {
-    let prepared: { start: () => Promise<TransferResult> };
+  /**
+   * Uploads a list of buffers, each to its place, as one transfer: small ones are packed into shared chunks and
+   * land with one batched copy per chunk. Every item is checked before anything is copied.
+   * @throws (rejects) InvalidArgumentError naming the item; as upload otherwise.
+   */
+  uploadMany(items: readonly UploadItem[], options: ManyOptions = {}): Promise<ManyResult> {
+    return this.many('upload', items, options);
+  }
+
+  /**
+   * Downloads device memory into a list of buffers as one transfer. See {@link uploadMany}.
+   * @throws as uploadMany.
+   */
+  downloadMany(items: readonly DownloadItem[], options: ManyOptions = {}): Promise<ManyResult> {
+    return this.many('download', items, options);
+  }
+
+  /**
+   * Reads a range of a file into device or managed memory through the ring, the reads done by the host threads
+   * (pread, O_DIRECT where the file is mostly not cached and the file system allows it) while the copy engine moves
+   * the chunk before. No JS buffer holds the data; files of any size.
+   * @throws (rejects) InvalidArgumentError (not a regular file, the range past the end: OUT_OF_BOUNDS, a destination
+   *   too small), GpuError IO_ERROR (open, read, a file that ends early), ABORTED, DisposedError.
+   */
+  uploadFile(dst: MemoryRef, file: FileRef, options: FileTransferOptions = {}): Promise<FileTransferResult> {
+    const t0 = performance.now();
     try {
-      if (this.disposed) throw new DisposedError('the stager was disposed');
-      prepared = run();
+      this.assertUsable();
+      const dev = this.resolveDevice(dst, 'uploadFile destination');
+      const stream = this.checkCommon(options, 'uploadFile', ['auto', 'direct', 'buffered', 'cufile']);
+      const copier = this.copier();
+      const noDirect = copier.readFile ? undefined : `the ${this.rt.backend.name} backend reads files through Node's fs, into memory not aligned for O_DIRECT`;
+      const cached = copier.cachedShare ? (fd: number, r: { offset: number; bytes: number }) => copier.cachedShare?.(fd, r.offset, r.bytes) : undefined;
+      const ask = options.path ?? 'auto';
+      const noCufile = ask === 'cufile' || ask === 'auto' ? cufileUnavailable(this.rt.backend.name, dev.allocation, ask === 'auto') : 'not asked';
+      const way = noCufile === undefined ? 'direct' : ask === 'cufile' ? 'buffered' : ask;
+      const opened = openForRead(file, {
+        offset: options.offset,
+        bytes: options.bytes,
+        path: way,
+        noDirect: noCufile === undefined ? undefined : noDirect,
+        cached,
+      });
+      const { range } = opened;
+      try {
+        const devRange = checkTransferRange(options.dstOffset, range.bytes, dev.allocation.bytes - dev.offset, 'uploadFile destination');
+        if (noCufile === undefined && opened.file.direct) {
+          return this.cufileJob('upload', dev, devRange.offset, opened.file, range.offset, range.bytes, options.stream, options.signal, t0);
+        }
+        const fallback = ask === 'cufile' ? `cuFile: ${noCufile ?? opened.file.fallback ?? 'O_DIRECT refused'}` : opened.file.fallback;
+        return this.fileJob('upload', dev, devRange.offset, opened.file, range.offset, range.bytes, stream, options.signal, t0, fallback);
+      } catch (e) {
+        opened.file.close();
+        throw e;
+      }
     } catch (e) {
       return Promise.reject(e);
-    }
-    const p = this.queue.then(() => prepared.start());
-    this.queue = p.catch(() => {});
-    return p;
-  }
-
-  /** Checks a transfer and answers the function that runs it. */
-  private transfer(direction: 'upload' | 'download', deviceRef: MemoryRef, hostBuf: HostBuffer, o: TransferOptions): { start: () => Promise<TransferResult> } {
-    const rt = this.rt;
-    rt.assertOpen();
-    const dev = this.resolveDevice(deviceRef, direction === 'upload' ? 'upload destination' : 'download source');
-    if (o.stream) {
-      rt.checkStream(o.stream);
-      if (o.stream.device !== this.device) {
-        throw new InvalidArgumentError(`the stream belongs to device ${o.stream.device}, the stager to device ${this.device}`, ErrorCode.WRONG_DEVICE);
-      }
-    }
-    if (o.path !== undefined && !['auto', 'staged', 'direct'].includes(o.path))
-      throw new InvalidArgumentError(`path must be auto, staged or direct, got ${String(o.path)}`);
-    if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw new InvalidArgumentError('signal: expected an AbortSignal');
-    const host = resolveHost(rt.backend, hostBuf, direction === 'upload' ? 'upload source' : 'download destination');
-    try {
-      const hostSideOffset = direction === 'upload' ? o.srcOffset : o.dstOffset;
-      const devSideOffset = direction === 'upload' ? o.dstOffset : o.srcOffset;
-      const hostRange = checkTransferRange(hostSideOffset, o.bytes, host.bytes, direction === 'upload' ? 'upload source' : 'download destination');
-      const bytes = hostRange.bytes;
-      const devRange = checkTransferRange(
-        devSideOffset,
-        bytes,
-        dev.allocation.bytes - dev.offset,
-        direction === 'upload' ? 'upload destination' : 'download source',
-      );
-      const path = this.pathFor(host, bytes, o.path ?? 'auto');
-      const job: Job = {
-        direction,
-        path,
-        bytes,
-        hostAddress: host.address + hostRange.offset,
-        devAllocation: dev.allocation,
-        devOffset: dev.offset + devRange.offset,
-        stream: o.stream,
-        signal: o.signal,
-      };
-      // Both sides are held busy from the call until the promise settles, waiting for its turn included.
-      job.devAllocation.hold();
-      host.allocation?.hold();
-      return { start: () => this.run(job, host) };
-    } catch (e) {
-      host.release();
-      throw e;
-    }
-  }
-
-  private resolveDevice(ref: MemoryRef, what: string): DeviceSide {
-    const { allocation, offset } = this.rt.resolve(ref, what);
-    if (allocation.kind !== 'device' && allocation.kind !== 'managed') {
-      throw new InvalidArgumentError(`${what}: expected device or managed memory, got ${allocation.kind} memory (copy between host buffers with rt.copy)`);
-    }
-    if (allocation.device !== this.device) {
-      throw new InvalidArgumentError(`${what}: the memory belongs to device ${allocation.device}, the stager to device ${this.device}`, ErrorCode.WRONG_DEVICE);
-    }
-    return { allocation, offset };
-  }
-
-  private pathFor(host: ResolvedHost, bytes: number, asked: 'auto' | 'staged' | 'direct'): TransferPath {
-    if (host.kind === 'pinned' || host.kind === 'mapped') return 'pinned';
-    if (host.kind === 'registered') return 'registered';
-    if (asked === 'direct') return 'direct';
-    if (asked === 'staged') return 'staged';
-    return bytes < this.directBelow ? 'direct' : 'staged';
-  }
-
-  /** Runs a checked transfer, holding both sides busy until it settles. */
-  private async run(job: Job, host: ResolvedHost): Promise<TransferResult> {
-    const t0 = performance.now();
-    let chunks = 1;
-    try {
-      if (this.disposed) throw new DisposedError('the stager was disposed');
-      this.rt.assertOpen();
-      job.devAllocation.assertLive(job.direction === 'upload' ? 'upload destination' : 'download source');
-      host.allocation?.assertLive(job.direction === 'upload' ? 'upload source' : 'download destination');
-      if (job.signal?.aborted) throw aborted();
-      if (job.path === 'staged') chunks = job.direction === 'upload' ? await this.stagedUpload(job) : await this.stagedDownload(job);
-      else await this.directCopy(job);
-    } finally {
-      job.devAllocation.unhold();
-      host.allocation?.unhold();
-      host.release();
-    }
-    const seconds = (performance.now() - t0) / 1e3;
-    return {
-      direction: job.direction,
-      path: job.path,
-      bytes: job.bytes,
-      chunks,
-      threads: job.path === 'staged' ? this.threads : 0,
-      chunkBytes: job.path === 'staged' ? this.chunkBytes : job.bytes,
-      seconds,
-      gbps: job.bytes / seconds / 1e9,
-    };
-  }
-
-  /** One runtime copy on the stream (pageable memory: the runtime stages it itself), then a wait off the event loop. */
-  private async directCopy(job: Job): Promise<void> {
-    const stream = job.stream ?? this.stream();
-    const devAddress = job.devAllocation.address + job.devOffset;
-    const toManaged = job.devAllocation.kind === 'managed';
-    if (job.direction === 'upload')
-      this.rt.backend.memcpyAsync(devAddress, job.hostAddress, job.bytes, toManaged ? CopyKind.Default : CopyKind.HostToDevice, stream.handle);
-    else this.rt.backend.memcpyAsync(job.hostAddress, devAddress, job.bytes, toManaged ? CopyKind.Default : CopyKind.DeviceToHost, stream.handle);
-    await stream.synchronize();
-  }
-
-  /** The stager's own stream, ring, events and host copier, made on first use. */
-  private stream(): Stream {
-    this.ownStream ??= this.rt.device(this.device).createStream({ nonBlocking: true });
-    return this.ownStream;
-  }
-
-  private prepareRing(): { ring: PinnedAllocation; events: GpuEvent[]; copier: HostCopier } {
-    if (!this.ring) {
-      const dev = this.rt.device(this.device);
-      const node = this.numaLocal ? this.rt.numaNodeFor(this.device) : undefined;
-      this.ring = this.rt.allocPinned(this.chunkBytes * this.depth, node === undefined ? {} : { numaNode: node });
-      // Blocking-sync events: a wait sleeps instead of spinning a core the copy threads need.
-      this.events = Array.from({ length: this.depth }, () => dev.createEvent({ timing: false, blockingSync: true }));
-      this.copier = this.rt.backend.createHostCopier(this.threads);
-    }
-    return { ring: this.ring, events: this.events, copier: this.copier! };
-  }
-
-  private async stagedUpload(job: Job): Promise<number> {
-    const { ring, events, copier } = this.prepareRing();
-    const stream = job.stream ?? this.stream();
-    const C = this.chunkBytes;
-    const n = Math.ceil(job.bytes / C);
-    const size = (k: number): number => Math.min(C, job.bytes - k * C);
-    const fills: Array<Promise<void>> = [];
-    const dmaDone: Array<Promise<void>> = [];
-    // Post the fill of chunk k once its slot's previous copy to the device has finished.
-    const post = (k: number): Promise<void> => {
-      const slotFree = k >= this.depth ? dmaDone[k - this.depth]! : Promise.resolve();
-      return slotFree.then(() => copier.copy(ring.address + (k % this.depth) * C, job.hostAddress + k * C, size(k)));
-    };
-    let posted = 0;
-    try {
-      for (let k = 0; k < n; k++) {
-        while (posted < n && posted < k + this.depth) fills[posted] = handled(post(posted++));
-        await fills[k];
-        if (job.signal?.aborted) throw aborted();
-        this.rt.copy(job.devAllocation, ring, { dstOffset: job.devOffset + k * C, srcOffset: (k % this.depth) * C, bytes: size(k), stream });
-        events[k % this.depth]!.record(stream);
-        dmaDone[k] = handled(inOrder(dmaDone[k - 1], events[k % this.depth]!));
-      }
-      await stream.synchronize();
-      return n;
-    } catch (e) {
-      await settleAll([...fills, ...dmaDone], stream);
-      throw e;
-    }
-  }
-
-  private async stagedDownload(job: Job): Promise<number> {
-    const { ring, events, copier } = this.prepareRing();
-    const stream = job.stream ?? this.stream();
-    const C = this.chunkBytes;
-    const n = Math.ceil(job.bytes / C);
-    const size = (k: number): number => Math.min(C, job.bytes - k * C);
-    const drains: Array<Promise<void>> = [];
-    const dmaDone: Array<Promise<void>> = [];
-    try {
-      for (let k = 0; k < n; k++) {
-        // The slot is free once the threads have copied its previous chunk out.
-        if (k >= this.depth) await drains[k - this.depth];
-        if (job.signal?.aborted) throw aborted();
-        const slot = k % this.depth;
-        this.rt.copy(ring, job.devAllocation, { dstOffset: slot * C, srcOffset: job.devOffset + k * C, bytes: size(k), stream });
-        events[slot]!.record(stream);
-        dmaDone[k] = handled(inOrder(dmaDone[k - 1], events[slot]!));
-        drains[k] = handled(dmaDone[k]!.then(() => copier.copy(job.hostAddress + k * C, ring.address + slot * C, size(k))));
-      }
-      await Promise.all(drains);
-      return n;
-    } catch (e) {
-      await settleAll([...drains, ...dmaDone], stream);
-      throw e;
     }
   }
 
   /**
-   * Frees the ring, the events and the stream, and stops the threads. Host copies in flight are waited for on this
-   * thread and so is the stream's work, so that no copy touches memory freed here; transfers still running reject.
+   * Writes device or managed memory into a file at an offset (created if a path names none; never truncated),
+   * through the ring, the writes done by the host threads (pwrite through the page cache).
+   * @throws as uploadFile.
+   */
+  downloadFile(file: FileRef, src: MemoryRef, options: FileTransferOptions = {}): Promise<FileTransferResult> {
+    const t0 = performance.now();
+    try {
+      this.assertUsable();
+      const dev = this.resolveDevice(src, 'downloadFile source');
+      const stream = this.checkCommon(options, 'downloadFile', ['auto', 'direct', 'buffered', 'cufile']);
+      const devRange = checkTransferRange(options.srcOffset, options.bytes, dev.allocation.bytes - dev.offset, 'downloadFile source');
+      const opened = openForWrite(file, options.offset);
+      const fallback = options.path === 'direct' || options.path === 'cufile' ? 'downloads write through the page cache (pwrite)' : undefined;
+      return this.fileJob('download', dev, devRange.offset, opened.file, opened.offset, devRange.bytes, stream, options.signal, t0, fallback);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  private one(direction: 'upload' | 'download', devRef: MemoryRef, hostBuf: HostBuffer, o: TransferOptions): Promise<TransferResult> {
+    const t0 = performance.now();
+    let c: Checked;
+    let stream: Stream;
+    try {
+      this.assertUsable();
+      stream = this.checkCommon(o, direction, ['auto', 'staged', 'direct']);
+      c = this.check(direction, devRef, hostBuf, o, o.path, direction, true);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return new Promise<TransferResult>((resolve, reject) => {
+      const mode = this.modeOf(c.path);
+      const job = this.job(direction, mode, stream, o.signal, c.bytes, undefined, (e) => {
+        this.releaseChecked(c);
+        if (e !== undefined) reject(e);
+        else resolve(this.result(direction, c.path, c.bytes, job.chunks, t0));
+      });
+      this.holdChecked(c);
+      this.flow.submit([this.piece(job, c)]);
+    });
+  }
+
+  private many(direction: 'upload' | 'download', items: readonly (UploadItem | DownloadItem)[], o: ManyOptions): Promise<ManyResult> {
+    const t0 = performance.now();
+    const checked: Checked[] = [];
+    let stream: Stream;
+    try {
+      this.assertUsable();
+      const name = direction === 'upload' ? 'uploadMany' : 'downloadMany';
+      if (!Array.isArray(items)) throw new InvalidArgumentError(`${name}: expected an array of items`);
+      if (items.length === 0) throw new InvalidArgumentError(`${name}: the list is empty`, ErrorCode.INVALID_SIZE);
+      stream = this.checkCommon(o, name, ['auto', 'staged', 'direct']);
+      for (let i = 0; i < items.length; i++) {
+        const it = items[i] as (UploadItem & DownloadItem) | undefined;
+        if (!it || typeof it !== 'object') throw new InvalidArgumentError(`${name}: item ${i} is not an object`);
+        const [devRef, hostBuf] = direction === 'upload' ? [it.dst, it.src] : [it.src, it.dst];
+        checked.push(this.check(direction, devRef, hostBuf, it, o.path, `${name}: item ${i}`, items.length === 1));
+      }
+    } catch (e) {
+      for (const c of checked) c.host.release();
+      return Promise.reject(e);
+    }
+    const total = checked.reduce((a, c) => a + c.bytes, 0);
+    return new Promise<ManyResult>((resolve, reject) => {
+      const jobs = new Map<JobMode, Job>();
+      let open = 0;
+      let failure: unknown;
+      const done = (e: unknown): void => {
+        if (e !== undefined && failure === undefined) failure = e;
+        if (--open > 0) return;
+        for (const c of checked) this.releaseChecked(c);
+        if (failure !== undefined) return reject(failure);
+        const chunks = [...jobs.values()].reduce((a, j) => a + j.chunks, 0);
+        const paths = checked.map((c) => c.path);
+        const path = paths.includes('staged') ? 'staged' : paths[0]!;
+        resolve({ ...this.result(direction, path, total, chunks, t0), items: checked.length, paths });
+      };
+      const pieces: Piece[] = [];
+      for (const c of checked) {
+        const mode = this.modeOf(c.path);
+        let job = jobs.get(mode);
+        if (!job) {
+          open++;
+          job = this.job(direction, mode, stream, o.signal, 0, undefined, done);
+          jobs.set(mode, job);
+        }
+        job.left += c.bytes;
+        this.holdChecked(c);
+        pieces.push(this.piece(job, c));
+      }
+      this.flow.submit(pieces);
+    });
+  }
+
+  private fileJob(
+    direction: 'upload' | 'download',
+    dev: DeviceSide,
+    devOffset: number,
+    file: OpenedFile,
+    fileOffset: number,
+    bytes: number,
+    stream: Stream,
+    signal: AbortSignal | undefined,
+    t0: number,
+    fallback: string | undefined,
+  ): Promise<FileTransferResult> {
+    return new Promise<FileTransferResult>((resolve, reject) => {
+      const path = file.direct ? 'direct' : 'buffered';
+      const job = this.job(direction, 'file', stream, signal, bytes, { fd: file.fd, direct: file.direct, key: file.key }, (e) => {
+        dev.allocation.unhold();
+        file.close();
+        if (e !== undefined) reject(e);
+        else resolve({ ...this.result(direction, path, bytes, job.chunks, t0, true), path, fallback });
+      });
+      dev.allocation.hold();
+      const a = dev.allocation;
+      this.flow.submit([
+        { job, host: fileOffset, dev: a.address + dev.offset + devOffset, bytes, managed: a.kind === 'managed', pinned: true, key: file.key, keyBase: 0 },
+      ]);
+    });
+  }
+
+  /** A file transfer through cuFile, after the transfers queued before it (and the stream's work) have finished. */
+  private async cufileJob(
+    direction: 'upload' | 'download',
+    dev: DeviceSide,
+    devOffset: number,
+    file: OpenedFile,
+    fileOffset: number,
+    bytes: number,
+    stream: Stream | undefined,
+    signal: AbortSignal | undefined,
+    t0: number,
+  ): Promise<FileTransferResult> {
+    dev.allocation.hold();
+    try {
+      await this.flow.drained();
+      await stream?.synchronize();
+      await cufileTransfer(direction, file.fd, dev.allocation, dev.offset + devOffset, fileOffset, bytes, signal);
+      return { ...this.result(direction, 'cufile', bytes, Math.ceil(bytes / (64 * 2 ** 20)), t0), path: 'cufile' };
+    } finally {
+      dev.allocation.unhold();
+      file.close();
+    }
+  }
+
+  private job(
+    direction: 'upload' | 'download',
+    mode: JobMode,
+    stream: Stream,
+    signal: AbortSignal | undefined,
+    bytes: number,
+    file: Job['file'],
+    finish: (e: unknown) => void,
+  ): Job {
+    return { direction, mode, file, stream, signal, left: bytes, chunks: 0, inFlight: 0, failed: undefined, settled: false, finish };
+  }
+
+  private piece(job: Job, c: Checked): Piece {
+    const a = c.dev.allocation;
+    return {
+      job,
+      host: c.hostAddress,
+      dev: a.address + c.devOffset,
+      bytes: c.bytes,
+      managed: a.kind === 'managed',
+      pinned: c.host.kind !== 'pageable',
+      key: c.host.key,
+      keyBase: c.host.keyBase,
+    };
+  }
+
+  private modeOf(path: TransferPath): JobMode {
+    return path === 'staged' ? 'staged' : 'direct';
+  }
+
+  /** Checks one transfer's memory and ranges; the host buffer is resolved (release it if a later check fails). */
+  private check(
+    direction: 'upload' | 'download',
+    devRef: MemoryRef,
+    hostBuf: HostBuffer,
+    o: { srcOffset?: number | undefined; dstOffset?: number | undefined; bytes?: number | undefined },
+    asked: TransferOptions['path'],
+    what: string,
+    alone: boolean,
+  ): Checked {
+    const up = direction === 'upload';
+    const dev = this.resolveDevice(devRef, up ? `${what} destination` : `${what} source`);
+    const host = resolveHost(this.rt.backend, hostBuf, up ? `${what} source` : `${what} destination`);
+    try {
+      const hostRange = checkTransferRange(up ? o.srcOffset : o.dstOffset, o.bytes, host.bytes, up ? `${what} source` : `${what} destination`);
+      const bytes = hostRange.bytes;
+      const devRange = checkTransferRange(
+        up ? o.dstOffset : o.srcOffset,
+        bytes,
+        dev.allocation.bytes - dev.offset,
+        up ? `${what} destination` : `${what} source`,
+      );
+      const path = this.pathFor(host, bytes, asked ?? 'auto', alone);
+      return { dev, host, bytes, hostAddress: host.address + hostRange.offset, devOffset: dev.offset + devRange.offset, path };
+    } catch (e) {
+      host.release();
+      throw e;
+    }
+  }
+
+  private holdChecked(c: Checked): void {
+    c.dev.allocation.hold();
+    c.host.allocation?.hold();
+  }
+
+  private releaseChecked(c: Checked): void {
+    c.dev.allocation.unhold();
+    c.host.allocation?.unhold();
+    c.host.release();
+  }
+
+  /** Checks the options every call shares; answers the stream the device copies go on. */
+  private checkCommon(o: { stream?: Stream | undefined; signal?: AbortSignal | undefined; path?: string | undefined }, what: string, paths: string[]): Stream {
+    return checkOptions(this.rt, this.device, o, what, paths) ?? this.stream();
+  }
+
+  private resolveDevice(ref: MemoryRef, what: string): DeviceSide {
+    return resolveDeviceSide(this.rt, this.device, ref, what);
+  }
+
+  private pathFor(host: ResolvedHost, bytes: number, asked: 'auto' | 'staged' | 'direct', alone: boolean): TransferPath {
+    // A small transfer that finds the stager idle costs less as one runtime copy; behind others (or in a list) it is packed.
+    return choosePath(host, asked, alone && bytes < this.directBelow && this.flow.idle);
+  }
+
+  private result(direction: 'upload' | 'download', path: TransferPath, bytes: number, chunks: number, t0: number, ring = path === 'staged'): TransferResult {
+    const seconds = (performance.now() - t0) / 1e3;
+    return {
+      direction,
+      path,
+      bytes,
+      chunks,
+      threads: ring ? this.threads : 0,
+      chunkBytes: ring ? this.chunkBytes : bytes,
+      seconds,
+      gbps: bytes / seconds / 1e9,
+    };
+  }
+
+  private assertUsable(): void {
+    if (this.disposed) throw new DisposedError('the stager was disposed');
+    this.rt.assertOpen();
+  }
+
+  /** @internal The host threads, started on first use. */
+  copier(): HostCopier {
+    return this.res.copier();
+  }
+
+  private stream(): Stream {
+    return this.res.stream();
+  }
+
+  /**
+   * Stops the transfers still queued (they reject), waits on this thread for the host threads' work in flight and the
+   * stream's, then frees the ring, the events and the stream. Transfers in flight reject.
    */
   [Symbol.dispose](): void {
     if (this.disposed) return;
     this.disposed = true;
-    this.copier?.dispose();
-    const live = !this.rt.disposed && this.rt.backend.unusableReason === undefined;
-    if (live && this.ownStream && !this.ownStream.disposed) {
-      try {
-        this.ownStream.waitSync();
-      } catch {
-        // the stream's work failed: nothing more can land in the ring
-      }
-    }
-    for (const e of this.events) e[Symbol.dispose]();
-    if (this.ring && !this.ring.disposed) this.ring.forceFree();
-    this.ownStream?.[Symbol.dispose]();
+    this.flow.abandon(new DisposedError('the stager was disposed before the transfer finished'));
+    this.res.dispose();
   }
-}
-
-interface Job {
-  direction: 'upload' | 'download';
-  path: TransferPath;
-  bytes: number;
-  hostAddress: number;
-  devAllocation: Allocation;
-  devOffset: number;
-  stream: Stream | undefined;
-  signal: AbortSignal | undefined;
-}
-
-function aborted(): GpuError {
-  return new GpuError(ErrorCode.ABORTED, 'the transfer was aborted: the chunks in flight finished, nothing more was copied');
-}
-
-/**
- * Waits for `event` once the previous chunk's wait has ended: one waiting thread at a time instead of one per chunk
- * in flight (each wait holds a thread of libuv's small pool until it returns).
- */
-function inOrder(previous: Promise<void> | undefined, event: GpuEvent): Promise<void> {
-  return previous ? previous.then(() => event.synchronize()) : event.synchronize();
-}
-
-/** Marks a promise handled (it is awaited later, or left behind on an error) and answers it. */
-function handled<T>(p: Promise<T>): Promise<T> {
-  p.catch(() => {});
-  return p;
-}
-
-/** After a failure: waits for everything already started, host copies and the stream's work, before giving up the ring. */
-async function settleAll(started: Array<Promise<unknown> | undefined>, stream: Stream): Promise<void> {
-  await Promise.allSettled(started.filter((p): p is Promise<unknown> => p !== undefined));
-  await stream.synchronize().catch(() => {});
 }

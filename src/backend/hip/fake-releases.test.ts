@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { ErrorCode, GpuError } from '../../errors.js';
-import { openRuntime, type Runtime } from '../../memory/runtime.js';
+import { openRuntime, type Runtime } from '../../runtime/runtime.js';
 import { numaNodes } from '../sysfs.js';
 import { FakeRocm, haveCompiler, RELEASES, type FakeRelease } from './fake/fake-rocm.js';
 

@@ -1,11 +1,42 @@
-/** The shared-memory layout between the host copier and its threads (host-copier.ts, host-copier-worker.ts). */
+/**
+ * The shared-memory layout between the host copier and its threads (host-copier.ts, host-copier-worker.ts).
+ *
+ * A copy (a group) is a list of entries, each one operation on raw addresses: a memcpy, a pread into host memory or
+ * a pwrite from it. The list is cut into at most one job per thread, each job a run of consecutive entries, so a
+ * gather of many small copies costs one job per thread, not one per copy.
+ */
 
 /** Jobs each thread's mailbox holds (a power of two: counters wrap and are masked). */
 export const RING = 64;
-/** Fields of one job, as float64: destination, source, bytes, group. */
-export const JOB_FIELDS = 4;
+/** Fields of one job, as float64: group, first entry, entry count. */
+export const JOB_FIELDS = 3;
 /** Groups (copies) in flight at most: each puts at most one job in a thread's mailbox, so a mailbox never overflows. */
 export const MAX_GROUPS = RING;
+/** Entries a group's list holds; longer lists are cut into several groups. */
+export const LIST_CAP = 512;
+/** Fields of one entry, as float64: operation, a, b, bytes, file offset, bytes needed (a read may end early after them). */
+export const ENTRY_FIELDS = 6;
+
+/** Entry operations. */
+export const OP = {
+  /** memcpy(a = dst, b = src, bytes). */
+  COPY: 0,
+  /** pread(fd = a, buf = b, bytes, offset): the file's bytes into host memory. */
+  READ: 1,
+  /** pwrite(fd = a, buf = b, bytes, offset): host memory into the file. */
+  WRITE: 2,
+  /**
+   * Pinned host memory of `bytes` (a = flags) from the runtime's own allocator (cudaHostAlloc / hipHostMalloc, named
+   * in the pin configuration); the address lands in the group's result word.
+   */
+  PIN: 3,
+} as const;
+
+/** Bytes of the shared pin configuration: the runtime library's path and the allocator's name, NUL-separated. */
+export const PIN_CONFIG_BYTES = 4096;
+
+/** A group's status: 0 while fine; else the first failure (errno > 0, or END_OF_FILE). */
+export const END_OF_FILE = -1;
 
 /** Indices in the Int32 control array. */
 export const CTL = {

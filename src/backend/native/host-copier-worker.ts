@@ -1,41 +1,115 @@
 /**
- * One thread of the host copier: waits on its mailbox in shared memory, copies each job with libc memcpy, and
- * counts the job's group down; the thread that finishes a group wakes the main thread. See host-copier.ts.
+ * One thread of the host copier: waits on its mailbox in shared memory, runs each job's entries (memcpy, pread,
+ * pwrite through libc) and counts the job's group down; the thread that finishes a group wakes the main thread. A
+ * failing entry records the group's first failure (errno, or the end of the file before the bytes needed) and the
+ * job's later entries are skipped. See host-copier.ts.
  */
 import { workerData } from 'node:worker_threads';
-import { libcMemcpy } from './ffi.js';
-import { CTL, JOB_FIELDS, RING } from './host-copier-layout.js';
+import { hostAllocator, libcIo } from './host-io/ffi.js';
+import { CTL, END_OF_FILE, ENTRY_FIELDS, JOB_FIELDS, LIST_CAP, OP, RING } from './host-copier-layout.js';
 
-const {
-  ctl: ctlBuffer,
-  params: paramsBuffer,
-  groups: groupsBuffer,
-  index,
-} = workerData as {
+const shared = workerData as {
   ctl: SharedArrayBuffer;
   params: SharedArrayBuffer;
   groups: SharedArrayBuffer;
+  lists: SharedArrayBuffer;
+  status: SharedArrayBuffer;
+  where: SharedArrayBuffer;
+  pin: SharedArrayBuffer;
   index: number;
+  /** Microseconds a thread spins on its empty mailbox before it sleeps (back-to-back copies find it awake). */
+  spinMicros: number;
 };
-const ctl = new Int32Array(ctlBuffer);
-const params = new Float64Array(paramsBuffer);
-const groups = new Int32Array(groupsBuffer);
-const memcpy = libcMemcpy();
-const POSTED = CTL.mailbox(index);
+const ctl = new Int32Array(shared.ctl);
+const params = new Float64Array(shared.params);
+const groups = new Int32Array(shared.groups);
+const lists = new Float64Array(shared.lists);
+const status = new Int32Array(shared.status);
+const where = new BigInt64Array(shared.where);
+const pinConfig = new Uint8Array(shared.pin);
+let pinned: ((bytes: number, flags: number) => { address: number } | { status: number }) | undefined;
+const libc = libcIo();
+const POSTED = CTL.mailbox(shared.index);
 const DONE = POSTED + 1;
-const base = index * RING * JOB_FIELDS;
+const base = shared.index * RING * JOB_FIELDS;
+
+/** Records a failure: an errno wins over the end of the file; of several, the lowest file offset is kept. */
+function fail(group: number, code: number, at: number): void {
+  const was = Atomics.compareExchange(status, group, 0, code);
+  if (was === END_OF_FILE && code > 0) Atomics.store(status, group, code);
+  const mine = BigInt(at);
+  let cur = Atomics.load(where, group);
+  while (mine < cur) {
+    const prev = Atomics.compareExchange(where, group, cur, mine);
+    if (prev === cur) break;
+    cur = prev;
+  }
+}
+
+/** Runs one entry; false when it failed (the failure is recorded). */
+function run(group: number, e: number): boolean {
+  const op = lists[e]!;
+  const a = lists[e + 1]!;
+  const b = lists[e + 2]!;
+  const n = lists[e + 3]!;
+  const off = lists[e + 4]!;
+  if (op === OP.COPY) {
+    libc.memcpy(a, b, n);
+    return true;
+  }
+  if (op === OP.PIN) {
+    if (!pinned) {
+      const [library = '', symbol = ''] = new TextDecoder().decode(pinConfig.subarray(0, pinConfig.indexOf(0, pinConfig.indexOf(0) + 1))).split('\0');
+      pinned = hostAllocator(library, symbol);
+    }
+    const r = pinned(n, a);
+    if ('status' in r) {
+      fail(group, r.status, 0);
+      return false;
+    }
+    Atomics.store(where, group, BigInt(r.address));
+    return true;
+  }
+  const need = lists[e + 5]!;
+  let done = 0;
+  while (done < n) {
+    const r = op === OP.READ ? libc.pread(a, b + done, n - done, off + done) : libc.pwrite(a, b + done, n - done, off + done);
+    if (r < 0) {
+      fail(group, -r, off + done);
+      return false;
+    }
+    if (r === 0) break;
+    done += r;
+    // An O_DIRECT read ends early at the end of the file, past the bytes needed: the rest is alignment padding.
+    if (done >= need && done < n && r % 4096 !== 0) break;
+  }
+  if (done < need) {
+    fail(group, END_OF_FILE, off + done);
+    return false;
+  }
+  return true;
+}
 
 for (;;) {
   const posted = Atomics.load(ctl, POSTED);
   const done = Atomics.load(ctl, DONE);
   if (done === posted) {
     if (Atomics.load(ctl, CTL.STOP) !== 0) break;
-    Atomics.wait(ctl, POSTED, posted);
+    // Spin a little before sleeping: the next part of a transfer usually arrives within microseconds.
+    const until = performance.now() + shared.spinMicros / 1000;
+    while (Atomics.load(ctl, POSTED) === posted && performance.now() < until) {}
+    if (Atomics.load(ctl, POSTED) === posted) Atomics.wait(ctl, POSTED, posted);
     continue;
   }
   const at = base + (done & (RING - 1)) * JOB_FIELDS;
-  memcpy(params[at]!, params[at + 1]!, params[at + 2]!);
-  const group = params[at + 3]!;
+  const group = params[at]!;
+  const first = params[at + 1]!;
+  const count = params[at + 2]!;
+  const list = group * LIST_CAP * ENTRY_FIELDS;
+  for (let i = 0; i < count; i++) {
+    if (Atomics.load(status, group) !== 0) break;
+    if (!run(group, list + (first + i) * ENTRY_FIELDS)) break;
+  }
   Atomics.store(ctl, DONE, (done + 1) | 0);
   if (Atomics.sub(groups, group, 1) === 1) {
     Atomics.add(ctl, CTL.GROUP_DONE, 1);

@@ -1,12 +1,16 @@
 /**
- * The threaded host copier on real memory: ArrayBuffers addressed through koffi, copied by worker threads calling
- * libc memcpy. Byte-exact over random sizes and offsets, more copies in flight than the mailboxes hold, disposal.
+ * The threaded host copier on real memory and real files: ArrayBuffers addressed through koffi, copied by worker
+ * threads calling libc memcpy, pread and pwrite. Byte-exact over random sizes and offsets, gathers of many small
+ * copies, more copies in flight than the mailboxes hold, reads past the end of a file, failing descriptors, disposal.
  */
 import assert from 'node:assert/strict';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { propertyParams } from '../../testing/property.js';
-import { DisposedError } from '../../errors.js';
+import { DisposedError, ErrorCode, GpuError } from '../../errors.js';
 import { addressOf } from './ffi.js';
 import { ThreadedHostCopier } from './host-copier.js';
 import { MAX_GROUPS } from './host-copier-layout.js';
@@ -65,4 +69,152 @@ test('dispose waits for copies already started and refuses new ones; disposing t
   assert.deepEqual(dst, src, 'the copy in flight finished before dispose returned');
   await assert.rejects(copier.copy(addressOf(dst.buffer as ArrayBuffer), addressOf(src.buffer as ArrayBuffer), 16), DisposedError);
   copier.dispose();
+});
+
+test('a gather of many small copies lands each byte-exact, whatever the mix of sizes and the thread count', async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(fc.integer({ min: 1, max: 200_000 }), { minLength: 1, maxLength: 700 }),
+      fc.integer({ min: 1, max: 4 }),
+      async (sizes, threads) => {
+        const copier = new ThreadedHostCopier(threads);
+        try {
+          const total = sizes.reduce((a, b) => a + b, 0);
+          const packed = new Uint8Array(total + 64).fill(0xee);
+          const srcs = sizes.map((n, i) => pattern(n, i));
+          let at = 0;
+          const dsts: number[] = [];
+          const base = addressOf(packed.buffer as ArrayBuffer);
+          for (const n of sizes) {
+            dsts.push(base + at);
+            at += n;
+          }
+          await copier.copyMany(
+            dsts,
+            srcs.map((s) => addressOf(s.buffer as ArrayBuffer)),
+            sizes,
+          );
+          at = 0;
+          sizes.forEach((n, i) => {
+            assert.deepEqual(packed.subarray(at, at + n), srcs[i], `copy ${i}`);
+            at += n;
+          });
+          assert.ok(
+            packed.subarray(total).every((b) => b === 0xee),
+            'nothing after the last copy',
+          );
+        } finally {
+          copier.dispose();
+        }
+      },
+    ),
+    propertyParams(15),
+  );
+});
+
+test('file reads and writes on the threads: byte-exact at any offset, a short file is an IO_ERROR naming where it ended', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gpumem-copier-'));
+  const copier = new ThreadedHostCopier(3);
+  try {
+    const data = pattern(3 << 20, 9);
+    const dst = new Uint8Array(1 << 20);
+    const path = join(dir, 'data.bin');
+    writeFileSync(path, data);
+    const fd = openSync(path, 'r');
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.integer({ min: 0, max: (3 << 20) - 1 }), fc.integer({ min: 1, max: 3 << 20 }), async (off, len) => {
+          const n = Math.min(len, data.length - off);
+          const got = new Uint8Array(n + 16).fill(0xee);
+          await copier.readFile(fd, addressOf(got.buffer as ArrayBuffer), n, off);
+          assert.deepEqual(got.subarray(0, n), data.subarray(off, off + n));
+          assert.ok(
+            got.subarray(n).every((b) => b === 0xee),
+            'nothing after',
+          );
+        }),
+        propertyParams(30),
+      );
+      // Past the end: the bytes that exist land, and the read fails with the offset where the file ended.
+      await assert.rejects(copier.readFile(fd, addressOf(dst.buffer as ArrayBuffer), 1 << 20, data.length - 1000), (e: unknown) => {
+        assert.ok(e instanceof GpuError && e.code === ErrorCode.IO_ERROR, String(e));
+        assert.equal(e.statusName, 'EOF');
+        assert.match(e.message, new RegExp(`ended at byte ${data.length}\\b`));
+        return true;
+      });
+      // Fewer bytes needed than asked (the rest is alignment padding): no failure.
+      await copier.readFile(fd, addressOf(dst.buffer as ArrayBuffer), 8192, data.length - 4096, 4096);
+      assert.deepEqual(dst.subarray(0, 4096), data.subarray(data.length - 4096));
+    } finally {
+      closeSync(fd);
+    }
+    // A write, then read back by Node.
+    const out = join(dir, 'out.bin');
+    const wfd = openSync(out, 'w');
+    try {
+      await copier.writeFile(wfd, addressOf(data.buffer as ArrayBuffer) + 5, data.length - 5, 100);
+    } finally {
+      closeSync(wfd);
+    }
+    const back = readFileSync(out);
+    assert.equal(back.length, data.length - 5 + 100);
+    assert.deepEqual(new Uint8Array(back.subarray(100)), data.subarray(5));
+    // A descriptor that cannot be read: the errno's name, never a crash.
+    const wo = openSync(out, 'w');
+    try {
+      await assert.rejects(copier.readFile(wo, addressOf(dst.buffer as ArrayBuffer), 4096, 0), (e: unknown) => {
+        return e instanceof GpuError && e.code === ErrorCode.IO_ERROR && e.statusName === 'EBADF';
+      });
+    } finally {
+      closeSync(wo);
+    }
+    // The copier goes on working after failures.
+    await copier.copy(addressOf(dst.buffer as ArrayBuffer), addressOf(data.buffer as ArrayBuffer), 4096);
+    assert.deepEqual(dst.subarray(0, 4096), data.subarray(0, 4096));
+  } finally {
+    copier.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('O_DIRECT reads into page-aligned memory land byte-exact, a tail past the end included; the page cache share is told', async () => {
+  const { constants, fsyncSync } = await import('node:fs');
+  const { libcIo, FADV } = await import('./host-io/ffi.js');
+  const dir = mkdtempSync(join(tmpdir(), 'gpumem-direct-'));
+  const copier = new ThreadedHostCopier(2);
+  try {
+    const size = (1 << 20) + 1234; // not a whole number of pages: the last O_DIRECT read ends early
+    const data = pattern(size, 3);
+    const path = join(dir, 'd.bin');
+    writeFileSync(path, data);
+    const w = openSync(path, 'r');
+    fsyncSync(w);
+    closeSync(w);
+    let fd: number;
+    try {
+      fd = openSync(path, constants.O_RDONLY | constants.O_DIRECT);
+    } catch {
+      return; // this file system refuses O_DIRECT: the engine falls back to buffered reads there (file-source.ts)
+    }
+    try {
+      const room = new ArrayBuffer(size + 3 * 4096);
+      const base = addressOf(room);
+      const aligned = Math.ceil(base / 4096) * 4096;
+      const alignedBytes = Math.ceil(size / 4096) * 4096;
+      await copier.readFile(fd, aligned, alignedBytes, 0, size);
+      assert.deepEqual(new Uint8Array(room, aligned - base, size), data);
+      // Dropped from the cache, the range is told as not cached; read through the cache, as cached.
+      assert.equal(libcIo().fadvise(fd, 0, size, FADV.DONTNEED), 0);
+      const cold = copier.cachedShare(fd, 0, size);
+      assert.ok(cold !== undefined && cold < 0.5, `after DONTNEED: ${cold}`);
+      readFileSync(path);
+      const warm = copier.cachedShare(fd, 0, size);
+      assert.ok(warm !== undefined && warm > 0.5, `after a read: ${warm}`);
+    } finally {
+      closeSync(fd);
+    }
+  } finally {
+    copier.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -1,38 +1,63 @@
 /**
- * Host-to-host copies on parallel threads: the chunk copies of a staged transfer (pageable memory into pinned
- * chunks and back). A pool of worker threads, each calling libc memcpy through koffi, is fed through mailboxes in
- * shared memory (Atomics), and a copy is split into one part per thread.
+ * Host-side copies and file reads on parallel threads: the chunk work of a staged transfer (pageable memory into
+ * pinned chunks and back, many small buffers gathered into one chunk or scattered out of it, a file read into a chunk
+ * or written from one). A pool of worker threads, each calling libc (memcpy, pread, pwrite) through koffi, is fed
+ * through mailboxes in shared memory (Atomics); a copy is a list of entries cut into at most one job per thread.
  *
  * Why not koffi's asynchronous calls: they run on libuv's thread pool, 4 threads unless UV_THREADPOOL_SIZE was set
  * before its first use, shared with the file system, zlib, DNS and gpumem's own stream waits (each holds a thread
  * while it waits); and each call allocates its work item. A dedicated pool sized for the machine copies in
- * parallel whatever else the process does, and posting a part costs a few stores and one notify.
+ * parallel whatever else the process does, and posting a job costs a few stores and one notify.
+ *
+ * The threads start in the background when the copier is made (a Node.js worker takes tens of milliseconds to boot):
+ * `ready` resolves once every thread is up. Work posted before then waits in the mailboxes of the threads still
+ * booting; `idleThreads()` lets a caller do small work itself meanwhile.
  */
+import { fstatSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import { DisposedError } from '../../errors.js';
+import { constants } from 'node:os';
+import { DisposedError, ErrorCode, GpuError } from '../../errors.js';
 import type { Address, HostCopier } from '../backend.js';
-import { CTL, JOB_FIELDS, MAX_GROUPS, RING } from './host-copier-layout.js';
+import { FADV, libcIo } from './host-io/ffi.js';
+import { CTL, END_OF_FILE, ENTRY_FIELDS, JOB_FIELDS, LIST_CAP, MAX_GROUPS, OP, PIN_CONFIG_BYTES, RING } from './host-copier-layout.js';
 
-/** Parts are cut at this granularity so that two threads never write the same page. */
+/** Parts are cut at this granularity so that two threads never write the same page (and O_DIRECT stays aligned). */
 const PART_ALIGN = 4096;
+/** A part below this is not worth a thread of its own. */
+const MIN_PART = 64 * 1024;
+/** Microseconds a thread spins on its empty mailbox before sleeping (GPUMEM_COPIER_SPIN_US overrides). */
+const SPIN_MICROS = 50;
+
+type Entry = [op: number, a: number, b: number, bytes: number, offset: number, need: number];
 
 interface Pending {
-  dst: Address;
-  src: Address;
-  bytes: number;
+  entries: Entry[];
+  what: string;
   resolve: () => void;
   reject: (e: unknown) => void;
+  /** A pin: resolved with the group's result word. */
+  resolveWith?: (address: number) => void;
 }
+
+const errnoNames = new Map<number, string>(Object.entries(constants.errno).map(([k, v]) => [v, k]));
 
 export class ThreadedHostCopier implements HostCopier {
   readonly threads: number;
+  /** Resolves when every thread has started (work posted earlier is done as they come up). */
+  readonly ready: Promise<void>;
   private readonly ctl: Int32Array;
   private readonly params: Float64Array;
   private readonly groups: Int32Array;
+  private readonly lists: Float64Array;
+  private readonly status: Int32Array;
+  private readonly where: BigInt64Array;
+  private readonly pinConfig: Uint8Array;
+  private pinning = false;
   private readonly workers: Worker[] = [];
   private readonly freeGroups: number[] = [];
   private readonly inFlight = new Map<number, Pending>();
   private readonly queued: Pending[] = [];
+  private started = 0;
   private next = 0;
   private pumping = false;
   private disposed = false;
@@ -43,48 +68,171 @@ export class ThreadedHostCopier implements HostCopier {
     this.ctl = new Int32Array(new SharedArrayBuffer(4 * CTL.length(threads)));
     this.params = new Float64Array(new SharedArrayBuffer(8 * threads * RING * JOB_FIELDS));
     this.groups = new Int32Array(new SharedArrayBuffer(4 * MAX_GROUPS));
+    this.lists = new Float64Array(new SharedArrayBuffer(8 * MAX_GROUPS * LIST_CAP * ENTRY_FIELDS));
+    this.status = new Int32Array(new SharedArrayBuffer(4 * MAX_GROUPS));
+    this.where = new BigInt64Array(new SharedArrayBuffer(8 * MAX_GROUPS));
+    this.pinConfig = new Uint8Array(new SharedArrayBuffer(PIN_CONFIG_BYTES));
     for (let g = MAX_GROUPS - 1; g >= 0; g--) this.freeGroups.push(g);
+    const spin = Number(process.env.GPUMEM_COPIER_SPIN_US ?? SPIN_MICROS);
     const url = new URL('./host-copier-worker.js', import.meta.url);
+    const up: Array<Promise<void>> = [];
     for (let i = 0; i < threads; i++) {
-      const w = new Worker(url, { workerData: { ctl: this.ctl.buffer, params: this.params.buffer, groups: this.groups.buffer, index: i } });
+      const w = new Worker(url, {
+        workerData: {
+          ctl: this.ctl.buffer,
+          params: this.params.buffer,
+          groups: this.groups.buffer,
+          lists: this.lists.buffer,
+          status: this.status.buffer,
+          where: this.where.buffer,
+          pin: this.pinConfig.buffer,
+          index: i,
+          spinMicros: Number.isFinite(spin) && spin >= 0 ? spin : SPIN_MICROS,
+        },
+      });
       w.unref();
+      up.push(
+        new Promise<void>((resolve) => {
+          w.once('online', () => {
+            this.started++;
+            resolve();
+          });
+          w.once('error', () => resolve());
+        }),
+      );
       w.on('error', (e) => {
-        this.failure = e;
-        this.fail(e);
+        this.failure = new GpuError(ErrorCode.WORKER_FAILED, `a host copier thread failed: ${e.message}`, { cause: e });
+        this.fail(this.failure);
       });
       this.workers.push(w);
     }
+    this.ready = Promise.all(up).then(() => {});
+  }
+
+  /** Threads that have started. */
+  get online(): number {
+    return this.started;
   }
 
   copy(dst: Address, src: Address, bytes: number): Promise<void> {
-    if (this.disposed) return Promise.reject(new DisposedError('the host copier was disposed'));
-    if (this.failure) return Promise.reject(this.failure);
-    if (bytes === 0) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      const p: Pending = { dst, src, bytes, resolve, reject };
+    return this.submit([[OP.COPY, dst, src, bytes, 0, bytes]], 'copy');
+  }
+
+  copyMany(dsts: ArrayLike<Address>, srcs: ArrayLike<Address>, sizes: ArrayLike<number>): Promise<void> {
+    const entries: Entry[] = [];
+    for (let i = 0; i < sizes.length; i++) if (sizes[i]! > 0) entries.push([OP.COPY, dsts[i]!, srcs[i]!, sizes[i]!, 0, sizes[i]!]);
+    return this.submit(entries, 'copy');
+  }
+
+  readFile(fd: number, dst: Address, bytes: number, offset: number, need = bytes): Promise<void> {
+    return this.submit([[OP.READ, fd, dst, bytes, offset, need]], 'pread');
+  }
+
+  writeFile(fd: number, src: Address, bytes: number, offset: number): Promise<void> {
+    return this.submit([[OP.WRITE, fd, src, bytes, offset, bytes]], 'pwrite');
+  }
+
+  /**
+   * Lets the threads pin memory with the runtime's own allocator (`symbol` of the library at `library`, as the
+   * backend loaded it): pinning costs about as much per byte as the copy itself, and done on a thread it overlaps
+   * what the JS thread does.
+   */
+  configurePinning(library: string, symbol: 'cudaHostAlloc' | 'hipHostMalloc'): void {
+    const text = new TextEncoder().encode(`${library}\0${symbol}\0`);
+    if (text.length > PIN_CONFIG_BYTES) return;
+    this.pinConfig.set(text);
+    this.pinning = true;
+  }
+
+  /** Whether {@link pinHost} can be used (configurePinning was called). */
+  get canPin(): boolean {
+    return this.pinning;
+  }
+
+  /**
+   * Pinned host memory of `bytes` (portable), allocated on one of the threads. Free it with the backend's hostFree.
+   * @throws GpuError NATIVE (rejects) with the runtime's status; UNSUPPORTED before configurePinning.
+   */
+  pinHost(bytes: number): Promise<Address> {
+    if (!this.pinning) return Promise.reject(new GpuError(ErrorCode.UNSUPPORTED, 'the host copier was not told how to pin memory'));
+    return new Promise<Address>((resolve, reject) => {
+      const p: Pending = { entries: [[OP.PIN, 1 /* portable */, 0, bytes, 0, 0]], what: 'pin', resolve: () => {}, reject };
+      p.resolveWith = resolve;
+      if (this.disposed) return reject(new DisposedError('the host copier was disposed'));
       if (this.freeGroups.length > 0) this.post(p);
       else this.queued.push(p);
       this.pump();
     });
   }
 
-  /** Splits a copy into parts, one per thread (fewer when it is small), and posts them. */
+  cachedShare(fd: number, offset: number, bytes: number): number | undefined {
+    try {
+      const r = libcIo().residentPages(fd, offset, bytes);
+      return r && r.pages > 0 ? r.resident / r.pages : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  dropCache(fd: number, offset: number, bytes: number): boolean {
+    try {
+      return libcIo().fadvise(fd, offset, bytes, FADV.DONTNEED) === 0;
+    } catch {
+      return false;
+    }
+  }
+
+  private submit(entries: Entry[], what: string): Promise<void> {
+    if (this.disposed) return Promise.reject(new DisposedError('the host copier was disposed'));
+    if (this.failure) return Promise.reject(this.failure);
+    const parts = split(entries, this.threads);
+    if (parts.length === 0) return Promise.resolve();
+    if (parts.length > LIST_CAP) {
+      const pieces: Array<Promise<void>> = [];
+      for (let i = 0; i < parts.length; i += LIST_CAP) pieces.push(this.submit(parts.slice(i, i + LIST_CAP), what));
+      return Promise.all(pieces).then(() => {});
+    }
+    return new Promise<void>((resolve, reject) => {
+      const p: Pending = { entries: parts, what, resolve, reject };
+      if (this.freeGroups.length > 0) this.post(p);
+      else this.queued.push(p);
+      this.pump();
+    });
+  }
+
+  /** Writes a group's entries and posts them as at most one run of consecutive entries per thread, balanced by bytes. */
   private post(p: Pending): void {
     const g = this.freeGroups.pop()!;
-    const per = Math.max(PART_ALIGN, Math.ceil(p.bytes / this.threads / PART_ALIGN) * PART_ALIGN);
-    const parts = Math.ceil(p.bytes / per);
-    Atomics.store(this.groups, g, parts);
+    const list = g * LIST_CAP * ENTRY_FIELDS;
+    let total = 0;
+    p.entries.forEach((e, i) => {
+      this.lists.set(e, list + i * ENTRY_FIELDS);
+      total += e[3];
+    });
+    const runs: Array<[number, number]> = [];
+    const target = total / this.threads;
+    let first = 0;
+    let acc = 0;
+    const n = p.entries.length;
+    for (let i = 0; i < n; i++) {
+      acc += p.entries[i]![3];
+      if (i === n - 1 || (runs.length < this.threads - 1 && acc >= target * (runs.length + 1))) {
+        runs.push([first, i + 1 - first]);
+        first = i + 1;
+      }
+    }
+    Atomics.store(this.status, g, 0);
+    Atomics.store(this.where, g, 2n ** 63n - 1n);
+    Atomics.store(this.groups, g, runs.length);
     this.inFlight.set(g, p);
-    for (let i = 0; i < parts; i++) {
+    for (const [start, count] of runs) {
       const w = this.next;
       this.next = (this.next + 1) % this.threads;
       const posted = Atomics.load(this.ctl, CTL.mailbox(w));
       const at = (w * RING + (posted & (RING - 1))) * JOB_FIELDS;
-      const off = i * per;
-      this.params[at] = p.dst + off;
-      this.params[at + 1] = p.src + off;
-      this.params[at + 2] = Math.min(per, p.bytes - off);
-      this.params[at + 3] = g;
+      this.params[at] = g;
+      this.params[at + 1] = start;
+      this.params[at + 2] = count;
       Atomics.store(this.ctl, CTL.mailbox(w), (posted + 1) | 0);
       Atomics.notify(this.ctl, CTL.mailbox(w), 1);
     }
@@ -122,7 +270,15 @@ export class ThreadedHostCopier implements HostCopier {
       if (Atomics.load(this.groups, g) !== 0) continue;
       this.inFlight.delete(g);
       this.freeGroups.push(g);
-      p.resolve();
+      const code = Atomics.load(this.status, g);
+      if (p.resolveWith) {
+        if (code === 0) p.resolveWith(Number(Atomics.load(this.where, g)));
+        else
+          p.reject(
+            new GpuError(ErrorCode.NATIVE, `pinned allocation of ${p.entries[0]![3]} bytes on a copier thread failed (status ${code})`, { status: code }),
+          );
+      } else if (code === 0) p.resolve();
+      else p.reject(ioError(p.what, code, Number(Atomics.load(this.where, g)), p.entries));
     }
     while (this.queued.length > 0 && this.freeGroups.length > 0) this.post(this.queued.shift()!);
   }
@@ -131,6 +287,15 @@ export class ThreadedHostCopier implements HostCopier {
     for (const p of [...this.inFlight.values(), ...this.queued]) p.reject(e);
     this.inFlight.clear();
     this.queued.length = 0;
+  }
+
+  /** Waits on this thread until every copy posted (and queued) has finished; the threads keep running. */
+  waitIdle(): void {
+    while ((this.inFlight.size > 0 || this.queued.length > 0) && !this.failure) {
+      const seen = Atomics.load(this.ctl, CTL.GROUP_DONE);
+      this.settle();
+      if (this.inFlight.size > 0) Atomics.wait(this.ctl, CTL.GROUP_DONE, seen, 1000);
+    }
   }
 
   /**
@@ -142,13 +307,52 @@ export class ThreadedHostCopier implements HostCopier {
     this.disposed = true;
     for (const p of this.queued) p.reject(new DisposedError('the host copier was disposed before the copy started'));
     this.queued.length = 0;
-    while (this.inFlight.size > 0 && !this.failure) {
-      const seen = Atomics.load(this.ctl, CTL.GROUP_DONE);
-      this.settle();
-      if (this.inFlight.size > 0) Atomics.wait(this.ctl, CTL.GROUP_DONE, seen, 1000);
-    }
+    this.waitIdle();
     Atomics.store(this.ctl, CTL.STOP, 1);
     for (let i = 0; i < this.threads; i++) Atomics.notify(this.ctl, CTL.mailbox(i));
     for (const w of this.workers) void w.terminate();
   }
+}
+
+/**
+ * Cuts entries into parts of about total / threads bytes (at least 64 KiB, at 4 KiB boundaries), so that one large
+ * copy spreads over every thread and many small ones are grouped; a read's bytes needed follow its parts.
+ */
+function split(entries: readonly Entry[], threads: number): Entry[] {
+  let total = 0;
+  for (const e of entries) total += e[3];
+  if (total === 0) return [];
+  const per = Math.max(MIN_PART, Math.ceil(total / threads / PART_ALIGN) * PART_ALIGN);
+  const out: Entry[] = [];
+  for (const [op, a, b, n, off, need] of entries) {
+    if (n <= per) {
+      out.push([op, a, b, n, off, need]);
+      continue;
+    }
+    for (let o = 0; o < n; o += per) {
+      const len = Math.min(per, n - o);
+      // A copy moves both addresses; a file operation keeps its descriptor and moves the buffer and the file offset.
+      if (op === OP.COPY) out.push([op, a + o, b + o, len, 0, len]);
+      else out.push([op, a, b + o, len, off + o, Math.max(0, Math.min(len, need - o))]);
+    }
+  }
+  return out;
+}
+
+function ioError(what: string, code: number, at: number, entries: readonly Entry[]): GpuError {
+  if (code === END_OF_FILE) {
+    const end = Math.max(...entries.map((e) => e[4] + e[5]));
+    // Threads stop at the first failure of their copy, so the lowest offset seen may be past the end: ask the file.
+    let size = at;
+    try {
+      size = Math.min(at, fstatSync(entries[0]![1]).size);
+    } catch {
+      // the descriptor was closed meanwhile: keep the offset the threads saw
+    }
+    return new GpuError(ErrorCode.IO_ERROR, `the file ended at byte ${size}, before byte ${end} the read needed (was it truncated during the read?)`, {
+      statusName: 'EOF',
+    });
+  }
+  const name = errnoNames.get(code) ?? `errno ${code}`;
+  return new GpuError(ErrorCode.IO_ERROR, `${what} failed at byte ${at}: ${name}`, { status: code, statusName: name });
 }

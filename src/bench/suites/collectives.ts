@@ -9,7 +9,7 @@
  * factor), and verified against the expected result.
  */
 import type { Allocation } from '../../memory/allocation.js';
-import type { Runtime } from '../../memory/runtime.js';
+import type { Runtime } from '../../runtime/runtime.js';
 import { NcclCommunicator } from '../../collectives/nccl.js';
 import { StagedCommunicator, type Communicator } from '../../collectives/staged.js';
 import { bufferBytes, COLLECTIVES, ncclTestsSize, type Collective, type CollectiveCall } from '../../collectives/types.js';

@@ -5,7 +5,7 @@
  */
 import { CachingPool } from '../../pool/caching-pool.js';
 import { DeviceResource } from '../../pool/sources.js';
-import type { Runtime } from '../../memory/runtime.js';
+import type { Runtime } from '../../runtime/runtime.js';
 import { BenchContext } from '../context.js';
 
 const MiB = 1024 * 1024;

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { tensorByteSize } from '../../formats/safetensors.js';
-import { openRuntime } from '../../memory/runtime.js';
+import { openRuntime } from '../../runtime/runtime.js';
 import { BenchContext } from '../context.js';
 import { benchCheckpoint, safetensorsTests } from './safetensors.js';
 

@@ -15,6 +15,8 @@ import type { HostCopier } from '../../backend/backend.js';
 import { transferDefaults } from '../../transfer/defaults.js';
 import type { BatchCopy } from '../../transfer/batch.js';
 import type { BenchContext, RowFields } from '../context.js';
+import { fileTransfers } from './transfer-file.js';
+import { firstUpload, manyArrays } from './transfer-programs.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -37,10 +39,39 @@ async function timeWall(ctx: BenchContext, op: () => Promise<unknown> | unknown,
   return out;
 }
 
+/** The parts of the transfer group; GPUMEM_TRANSFER_PARTS (a comma list) runs some of them. */
+export const TRANSFER_PARTS = ['shapes', 'host', 'batch', 'chain', 'many', 'first', 'file'] as const;
+
 export async function transferTests(ctx: BenchContext, max: number): Promise<void> {
-  const { rt, dev } = ctx;
   const quick = ctx.options.quick;
   const bytes = Math.max(4 * MiB, Math.min(max, quick ? 256 * MiB : 1024 * MiB));
+  const asked = process.env.GPUMEM_TRANSFER_PARTS?.split(',').filter(Boolean) ?? [...TRANSFER_PARTS];
+  const unknown = asked.filter((p) => !(TRANSFER_PARTS as readonly string[]).includes(p));
+  if (unknown.length) throw new Error(`GPUMEM_TRANSFER_PARTS: unknown part ${unknown.join(', ')} (parts: ${TRANSFER_PARTS.join(', ')})`);
+  const want = (p: (typeof TRANSFER_PARTS)[number]): boolean => asked.includes(p);
+  const threadCounts = threadsToMeasure(quick);
+  if (want('first')) await firstUpload(ctx, bytes, quick);
+  if (want('shapes')) await shapes(ctx, bytes, threadCounts);
+  if (want('many')) {
+    await manyArrays(ctx, Math.max(1, Math.floor(bytes / (4 * MiB))), 4 * MiB, quick);
+    await manyArrays(ctx, Math.max(1, Math.floor(bytes / (256 * KiB))), 64 * KiB, quick);
+  }
+  if (want('file')) await fileTransfers(ctx, bytes, quick);
+  if (want('host')) await hostCopyRates(ctx, bytes, quick, threadCounts);
+  if (want('batch')) await smallCopies(ctx, quick);
+  if (want('chain')) await chains(ctx, quick);
+}
+
+function threadsToMeasure(quick: boolean): number[] {
+  const d = transferDefaults();
+  const cores = availableParallelism();
+  return [...new Set([1, 2, 4, 8, 12, 16, d.threads])].sort((a, b) => a - b).filter((t) => t <= Math.max(2, cores) && (!quick || t === 1 || t === d.threads));
+}
+
+/** Pageable uploads and downloads: the runtime's direct copy, register + copy, the stager's shapes, rt.upload / rt.download. */
+async function shapes(ctx: BenchContext, bytes: number, threadCounts: number[]): Promise<void> {
+  const { rt, dev } = ctx;
+  const quick = ctx.options.quick;
   const reps = quick ? 3 : 5;
   const d = transferDefaults();
   const row = (direction: string, srcKind: string, dstKind: string, engine: string, n: number, extra: Partial<RowFields> = {}): RowFields => ({
@@ -88,10 +119,6 @@ export async function transferTests(ctx: BenchContext, max: number): Promise<voi
     ctx.addBandwidth(row('HtoD', 'pageable', 'device', 'register+copy+unregister', bytes), ms, bytes, 'one-way', await verify());
   }
   // Shapes: threads at the default chunk, chunks at the default threads.
-  const cores = availableParallelism();
-  const threadCounts = [...new Set([1, 2, 4, 8, 12, 16, d.threads])]
-    .sort((a, b) => a - b)
-    .filter((t) => t <= Math.max(2, cores) && (!quick || t === 1 || t === d.threads));
   const chunkSizes = (quick ? [d.chunkBytes] : [4 * MiB, 8 * MiB, 16 * MiB, 32 * MiB]).filter((c) => c * d.depth <= d.pinnedBudgetBytes && c <= bytes);
   const shapes = [
     ...threadCounts.map((t) => ({ threads: t, chunkBytes: d.chunkBytes })),
@@ -136,16 +163,14 @@ export async function transferTests(ctx: BenchContext, max: number): Promise<voi
   );
   pageable.free();
   pageableBack.free();
-
-  // The host copies alone: pageable into pinned memory on N threads.
-  await hostCopyRates(ctx, host, quick, threadCounts);
-  await smallCopies(ctx, quick);
-  await chains(ctx, quick);
 }
 
-async function hostCopyRates(ctx: BenchContext, host: Uint8Array, quick: boolean, threadCounts: number[]): Promise<void> {
+/** The host copies alone: pageable into pinned memory on N threads (the ceiling of a staged upload). */
+async function hostCopyRates(ctx: BenchContext, bytes: number, quick: boolean, threadCounts: number[]): Promise<void> {
   const { rt } = ctx;
-  const n = Math.min(host.byteLength, 256 * MiB);
+  const n = Math.min(bytes, 256 * MiB);
+  const host = new Uint8Array(n);
+  fillBytes(host, 0x5eed);
   using pinned = rt.allocPinned(n);
   using src = rt.allocPageable(host.buffer as ArrayBuffer);
   for (const t of threadCounts.filter((x) => x <= 12)) {

@@ -1,0 +1,170 @@
+/**
+ * Lists and queues of transfers, run on every backend with a device: uploadMany / downloadMany byte-exact over
+ * counts, mixed sizes, offsets and chunk sizes, packed into as few chunks as the bytes need; many rt.upload calls at
+ * once packed the same way; transfers to and from the same buffer kept in the order asked; a list refused whole
+ * when one item is bad. Nothing here is timed.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { ErrorCode } from '../errors.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { propertyParams } from '../testing/property.js';
+import type { UploadItem } from './stager.js';
+import { code, pattern } from './transfer.case.js';
+
+const KiB = 1024;
+
+export function manyConformance(label: string, open: () => Runtime): void {
+  const withRt = (name: string, fn: (rt: Runtime) => Promise<void> | void): void => {
+    test(`${label}: ${name}`, async () => {
+      using rt = open();
+      await fn(rt);
+    });
+  };
+
+  withRt('uploadMany then downloadMany is byte-exact for lists of mixed sizes and offsets, packed into as few chunks as the bytes need', async (rt) => {
+    const gpu = rt.device(0);
+    const item = fc.record({
+      bytes: fc.integer({ min: 1, max: 40 * KiB }),
+      srcOffset: fc.integer({ min: 0, max: 300 }),
+      gap: fc.integer({ min: 0, max: 700 }),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(item, { minLength: 1, maxLength: 60 }),
+        fc.constantFrom(4 * KiB, 8 * KiB + 512, 64 * KiB),
+        fc.integer({ min: 2, max: 5 }),
+        fc.constantFrom('device', 'managed'),
+        async (items, chunkBytes, depth, kind) => {
+          using st = rt.createStager({ chunkBytes, depth, threads: 2, directBelow: 0 });
+          // Every item lands at its own place in one allocation, with gaps between that must stay untouched.
+          const places: number[] = [];
+          let end = 0;
+          for (const it of items) {
+            end += it.gap;
+            places.push(end);
+            end += it.bytes;
+          }
+          using dst = kind === 'device' ? gpu.alloc(end + 64) : gpu.allocManaged(end + 64);
+          rt.fill(dst, 0xee);
+          const srcs = items.map((it, i) => pattern(it.srcOffset + it.bytes, i));
+          const list: UploadItem[] = items.map((it, i) => ({ dst, src: srcs[i]!, srcOffset: it.srcOffset, dstOffset: places[i]! }));
+          const up = await st.uploadMany(list);
+          const total = items.reduce((a, it) => a + it.bytes, 0);
+          assert.equal(up.bytes, total);
+          assert.equal(up.items, items.length);
+          assert.deepEqual(up.paths, Array(items.length).fill('staged'));
+          // Packed: the ring's chunks are filled back to back, whatever the items' boundaries.
+          assert.equal(up.chunks, Math.ceil(total / chunkBytes), 'chunks = total bytes / chunk size, rounded up');
+          const whole = new Uint8Array(end + 64);
+          await st.download(whole, dst);
+          const expected = new Uint8Array(end + 64).fill(0xee);
+          items.forEach((it, i) => expected.set(srcs[i]!.subarray(it.srcOffset), places[i]!));
+          assert.deepEqual(whole, expected, 'every item at its place, nothing between them or after the last');
+          // And back, into separate buffers at offsets.
+          const outs = items.map((it) => new Uint8Array(it.bytes + 3).fill(0x11));
+          const down = await st.downloadMany(items.map((it, i) => ({ dst: outs[i]!, src: dst, srcOffset: places[i]!, dstOffset: 3, bytes: it.bytes })));
+          assert.equal(down.direction, 'download');
+          assert.equal(down.chunks, Math.ceil(total / chunkBytes));
+          outs.forEach((o, i) => {
+            assert.deepEqual(o.subarray(3), srcs[i]!.subarray(items[i]!.srcOffset), `item ${i}`);
+            assert.deepEqual([...o.subarray(0, 3)], [0x11, 0x11, 0x11], `nothing before item ${i}`);
+          });
+        },
+      ),
+      propertyParams(25),
+    );
+  });
+
+  withRt('many rt.upload calls at once are packed into shared chunks, each lands whole, each promise resolves', async (rt) => {
+    const gpu = rt.device(0);
+    using st = rt.createStager({ chunkBytes: 64 * KiB, depth: 4, threads: 2, directBelow: 0 });
+    const n = 200;
+    using dst = gpu.alloc(n * KiB);
+    const srcs = Array.from({ length: n }, (_, i) => pattern(KiB, i));
+    const before = st.flow.chunksStarted;
+    const results = await Promise.all(srcs.map((s, i) => st.upload(dst, s, { dstOffset: i * KiB })));
+    assert.ok(
+      results.every((r) => r.path === 'staged' && r.bytes === KiB),
+      'each call reports its own transfer',
+    );
+    assert.equal(st.flow.chunksStarted - before, Math.ceil((n * KiB) / (64 * KiB)), '200 KiB in 64 KiB chunks: 4 chunks, not 200');
+    const out = new Uint8Array(n * KiB);
+    await st.download(out, dst);
+    srcs.forEach((s, i) => assert.deepEqual(out.subarray(i * KiB, (i + 1) * KiB), s, `upload ${i}`));
+  });
+
+  withRt('transfers queued together through one stager keep the order asked: the later write wins, a read sees the writes before it', async (rt) => {
+    const gpu = rt.device(0);
+    using st = rt.createStager({ chunkBytes: 8 * KiB, depth: 3, threads: 2, directBelow: 0 });
+    using dev = gpu.alloc(64 * KiB);
+    using other = gpu.alloc(64 * KiB);
+    const a = pattern(64 * KiB, 1);
+    const b = pattern(64 * KiB, 2);
+    // Two uploads to the same place: the second lands last.
+    await Promise.all([st.upload(dev, a), st.upload(dev, b)]);
+    const out = new Uint8Array(64 * KiB);
+    await st.download(out, dev);
+    assert.deepEqual(out, b);
+    // Download into a buffer, then upload from that same buffer: the upload sends what the download brought.
+    await st.upload(other, a);
+    const buf = new Uint8Array(64 * KiB);
+    await Promise.all([st.download(buf, other), st.upload(dev, buf)]);
+    await st.download(out, dev);
+    assert.deepEqual(out, a, 'the upload read the buffer after the download wrote it');
+    // Upload from a buffer, then download into it: the upload sends the buffer as it was.
+    const c = pattern(64 * KiB, 3);
+    await st.upload(other, pattern(64 * KiB, 4));
+    await Promise.all([st.upload(dev, c), st.download(c, other)]);
+    await st.download(out, dev);
+    assert.deepEqual(out, pattern(64 * KiB, 3), 'the download waited for the upload still reading the buffer');
+    assert.deepEqual(c, pattern(64 * KiB, 4));
+  });
+
+  withRt('pinned and pageable items of one list each take their own path; a bad item refuses the whole list before anything is copied', async (rt) => {
+    const gpu = rt.device(0);
+    using dst = gpu.alloc(64 * KiB);
+    rt.fill(dst, 0x5a);
+    using pinned = rt.allocPinned(8 * KiB);
+    pinned.view().set(pattern(8 * KiB, 7));
+    const r = await rt.uploadMany([
+      { dst, src: pattern(4 * KiB, 1) },
+      { dst, src: pinned, dstOffset: 8 * KiB },
+      { dst, src: pattern(2 * KiB, 2), dstOffset: 16 * KiB },
+    ]);
+    assert.deepEqual(r.paths.slice(0, 2), ['staged', 'pinned']);
+    const out = new Uint8Array(64 * KiB);
+    await rt.download(out, dst);
+    assert.deepEqual(out.subarray(8 * KiB, 16 * KiB), pattern(8 * KiB, 7));
+    assert.deepEqual(out.subarray(0, 4 * KiB), pattern(4 * KiB, 1));
+    rt.fill(dst, 0x5a);
+    const bad = [
+      [
+        { dst, src: pattern(KiB, 1) },
+        { dst, src: pattern(KiB, 1), dstOffset: 64 * KiB },
+      ],
+      [
+        { dst, src: pattern(KiB, 1) },
+        { dst, src: new Uint8Array(0) },
+      ],
+      [
+        { dst, src: pattern(KiB, 1) },
+        { dst: 12345, src: pattern(KiB, 1) },
+      ],
+      [{ dst, src: pattern(KiB, 1) }, null],
+    ] as unknown as UploadItem[][];
+    await assert.rejects(rt.uploadMany(bad[0]!), (e: unknown) => code(ErrorCode.OUT_OF_BOUNDS)(e) && /item 1/.test((e as Error).message));
+    await assert.rejects(rt.uploadMany(bad[1]!), code(ErrorCode.INVALID_SIZE));
+    await assert.rejects(rt.uploadMany(bad[2]!), code(ErrorCode.FOREIGN_ADDRESS));
+    await assert.rejects(rt.uploadMany(bad[3]!), /item 1 is not an object/);
+    await assert.rejects(rt.uploadMany([]), code(ErrorCode.INVALID_SIZE));
+    await assert.rejects(rt.uploadMany('x' as unknown as UploadItem[]), code(ErrorCode.INVALID_ARGUMENT));
+    await rt.download(out, dst);
+    assert.ok(
+      out.every((x) => x === 0x5a),
+      'nothing of a refused list was copied',
+    );
+    assert.equal(dst.busy, false, 'a refused list holds nothing');
+  });
+}
