@@ -15,6 +15,15 @@ const MiB = 1024 * 1024;
 export const CUDA_CONTEXT_BYTES = 552_402_944;
 
 /**
+ * What a PyTorch training process holds outside its caching allocator beyond the bare context once a step has run:
+ * cuBLAS and cuBLASLt handles, the kernel modules loaded on first use (measured with
+ * benchmarks/pytorch/record_context.py on one H200, torch 2.11, CUDA 13.0, 2026-12-01: 804,061,184 bytes outside the
+ * allocator after a Llama-style training step, less the 552,402,944-byte context; docs/evidence/2026-12-01-1x-h200/
+ * context/). A separate probe, not a fit on any accuracy row.
+ */
+export const LOADED_KERNELS_BYTES = 804_061_184 - 552_402_944;
+
+/**
  * The cuBLAS workspace PyTorch allocates through its caching allocator, one per handle and stream (a training step
  * on one GPU uses one): 32 MiB on Hopper and later, 8 MiB + 128 KiB before (CUBLAS_WORKSPACE_CONFIG's default in
  * aten/src/ATen/cuda/CublasHandlePool.cpp); cuBLASLt shares it (TORCH_CUBLASLT_UNIFIED_WORKSPACE, on by default).
@@ -32,10 +41,18 @@ export function overheads(o: PlanOptions, _localParams: number, weightBytesPer: 
     {
       name: 'CUDA context',
       bytes: CUDA_CONTEXT_BYTES,
-      note: 'total - free before any allocation, measured by gpumem info on an H200 (CUDA 13); read yours the same way. Kernels a framework loads on first use add to it',
+      note: 'total - free before any allocation, measured by gpumem info on an H200 (CUDA 13); read yours the same way',
       field: 'overheadBytes',
     },
   ];
+  // vLLM and SGLang count what they hold outside PyTorch themselves (vllm.ts, sglang.ts)
+  if (o.mode === 'train' || o.engine === 'hf')
+    lines.push({
+      name: 'cuBLAS handles and kernels loaded by the first step',
+      bytes: LOADED_KERNELS_BYTES,
+      note: 'outside the caching allocator, after one PyTorch step on an H200 (torch 2.11, CUDA 13), less the context',
+      field: 'overheadBytes',
+    });
   if (o.parallel.gpus > 1) {
     let comm = 256 * MiB;
     let note = 'NCCL/RCCL buffers';
