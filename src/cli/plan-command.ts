@@ -3,6 +3,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { LIMITS, type PlanInputs } from '../plan/inputs.js';
 import { PRECISIONS, type Attention } from '../plan/options.js';
+import { outputWidth } from '../render/width.js';
 import { checkWritable, interruption, type Io } from './context.js';
 import { UsageError } from './errors.js';
 import { parsePercent, parsePort, parseSizeOption } from './options.js';
@@ -241,7 +242,7 @@ async function runPlan(opts: Record<string, unknown>, cmd: Command, io: Io): Pro
     writeFileSync(String(opts.html), page());
     io.err(`wrote ${String(opts.html)}\n`);
   }
-  io.out(opts.json ? `${JSON.stringify(result, null, 2)}\n` : `${renderPlanText(result)}\n`);
+  io.out(opts.json ? `${JSON.stringify(result, null, 2)}\n` : `${renderPlanText(result, { width: outputWidth() })}\n`);
   if (opts.serve) {
     const { servePage } = await import('../net/page-server.js');
     const stop = interruption();

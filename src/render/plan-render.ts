@@ -2,6 +2,7 @@
 import type { PlanResult } from '../plan/plan.js';
 import { formatCount } from '../units.js';
 import { table } from './text.js';
+import { wrapLine } from './width.js';
 
 const gib = (b: number): string => (b / 2 ** 30).toFixed(2);
 const gb = (b: number): string => (b / 1e9).toFixed(2);
@@ -34,7 +35,12 @@ function describe(r: PlanResult): string {
   return `inference, ${o.weights} weights, ${o.kvDtype} KV cache${o.blockSize ? ` in ${o.blockSize}-token blocks` : ''}, batch ${o.batch}, ${o.prompt} prompt + ${o.newTokens} new tokens; ${par}`;
 }
 
-export function renderPlanText(r: PlanResult): string {
+/**
+ * The plan as text. With a `width` (the terminal's), prose wraps and, where the table of lines with its "how" column
+ * would be wider, the table keeps the figures and each line's "how" follows it, wrapped.
+ */
+export function renderPlanText(r: PlanResult, options: { width?: number } = {}): string {
+  const width = options.width;
   const out: string[] = [];
   out.push(
     `gpumem plan: ${r.model.name} (${formatCount(r.model.parameters)} parameters${r.model.activeParameters !== r.model.parameters ? `, ${formatCount(r.model.activeParameters)} active per token` : ''})`,
@@ -43,21 +49,28 @@ export function renderPlanText(r: PlanResult): string {
   out.push(`machine: ${r.machine.name}, ${gib(r.capacityBytes)} GiB (${gb(r.capacityBytes)} GB) per GPU  [${r.machine.capacitySource}]`);
   out.push('');
   out.push('most-loaded GPU:');
-  out.push(
-    table(
-      ['line', '>GiB', '>GB', 'how'],
-      [
-        ...r.lines.map((l) => [l.name, gib(l.bytes), gb(l.bytes), l.note]),
-        [
-          'total (peak of the step + overhead)',
-          gib(r.perGpu.totalBytes),
-          gb(r.perGpu.totalBytes),
-          r.options.mode === 'train' ? `peak in the ${r.peakPhase === 'backward' ? 'backward pass' : 'optimizer step'}` : '',
-        ],
-        ['capacity', gib(r.capacityBytes), gb(r.capacityBytes), r.machine.capacitySource],
-      ],
-    ),
-  );
+  const rows = [
+    ...r.lines.map((l) => [l.name, gib(l.bytes), gb(l.bytes), l.note]),
+    [
+      'total (peak of the step + overhead)',
+      gib(r.perGpu.totalBytes),
+      gb(r.perGpu.totalBytes),
+      r.options.mode === 'train' ? `peak in the ${r.peakPhase === 'backward' ? 'backward pass' : 'optimizer step'}` : '',
+    ],
+    ['capacity', gib(r.capacityBytes), gb(r.capacityBytes), r.machine.capacitySource],
+  ];
+  const full = table(['line', '>GiB', '>GB', 'how'], rows);
+  if (width === undefined || full.split('\n').every((l) => l.length <= width)) out.push(full);
+  else {
+    out.push(
+      table(
+        ['line', '>GiB', '>GB'],
+        rows.map((x) => x.slice(0, 3)),
+      ),
+    );
+    out.push('', 'how each line is counted:');
+    for (const x of rows) if (x[3]) out.push(`  ${x[0]}: ${x[3]}`);
+  }
   out.push(
     `PyTorch would report: max_memory_allocated ${gib(r.perGpu.allocatedPeakBytes)} GiB (tensors), max_memory_reserved ${gib(r.perGpu.reservedPeakBytes)} GiB (with the caching allocator's fragmentation); the device peak above adds the context${r.options.parallel.gpus > 1 ? ' and communication buffers' : ''}`,
   );
@@ -93,5 +106,5 @@ export function renderPlanText(r: PlanResult): string {
   out.push('');
   out.push(parts.length ? `largest that fits (one at a time, the rest as given): ${parts.join('; ')}` : 'nothing fits on this GPU even at batch 1');
   for (const n of r.notes) out.push(`note: ${n}`);
-  return out.join('\n');
+  return out.map((l) => (width === undefined || l.includes('\n') ? l : wrapLine(l, width, l.startsWith('  ') ? '      ' : '  ').join('\n'))).join('\n');
 }

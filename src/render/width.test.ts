@@ -33,3 +33,15 @@ test('fitTable drops the lowest-priority columns first, never those without a pr
   assert.deepEqual(narrow.dropped, ['b', 'a'], 'the columns without a priority stay even when the table cannot fit');
   assert.equal(narrow.lines[2], 'alpha     12');
 });
+
+test('plan text fits 80 columns: the lines keep their figures, each "how" follows the table, wrapped', async () => {
+  const { runCli } = await import('../testing/harness.js');
+  const r = await runCli(['plan', '--model', 'llama-3.1-8b', '--lora', '16', '--base-weights', 'nf4', '--gpu', 'rtx-4090']);
+  assert.equal(r.code, 0, r.err);
+  assert.deepEqual(
+    r.out.split('\n').filter((l) => l.length > 80),
+    [],
+  );
+  assert.match(r.out, /^parameters: frozen base \(nf4\) +\d+\.\d\d +\d+\.\d\d$/m);
+  assert.match(r.out, /^how each line is counted:\n {2}parameters: frozen base \(nf4\): /m);
+});
