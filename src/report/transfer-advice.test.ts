@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import type { BenchReport } from '../formats/bench-schema.js';
 import { adviseDevice } from './advice.js';
 
-const evidence = new URL('../../docs/evidence/2026-12-01-1x-h200/transfer-programs-816898c/gpumem-transfer-1.json', import.meta.url);
+const evidence = new URL('../../docs/evidence/2026-12-01-1x-h200/gpumem-transfer-1.json', import.meta.url);
 
 test('transfer advice from a measured run: lists through rt.uploadMany, files through rt.uploadFile, each with its rows', () => {
   const bench = JSON.parse(readFileSync(evidence, 'utf8')) as BenchReport;
