@@ -1,7 +1,7 @@
 /** `gpumem analyze` of one trace per rank: the text rendering of the ranks compared. */
 import type { RanksResult } from '../analyze/ranks.js';
 import { formatBytes, formatNs } from '../units.js';
-import { fitLines } from './analyze-text.js';
+import { fitLines } from './width.js';
 import { table } from './text.js';
 
 /** Ranks listed one per row up to this many; past it, the stragglers and the spread of each column. */

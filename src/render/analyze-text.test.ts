@@ -11,7 +11,8 @@ import { test } from 'node:test';
 import { analyzeFiles } from '../analyze/analyze.js';
 import { runCli } from '../testing/harness.js';
 import { naiveRun, writeRocprofV1Stats } from '../testing/trace-fixtures.js';
-import { fitLines, renderAnalyze } from './analyze-text.js';
+import { renderAnalyze } from './analyze-text.js';
+import { fitLines } from './width.js';
 
 const fixture = (p: string): string => new URL(`../../fixtures/${p}`, import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'gpumem-analyze-width-'));

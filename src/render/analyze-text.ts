@@ -2,28 +2,7 @@
 import type { AnalyzeResult } from '../analyze/result.js';
 import { formatBytes, formatNs } from '../units.js';
 import { table } from './text.js';
-import { wrapLine } from './width.js';
-
-/**
- * Lines no wider than `width`: prose wraps at spaces (continuation lines indented as the line's list marker), and a
- * word longer than a line (a file path) is broken where it must be.
- */
-export function fitLines(text: string, width: number | undefined): string {
-  if (width === undefined) return text;
-  return text
-    .split('\n')
-    .flatMap((line) =>
-      wrapLine(line, width).flatMap((l) => {
-        if (l.length <= width) return [l];
-        const indent = /^\s*/.exec(l)?.[0] ?? '';
-        const room = Math.max(10, width - indent.length);
-        const out = [l.slice(0, width)];
-        for (let at = width; at < l.length; at += room) out.push(`${indent}${l.slice(at, at + room)}`);
-        return out;
-      }),
-    )
-    .join('\n');
-}
+import { fitLines } from './width.js';
 
 /** `s` cut to `n` characters, marked where it was cut. */
 const cut = (s: string, n: number): string => (s.length <= n ? s : `${s.slice(0, Math.max(1, n - 1))}…`);
