@@ -8,38 +8,13 @@ import { analyzeModel } from './analyze.js';
 import type { CopyRates } from './bandwidth.js';
 import { AllocLevel, Api, Direction, MemKind, TraceModel } from './model.js';
 import type { AnalyzeResult } from './result.js';
+import { call, copy, kernel } from '../testing/trace-model.js';
 
 const RATES: CopyRates = { HtoD: 50, DtoH: 50, source: 'test: 50 GB/s', assumed: false, basis: 'bench' };
 const MiB = 2 ** 20;
 const us = 1000;
 const ms = 1e6;
 
-function copy(
-  m: TraceModel,
-  start: number,
-  dur: number,
-  bytes: number,
-  dir: number,
-  host: number,
-  o: { stream?: number; hostAddr?: number; correlation?: number } = {},
-): void {
-  m.copies.push({
-    start,
-    end: start + dur,
-    bytes,
-    dir,
-    src: dir === Direction.HtoD ? host : MemKind.device,
-    dst: dir === Direction.DtoH ? host : MemKind.device,
-    stream: o.stream ?? 7,
-    device: 0,
-    correlation: o.correlation ?? Number.NaN,
-    hostAddr: o.hostAddr ?? Number.NaN,
-    op: -1,
-  });
-}
-const kernel = (m: TraceModel, start: number, dur: number, stream = 7): void => m.kernels.push({ start, end: start + dur, stream, device: 0 });
-const call = (m: TraceModel, start: number, dur: number, api: number, correlation = Number.NaN): void =>
-  m.runtime.push({ start, end: start + dur, api, thread: 1, correlation });
 const rules = (r: AnalyzeResult): string[] => r.findings.map((f) => f.rule);
 const finding = (r: AnalyzeResult, rule: string) => {
   const f = r.findings.find((x) => x.rule === rule);

@@ -11,30 +11,13 @@ import { analyzeModel } from './analyze.js';
 import type { CopyRates } from './bandwidth.js';
 import { Api, Direction, MemKind, TraceModel } from './model.js';
 import type { AnalyzeResult } from './result.js';
+import { call, copy, kernel } from '../testing/trace-model.js';
 
 const RATES: CopyRates = { HtoD: 25, DtoH: 25, source: 'test: 25 GB/s', assumed: false, basis: 'bench' };
 const us = 1000;
 const ms = 1e6;
 const MiB = 2 ** 20;
 
-function copy(m: TraceModel, start: number, dur: number, bytes: number, dir: number, host: number, correlation = Number.NaN): void {
-  m.copies.push({
-    start,
-    end: start + dur,
-    bytes,
-    dir,
-    src: dir === Direction.HtoD ? host : MemKind.device,
-    dst: dir === Direction.DtoH ? host : MemKind.device,
-    stream: 7,
-    device: 0,
-    correlation,
-    hostAddr: Number.NaN,
-    op: -1,
-  });
-}
-const kernel = (m: TraceModel, start: number, dur: number): void => m.kernels.push({ start, end: start + dur, stream: 7, device: 0 });
-const call = (m: TraceModel, start: number, dur: number, api: number): void =>
-  m.runtime.push({ start, end: start + dur, api, thread: 1, correlation: Number.NaN });
 const finding = (r: AnalyzeResult, rule: string) => r.findings.find((f) => f.rule === rule);
 
 test('gpu-idle-on-memory saves no more than the kernel time memory work could hide under', () => {

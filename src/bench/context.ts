@@ -158,7 +158,7 @@ export class BenchContext implements Disposable {
     return out;
   }
 
-  /** Times `op` with the host clock (for allocation calls and host reads). Milliseconds per run. */
+  /** Times `op` (awaited) with the host clock: allocation calls, host reads, whole transfers. Milliseconds per run. */
   async timeHost(op: () => unknown, reps: number, warmup = 1): Promise<number[]> {
     for (let i = 0; i < warmup; i++) await op();
     const out: number[] = [];

@@ -39,7 +39,7 @@ async function runBenchCommand(opts: BenchCliOptions, io: Io): Promise<void> {
   const { runBench } = await import('../bench/run-bench.js');
   const { BenchAborted } = await import('../bench/context.js');
   const { renderBench } = await import('../render/bench-text.js');
-  await withRuntime(opts, io, (rt) =>
+  await withRuntime({ ...opts, transfers: true }, io, (rt) =>
     interruptible(
       io,
       (e) => e instanceof BenchAborted,

@@ -11,10 +11,24 @@ export interface Io {
   err: (s: string) => void;
 }
 
-/** Opens a runtime for a command, prints the backend notice on stderr, and disposes it afterwards. */
-export async function withRuntime<T>(opts: { backend?: string | undefined }, io: Io, fn: (rt: Runtime) => Promise<T> | T): Promise<T> {
+/** What a command does with the runtime it opens. */
+export interface RuntimeUse {
+  /**
+   * The command moves data between host and device through the transfer engine (bench, report, load-weights): the
+   * engine's host threads start in the background as the runtime opens, as a program's would. Default false: a
+   * command that never transfers (info, monitor) opens without them (up to 12 worker threads on a GPU backend).
+   */
+  transfers?: boolean | undefined;
+}
+
+/**
+ * Opens a runtime for a command on `opts.backend`, prints the backend notice on stderr, and disposes it afterwards.
+ * @throws InvalidArgumentError for an unknown backend name; BackendUnavailableError when a requested backend cannot
+ * open; whatever `fn` throws.
+ */
+export async function withRuntime<T>(opts: { backend?: string | undefined } & RuntimeUse, io: Io, fn: (rt: Runtime) => Promise<T> | T): Promise<T> {
   const { openRuntime } = await import('../runtime/runtime.js');
-  const rt = openRuntime({ backend: opts.backend });
+  const rt = openRuntime({ backend: opts.backend, warmTransfers: opts.transfers ?? false });
   if (rt.selection.notice) io.err(`${rt.selection.notice}\n`);
   try {
     return await fn(rt);

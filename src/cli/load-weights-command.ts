@@ -53,7 +53,7 @@ async function runLoadWeights(path: string, opts: LoadWeightsCliOptions, io: Io)
   const { loadSafetensors } = await import('../runtime/safetensors.js');
   const { verifyLoaded } = await import('../runtime/safetensors-io.js');
   const { renderLoadWeights } = await import('../render/load-weights-text.js');
-  await withRuntime(opts, io, (rt) =>
+  await withRuntime({ ...opts, transfers: true }, io, (rt) =>
     interruptible(
       io,
       (e) => isGpuError(e, ErrorCode.ABORTED),

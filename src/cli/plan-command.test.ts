@@ -1,6 +1,6 @@
 /** `gpumem plan` on the command line: bad input exits 2 with the reason and prints nothing half-done; help offers every option. */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -8,6 +8,8 @@ import type { PlanResult } from '../plan/plan.js';
 import { runCli } from '../testing/harness.js';
 
 const cli = runCli;
+/** TinyLlama-1.1B's published config.json (a Hugging Face model folder holds it). */
+const TINYLLAMA = new URL('../../fixtures/plan/configs/tinyllama-1.1b/config.json', import.meta.url).pathname;
 
 test('bad input: unknown names list the closest, bad configs name the field, impossible layouts name the constraint (exit 2)', async () => {
   const unknown = await cli(['plan', '--model', 'llama-2-8b']);
@@ -163,18 +165,7 @@ test('plan --help offers every training option, and a Hugging Face model folder 
   try {
     const folder = join(dir, 'TinyLlama-1.1B');
     mkdirSync(folder);
-    const config = {
-      model_type: 'llama',
-      hidden_size: 2048,
-      intermediate_size: 5632,
-      num_hidden_layers: 22,
-      num_attention_heads: 32,
-      num_key_value_heads: 4,
-      vocab_size: 32000,
-      max_position_embeddings: 2048,
-      tie_word_embeddings: false,
-    };
-    writeFileSync(join(folder, 'config.json'), JSON.stringify(config));
+    copyFileSync(TINYLLAMA, join(folder, 'config.json'));
     const r = await cli(['plan', '--model', folder, '--lora', '16', '--json']);
     assert.equal(r.code, 0, r.err);
     const p = JSON.parse(r.out) as PlanResult;

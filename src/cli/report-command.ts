@@ -23,7 +23,7 @@ async function runReport(opts: BenchCliOptions, io: Io): Promise<void> {
   const { buildReport } = await import('../report/report.js');
   const { BenchAborted } = await import('../bench/context.js');
   const { renderReportText, renderReportHtml } = await import('../render/report-render.js');
-  await withRuntime(opts, io, (rt) =>
+  await withRuntime({ ...opts, transfers: true }, io, (rt) =>
     interruptible(
       io,
       (e) => e instanceof BenchAborted,

@@ -6,11 +6,12 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { adapterParams, linearModules } from './adapters.js';
 import { catalogueModel } from './catalogue.js';
-import { estimate, type BaseWeights, type Parallelism, type TrainOptions } from './estimate.js';
+import { estimate, type BaseWeights, type TrainOptions } from './estimate.js';
 import { normaliseConfig, type ModelConfig } from './model-config.js';
 import { countParams } from './params.js';
 import { allocatorPeaks, machineFromCatalogue, plan } from './plan.js';
 import { DEFAULT_INPUTS, planOptionsFrom, type PlanInputs } from './inputs.js';
+import { inferOptions, ONE_GPU, trainOptions } from '../testing/plan-options.js';
 
 /** Configs written from the published config.json of each checkpoint (hidden size, layers, heads, vocabulary). */
 const LLAMA_32_1B = {
@@ -77,23 +78,6 @@ test("trainable parameters are what PEFT's print_trainable_parameters printed fo
   }
 });
 
-const one: Parallelism = { gpus: 1, nodes: 1, zero: 0, tp: 1, sp: false, pp: 1, ep: 1, inFlight: 1 };
-const train = (over: Partial<TrainOptions> = {}): TrainOptions => ({
-  mode: 'train',
-  precision: 'amp-bf16',
-  optimizer: 'adamw',
-  fusedOptimizer: false,
-  batch: 1,
-  seq: 2048,
-  gradAccum: 1,
-  recompute: 'none',
-  attention: 'sdpa',
-  framework: 'pytorch',
-  parallel: one,
-  offload: 'none',
-  fragmentation: 0.05,
-  ...over,
-});
 const line = (o: TrainOptions, re: RegExp, m = catalogueModel('llama-3-8b')) => {
   const e = estimate(m, o);
   return [...e.lines, ...(e.otherMoment?.lines ?? [])].find((l) => re.test(l.name));
@@ -103,20 +87,20 @@ test('LoRA: a frozen 16-bit base, fp32 adapters with fp32 gradients and AdamW st
   const m = catalogueModel('llama-3-8b');
   const c = countParams(m);
   const l = lora(16, 'default');
-  const e = estimate(m, train({ lora: l }));
+  const e = estimate(m, trainOptions({ lora: l }));
   const A = adapterParams(m, c, l);
-  assert.equal(line(train({ lora: l }), /frozen base/)!.bytes, 2 * c.total, 'bf16 base: 2 bytes per parameter');
-  assert.equal(line(train({ lora: l }), /adapters/)!.bytes, 4 * A, "PEFT's autocast_adapter_dtype keeps adapters in fp32");
+  assert.equal(line(trainOptions({ lora: l }), /frozen base/)!.bytes, 2 * c.total, 'bf16 base: 2 bytes per parameter');
+  assert.equal(line(trainOptions({ lora: l }), /adapters/)!.bytes, 4 * A, "PEFT's autocast_adapter_dtype keeps adapters in fp32");
   assert.equal(e.modelStates.gradientsBytes, 4 * A);
   assert.equal(e.modelStates.optimizerBytes, 8 * A, 'two fp32 AdamW states per adapter parameter');
   assert.equal(e.autocastCacheBytes, 2 * A, 'autocast copies only the fp32 adapters');
-  const full = estimate(m, train());
+  const full = estimate(m, trainOptions());
   assert.ok(e.totalBytes < full.totalBytes / 3, 'no gradients or optimizer states for the 8B base');
 });
 
 test('QLoRA: 4-bit weights with their absmax per 64-block, double quantisation, the rest in 16 bits as loaded, one dequantised weight', () => {
   const m = catalogueModel('llama-3-8b');
-  const base = (q: Partial<ReturnType<typeof lora>>) => line(train({ lora: { ...lora(16, 'default'), ...q } }), /frozen base/)!.bytes;
+  const base = (q: Partial<ReturnType<typeof lora>>) => line(trainOptions({ lora: { ...lora(16, 'default'), ...q } }), /frozen base/)!.bytes;
   const nf4 = base({ base: 'nf4' });
   const dq = base({ base: 'nf4', doubleQuant: true });
   const c = countParams(m);
@@ -127,18 +111,18 @@ test('QLoRA: 4-bit weights with their absmax per 64-block, double quantisation, 
   assert.equal(nf4, quantised * (0.5 + 4 / 64) + rest * 2);
   assert.equal(dq, quantised * (0.5 + 1 / 64 + 4 / (64 * 256)) + rest * 2);
   assert.ok(dq < nf4, 'double quantisation stores the absmax in 8 bits');
-  const deq = line(train({ lora: { ...lora(16, 'default'), base: 'nf4' } }), /dequantised/);
+  const deq = line(trainOptions({ lora: { ...lora(16, 'default'), base: 'nf4' } }), /dequantised/);
   assert.equal(deq!.bytes, 2 * m.hidden * m.intermediate, 'the largest layer (an MLP projection) in bf16');
-  assert.equal(line(train({ lora: lora(16, 'default') }), /dequantised/), undefined, 'a 16-bit base needs no dequantisation');
+  assert.equal(line(trainOptions({ lora: lora(16, 'default') }), /dequantised/), undefined, 'a 16-bit base needs no dequantisation');
 });
 
 test('optimizers: 8-bit states are two bytes per parameter with no foreach temporaries; paged states live outside the allocator', () => {
   const m = catalogueModel('llama-3-8b');
   const P = countParams(m).total;
-  const eight = estimate(m, train({ precision: 'bf16-pure', optimizer: 'adamw8bit' }));
+  const eight = estimate(m, trainOptions({ precision: 'bf16-pure', optimizer: 'adamw8bit' }));
   assert.ok(Math.abs(eight.modelStates.optimizerBytes / P - 2) < 0.01);
   assert.equal(eight.optimizerTemporariesBytes, 0);
-  const paged = plan(m, train({ precision: 'bf16-pure', optimizer: 'paged-adamw8bit' }), machineFromCatalogue('h200'));
+  const paged = plan(m, trainOptions({ precision: 'bf16-pure', optimizer: 'paged-adamw8bit' }), machineFromCatalogue('h200'));
   const states = paged.lines.find((l) => l.field === 'optimizerBytes');
   if (states) assert.equal(states.outsideAllocator, true);
   assert.ok(paged.perGpu.allocatedPeakBytes <= paged.perGpu.totalBytes - (paged.lines.find((l) => l.field === 'optimizerBytes')?.bytes ?? 0));
@@ -146,8 +130,8 @@ test('optimizers: 8-bit states are two bytes per parameter with no foreach tempo
 
 test('optimizer in backward: no step moment, one gradient at a time; refused with gradient accumulation', () => {
   const m = catalogueModel('llama-3-8b');
-  const normal = estimate(m, train({ precision: 'bf16-pure', fusedOptimizer: true }));
-  const inBwd = estimate(m, train({ precision: 'bf16-pure', optimizerInBackward: true }));
+  const normal = estimate(m, trainOptions({ precision: 'bf16-pure', fusedOptimizer: true }));
+  const inBwd = estimate(m, trainOptions({ precision: 'bf16-pure', optimizerInBackward: true }));
   assert.equal(inBwd.otherMoment, undefined);
   // one gradient (at most the largest tensor, the embedding) and its step temporary instead of every gradient
   assert.ok(inBwd.gradientsBytes <= (4 * countParams(m).largestTensor * 2) / 2 && inBwd.gradientsBytes < normal.gradientsBytes / 4);
@@ -156,7 +140,7 @@ test('optimizer in backward: no step moment, one gradient at a time; refused wit
 
 test('activation offloading keeps about two layers on the GPU and puts the rest in pinned host memory, within --host-memory', () => {
   const m = catalogueModel('llama-3-8b');
-  const o = train({ precision: 'bf16-pure', batch: 8, recompute: 'full' });
+  const o = trainOptions({ precision: 'bf16-pure', batch: 8, recompute: 'full' });
   const kept = estimate(m, o).activationsBytes;
   const off = estimate(m, { ...o, activationOffload: true });
   assert.ok(off.hostBytes > 0 && off.hostActivationsBytes === off.hostBytes);
@@ -170,7 +154,7 @@ test('the loss: chunked keeps the fp32 log-probabilities but only a chunk of the
   const m = catalogueModel('llama-3-8b');
   // the loss's lines are in the backward moment, whichever moment peaks
   const logits = (loss: TrainOptions['loss']) => {
-    const e = estimate(m, train({ precision: 'bf16-pure', loss }));
+    const e = estimate(m, trainOptions({ precision: 'bf16-pure', loss }));
     return [...e.lines, ...(e.otherMoment?.lines ?? [])].filter((l) => l.field === 'logitsBytes').reduce((a, l) => a + l.bytes, 0);
   };
   const T = 2048;
@@ -183,27 +167,27 @@ test('the loss: chunked keeps the fp32 log-probabilities but only a chunk of the
 test('FSDP2: gradients unsharded under accumulation, the root unit gathered for the step', () => {
   const m = catalogueModel('llama-3-8b');
   const c = countParams(m);
-  const fsdp = { ...one, gpus: 8, zero: 3 as const };
-  const acc = estimate(m, train({ precision: 'bf16-pure', parallel: fsdp, gradAccum: 4 }));
-  const noAcc = estimate(m, train({ precision: 'bf16-pure', parallel: fsdp }));
+  const fsdp = { ...ONE_GPU, gpus: 8, zero: 3 as const };
+  const acc = estimate(m, trainOptions({ precision: 'bf16-pure', parallel: fsdp, gradAccum: 4 }));
+  const noAcc = estimate(m, trainOptions({ precision: 'bf16-pure', parallel: fsdp }));
   assert.equal(acc.modelStates.gradientsBytes, 2 * c.total, 'every gradient, unsharded');
   assert.equal(noAcc.modelStates.gradientsBytes, (2 * c.total) / 8);
   // the gathered root unit is a tensor of its own beside the shards: all of it, in the gathered dtype
-  const root = line(train({ precision: 'bf16-pure', parallel: fsdp }), /root unit/);
+  const root = line(trainOptions({ precision: 'bf16-pure', parallel: fsdp }), /root unit/);
   assert.equal(root!.bytes, (c.embedding + c.lmHead + c.finalNorm) * 2);
   // FSDP2's mixed precision (amp-bf16: fp32 shards) gathers it in bf16 too
-  assert.equal(line(train({ precision: 'amp-bf16', parallel: fsdp }), /root unit/)!.bytes, (c.embedding + c.lmHead + c.finalNorm) * 2);
+  assert.equal(line(trainOptions({ precision: 'amp-bf16', parallel: fsdp }), /root unit/)!.bytes, (c.embedding + c.lmHead + c.finalNorm) * 2);
 });
 
 test("per-op checkpointing keeps more than full recomputation and less than none; torchao's fp8 adds the running matmul's casts", () => {
   const m = catalogueModel('llama-3-8b');
-  const acts = (recompute: TrainOptions['recompute']) => estimate(m, train({ precision: 'bf16-pure', batch: 4, recompute })).activationsBytes;
+  const acts = (recompute: TrainOptions['recompute']) => estimate(m, trainOptions({ precision: 'bf16-pure', batch: 4, recompute })).activationsBytes;
   assert.ok(acts('full') < acts('op') && acts('op') < acts('none'));
-  assert.ok(line(train({ precision: 'fp8-torchao' }), /torchao float8/));
+  assert.ok(line(trainOptions({ precision: 'fp8-torchao' }), /torchao float8/));
 });
 
 test('JSON peaks: allocated is the tensors, reserved adds the fragmentation allowance, the total adds the context', () => {
-  const r = plan(catalogueModel('llama-3-8b'), train({ lora: lora(16, 'all-linear') }), machineFromCatalogue('h200'));
+  const r = plan(catalogueModel('llama-3-8b'), trainOptions({ lora: lora(16, 'all-linear') }), machineFromCatalogue('h200'));
   const p = allocatorPeaks(r.lines);
   assert.deepEqual({ a: r.perGpu.allocatedPeakBytes, r: r.perGpu.reservedPeakBytes }, { a: p.allocatedPeakBytes, r: p.reservedPeakBytes });
   const frag = r.lines.find((l) => l.name === 'fragmentation allowance')!.bytes;
@@ -240,6 +224,17 @@ test('bad inputs are refused with the reason by the one check the CLI and the pa
   );
   // the defaults are never a contradiction
   assert.doesNotThrow(() => planOptionsFrom({ ...DEFAULT_INPUTS, mode: 'infer' }));
+});
+
+test("the tests' base runs are the planner's default runs, with a flat 5% allowance in place of the allocator replay", () => {
+  // testing/plan-options.ts writes its base runs out; a change of the planner's defaults shows here first
+  const stock = planOptionsFrom(DEFAULT_INPUTS) as unknown as Record<string, unknown>;
+  const base = trainOptions() as unknown as Record<string, unknown>;
+  for (const k of Object.keys(base)) if (k !== 'fragmentation') assert.deepEqual(stock[k], base[k], `train: ${k}`);
+  assert.equal(stock.fragmentation, undefined, 'the planner replays the allocator unless told a share');
+  const serving = planOptionsFrom({ ...DEFAULT_INPUTS, mode: 'infer' }) as unknown as Record<string, unknown>;
+  const inferBase = inferOptions() as unknown as Record<string, unknown>;
+  for (const k of Object.keys(inferBase)) if (k !== 'fragmentation' && k !== 'serve') assert.deepEqual(serving[k], inferBase[k], `infer: ${k}`);
 });
 
 test("targets take each family's module names as transformers names them, and the output layer", () => {
@@ -295,13 +290,13 @@ test("a rank above a small layer's side is taken with a note, as PEFT takes it; 
     'test',
     'mixtral-mini',
   );
-  const r = plan(m, train({ lora: lora(16, 'all-linear') }), machineFromCatalogue('h200'));
+  const r = plan(m, trainOptions({ lora: lora(16, 'all-linear') }), machineFromCatalogue('h200'));
   assert.ok(
     r.notes.some((n) => /rank 16 exceeds gate's smaller side \(1024 -> 8\)/.test(n)),
     r.notes.join('\n'),
   );
   assert.throws(
-    () => plan(m, train({ lora: lora(16, ['gate']) }), machineFromCatalogue('h200')),
+    () => plan(m, trainOptions({ lora: lora(16, ['gate']) }), machineFromCatalogue('h200')),
     /exceeds the smaller side of every wrapped layer \(at most 8\)/,
   );
 });

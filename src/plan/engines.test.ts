@@ -10,9 +10,10 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { CHROMIUM, runCli, withChromiumPage } from '../testing/harness.js';
+import { inferOptions, tensorParallel } from '../testing/plan-options.js';
 import { catalogueModel } from './catalogue.js';
 import { parseEngineVersion } from './engine-versions.js';
-import type { InferOptions, Parallelism } from './options.js';
+import type { InferOptions } from './options.js';
 import type { PlanResult } from './plan.js';
 import { estimateServe, type ServeOptions } from './serve.js';
 import { sglangDefaultFraction } from './sglang.js';
@@ -104,21 +105,8 @@ test('the planner against the published start-ups: held-back figures within ±10
   );
 });
 
-const one = (tp: number): Parallelism => ({ gpus: tp, nodes: 1, zero: 0, tp, sp: false, pp: 1, ep: 1, inFlight: 1 });
-const infer = (tp = 1): InferOptions => ({
-  mode: 'infer',
-  batch: 1,
-  prompt: 512,
-  newTokens: 512,
-  kvDtype: 'bf16',
-  blockSize: undefined,
-  weights: 'bf16',
-  attention: 'sdpa',
-  engine: 'vllm',
-  serve: { memoryFraction: undefined, maxModelLen: 8192, blockSize: undefined },
-  parallel: one(tp),
-  fragmentation: 0.05,
-});
+const infer = (tp = 1): InferOptions =>
+  inferOptions({ engine: 'vllm', serve: { memoryFraction: undefined, maxModelLen: 8192, blockSize: undefined }, parallel: tensorParallel(tp) });
 const H100 = 79.22 * GiB;
 
 test('vLLM: the profiling peak does not shrink with TP, CUDA graphs only without --enforce-eager, inside the budget from 0.21', () => {

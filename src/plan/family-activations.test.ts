@@ -7,31 +7,15 @@ import { fileURLToPath } from 'node:url';
 import { savedBytesPerToken, type SavedContext } from './activations.js';
 import { catalogueModel } from './catalogue.js';
 import { readConfigFile } from './config-file.js';
-import { estimate, type Parallelism, type Precision, type TrainOptions } from './estimate.js';
+import { estimate, type Precision, type TrainOptions } from './estimate.js';
 import { activationBytes, finalSoftcapBytesPerToken, softcapScoreBytes } from './family-activations.js';
 import { normaliseConfig, type ModelConfig } from './model-config.js';
 import { moeLayerExtraBytesPerToken } from './moe-activations.js';
+import { inferOptions, trainOptions } from '../testing/plan-options.js';
 
 const CONFIGS = fileURLToPath(new URL('../../fixtures/plan/configs/', import.meta.url));
 const PRECISIONS: Precision[] = ['fp32', 'amp-bf16', 'bf16', 'bf16-pure'];
-const one: Parallelism = { gpus: 1, nodes: 1, zero: 0, tp: 1, sp: false, pp: 1, ep: 1, inFlight: 1 };
 const saved = (m: ModelConfig, precision: Precision, moeLayer = false): number => savedBytesPerToken(m, { precision } as SavedContext, moeLayer);
-const train = (over: Partial<TrainOptions> = {}): TrainOptions => ({
-  mode: 'train',
-  precision: 'amp-bf16',
-  optimizer: 'adamw',
-  fusedOptimizer: false,
-  batch: 1,
-  seq: 2048,
-  gradAccum: 1,
-  recompute: 'none',
-  attention: 'sdpa',
-  framework: 'pytorch',
-  parallel: one,
-  offload: 'none',
-  fragmentation: 0.05,
-  ...over,
-});
 
 test('the blocks the activation count was measured on (GPT-2, Llama, Qwen2, Mistral) have no family extras and no softcapping', () => {
   const measured = [
@@ -106,15 +90,15 @@ test("Gemma 2's softcapping: eager attention keeps tanh's output per score, the 
     const e = estimate(m, o);
     return [...e.lines, ...(e.otherMoment?.lines ?? [])];
   };
-  const eager = train({ attention: 'eager', seq: 1024 });
+  const eager = trainOptions({ attention: 'eager', seq: 1024 });
   const matrices = (m: typeof g2) => lines(m, eager).find((l) => /attention matrices/.test(l.name))?.bytes ?? 0;
   assert.ok(matrices(noCap) > 0);
   assert.equal(matrices(g2) / matrices(noCap), (2 + 2) / 2, 'the softmax (2 bytes as counted) and tanh (2 bytes) per score');
   // SDPA, transformers' default, runs a fused kernel and drops the cap: no matrices
-  assert.equal(lines(g2, train({ seq: 1024 })).filter((l) => /attention matrices/.test(l.name)).length, 0);
-  const capLine = lines(g2, train({ seq: 1024 })).find((l) => /softcapped logits/.test(l.name));
+  assert.equal(lines(g2, trainOptions({ seq: 1024 })).filter((l) => /attention matrices/.test(l.name)).length, 0);
+  const capLine = lines(g2, trainOptions({ seq: 1024 })).find((l) => /softcapped logits/.test(l.name));
   assert.equal(capLine?.bytes, g2.vocab * 2 * 1024);
-  assert.equal(lines(catalogueModel('gemma-3-1b'), train({ seq: 1024 })).filter((l) => /softcapped/.test(l.name)).length, 0);
+  assert.equal(lines(catalogueModel('gemma-3-1b'), trainOptions({ seq: 1024 })).filter((l) => /softcapped/.test(l.name)).length, 0);
 });
 
 test('every checkpoint family plans training and inference with positive, finite figures', () => {
@@ -124,23 +108,10 @@ test('every checkpoint family plans training and inference with positive, finite
     .map((k) => ({ name: k }))) {
     const m = readConfigFile(join(CONFIGS, name.name));
     for (const precision of PRECISIONS) {
-      const e = estimate(m, train({ precision, seq: 512 }));
+      const e = estimate(m, trainOptions({ precision, seq: 512 }));
       assert.ok(Number.isFinite(e.totalBytes) && e.activationsBytes > 0, `${name.name} ${precision}`);
     }
-    const i = estimate(m, {
-      mode: 'infer',
-      batch: 4,
-      prompt: 8192,
-      newTokens: 512,
-      kvDtype: 'bf16',
-      blockSize: undefined,
-      weights: 'bf16',
-      attention: 'sdpa',
-      engine: 'hf',
-      serve: { memoryFraction: undefined, maxModelLen: undefined, blockSize: undefined, maxNumBatchedTokens: 8192, maxNumSeqs: 256 },
-      parallel: one,
-      fragmentation: 0.05,
-    });
+    const i = estimate(m, inferOptions({ batch: 4, prompt: 8192 }));
     assert.ok(Number.isFinite(i.totalBytes) && i.kvCacheBytes > 0, `${name.name} inference`);
   }
 });

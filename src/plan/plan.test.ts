@@ -6,14 +6,12 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { runCli } from '../testing/harness.js';
+import { inferOptions, ONE_GPU, trainOptions } from '../testing/plan-options.js';
 import { catalogueModel } from './catalogue.js';
-import { estimate, korthikantiLayerBytes, modelStateBytes, type InferOptions, type Parallelism, type TrainOptions } from './estimate.js';
+import { estimate, korthikantiLayerBytes, modelStateBytes, type TrainOptions } from './estimate.js';
 import { againstMeasured, type MeasuredRow } from './measured.js';
 import { countParams, kvBytesPerTokenPerLayer } from './params.js';
 import type { PlanResult } from './plan.js';
-
-const one: Parallelism = { gpus: 1, nodes: 1, zero: 0, tp: 1, sp: false, pp: 1, ep: 1, inFlight: 1 };
-const NO_SERVE = { memoryFraction: undefined, maxModelLen: undefined, blockSize: undefined, maxNumBatchedTokens: 8192, maxNumSeqs: 256 };
 
 /** True when `paper` is `ours` rounded or truncated to the digits the paper printed. */
 function matchesPrinted(ours: number, paper: string): boolean {
@@ -240,23 +238,6 @@ test('gpumem plan --json has the documented shape; a plan that does not fit gets
   assert.match(text.out, /GB\)/);
 });
 
-const trainOpts = (over: Partial<TrainOptions> = {}): TrainOptions => ({
-  mode: 'train',
-  precision: 'amp-bf16',
-  optimizer: 'adamw',
-  fusedOptimizer: false,
-  batch: 1,
-  seq: 2048,
-  gradAccum: 1,
-  recompute: 'none',
-  attention: 'sdpa',
-  framework: 'pytorch',
-  parallel: one,
-  offload: 'none',
-  fragmentation: 0.05,
-  ...over,
-});
-
 test('the breakdown: each kind at its full size, the peak as the lines of one moment, and the page, the text and the JSON agree', async () => {
   for (const args of [
     ['--model', 'gpt-3-175b', '--precision', 'bf16', '--gpus', '64', '--tp', '8', '--sp', '--pp', '8', '--recompute', 'selective', '--framework', 'megatron'],
@@ -316,31 +297,31 @@ test('the default attention is SDPA: a fused kernel, except fp32 with grouped-qu
     const e = estimate(m, o);
     return [...e.lines, ...(e.otherMoment?.lines ?? [])].filter((l) => l.field === 'activationsBytes');
   };
-  assert.ok(!acts(gpt, trainOpts()).some((l) => /attention matrices/.test(l.name)));
-  assert.ok(acts(gpt, trainOpts({ attention: 'eager' })).some((l) => /attention matrices/.test(l.name)));
-  assert.ok(!acts(llama, trainOpts({ precision: 'amp-bf16' })).some((l) => /attention matrices/.test(l.name)));
-  assert.ok(acts(llama, trainOpts({ precision: 'fp32' })).some((l) => /attention matrices/.test(l.name)));
-  assert.ok(!acts(llama, trainOpts({ precision: 'fp32', attention: 'flash' })).some((l) => /attention matrices/.test(l.name)));
+  assert.ok(!acts(gpt, trainOptions()).some((l) => /attention matrices/.test(l.name)));
+  assert.ok(acts(gpt, trainOptions({ attention: 'eager' })).some((l) => /attention matrices/.test(l.name)));
+  assert.ok(!acts(llama, trainOptions({ precision: 'amp-bf16' })).some((l) => /attention matrices/.test(l.name)));
+  assert.ok(acts(llama, trainOptions({ precision: 'fp32' })).some((l) => /attention matrices/.test(l.name)));
+  assert.ok(!acts(llama, trainOptions({ precision: 'fp32', attention: 'flash' })).some((l) => /attention matrices/.test(l.name)));
 });
 
 test('pure bf16 training: 2 + 2 + 4 bytes per parameter, no fp32 copy and no autocast cache', () => {
   const m = catalogueModel('llama-2-7b');
   const P = countParams(m).total;
-  const e = estimate(m, trainOpts({ precision: 'bf16-pure', fusedOptimizer: true }));
+  const e = estimate(m, trainOptions({ precision: 'bf16-pure', fusedOptimizer: true }));
   assert.equal(e.modelStates.parametersBytes, 2 * P);
   assert.equal(e.modelStates.gradientsBytes, 2 * P);
   assert.equal(e.modelStates.optimizerBytes, 4 * P);
   assert.equal(e.autocastCacheBytes, 0);
-  const mixed = estimate(m, trainOpts({ precision: 'bf16', fusedOptimizer: true }));
+  const mixed = estimate(m, trainOptions({ precision: 'bf16', fusedOptimizer: true }));
   assert.equal(mixed.modelStates.optimizerBytes, 12 * P, 'fp32 master weights and two fp32 Adam states');
 });
 
 test("under FSDP's mixed precision there is no autocast cache: the units are gathered in bf16 and compute without autocast", () => {
   const m = catalogueModel('llama-3.1-70b');
   // torchtitan and torchtune set FSDP2's MixedPrecisionPolicy(param_dtype=bf16): no torch.autocast, no cached casts
-  const fsdp = estimate(m, trainOpts({ parallel: { ...one, gpus: 8, zero: 3 } }));
+  const fsdp = estimate(m, trainOptions({ parallel: { ...ONE_GPU, gpus: 8, zero: 3 } }));
   assert.equal(fsdp.autocastCacheBytes, 0);
-  const ddp = estimate(m, trainOpts({ parallel: { ...one, gpus: 8, zero: 1 } }));
+  const ddp = estimate(m, trainOptions({ parallel: { ...ONE_GPU, gpus: 8, zero: 1 } }));
   assert.ok(ddp.autocastCacheBytes > 100 * 2 ** 30, 'without sharding autocast caches a copy of every matmul weight');
 });
 
@@ -409,20 +390,7 @@ test('serving engines: vLLM and SGLang size the KV cache from what the weights a
 test('quantised weights keep the embeddings and the output layer in 16 bits', () => {
   const m = catalogueModel('llama-3-8b');
   const c = countParams(m);
-  const o: InferOptions = {
-    mode: 'infer',
-    batch: 1,
-    prompt: 512,
-    newTokens: 512,
-    kvDtype: 'bf16',
-    blockSize: undefined,
-    weights: 'int4',
-    attention: 'sdpa',
-    engine: 'hf',
-    serve: NO_SERVE,
-    parallel: one,
-    fragmentation: 0.05,
-  };
+  const o = inferOptions({ weights: 'int4' });
   const ends = c.embedding + c.lmHead;
   assert.equal(estimate(m, o).modelStates.parametersBytes, (c.total - ends) * (0.5 + 2 / 64) + ends * 2);
 });
@@ -439,7 +407,7 @@ test('mixture-of-experts and MLA against the published figures', () => {
 
 test('--framework megatron: bf16 parameters, fp32 main gradients, the distributed optimizer, no autocast cache, fused Adam', () => {
   const m = catalogueModel('gpt-3-175b');
-  const o = trainOpts({
+  const o = trainOptions({
     framework: 'megatron',
     precision: 'amp-bf16',
     recompute: 'selective',

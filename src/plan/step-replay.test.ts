@@ -16,6 +16,7 @@ import { measuredOptions, type MeasuredRow } from './measured.js';
 import { normaliseConfig } from './model-config.js';
 import { replayTraining } from './step-replay.js';
 import { TorchAllocatorModel } from './torch-allocator.js';
+import { trainOptions } from '../testing/plan-options.js';
 
 const GPT2_MEDIUM = normaliseConfig({ model_type: 'gpt2', n_embd: 1024, n_layer: 24, n_head: 16, vocab_size: 50257, n_positions: 1024 }, 'test', 'gpt2-medium');
 
@@ -70,21 +71,8 @@ test('a replayed block keeps, tensor by tensor, what activations.ts counts for i
   assert.equal(cases, 18);
 });
 
-const trainOptions = (o: Partial<TrainOptions> = {}): TrainOptions => ({
-  mode: 'train',
-  precision: 'bf16-pure',
-  optimizer: 'adamw',
-  fusedOptimizer: false,
-  batch: 2,
-  seq: 512,
-  gradAccum: 1,
-  recompute: 'none',
-  attention: 'sdpa',
-  framework: 'pytorch',
-  parallel: { gpus: 1, nodes: 1, zero: 0, tp: 1, sp: false, pp: 1, ep: 1, inFlight: 1 },
-  offload: 'none',
-  ...o,
-});
+/** Training as the replay tests run it: pure bf16, batch 2 of 512 tokens, the allocator replayed (no flat allowance). */
+const replayRun = (o: Partial<TrainOptions> = {}): TrainOptions => trainOptions({ precision: 'bf16-pure', batch: 2, seq: 512, fragmentation: undefined, ...o });
 
 test('the replay leaves nothing behind: after each step the GPU holds the same tensors, and reserved stays above allocated', () => {
   const m = catalogueModel('llama-3.2-1b');
@@ -99,14 +87,14 @@ test('the replay leaves nothing behind: after each step the GPU holds the same t
     { recompute: 'op', compile: true, loss: 'chunked', gradAccum: 2 },
   ];
   for (const v of variants) {
-    const o = trainOptions(v);
+    const o = replayRun(v);
     const two = replayTraining(m, o, 'loaded', 2)!;
     const three = replayTraining(m, o, 'loaded', 3)!;
     assert.equal(three.allocatedBytes, two.allocatedBytes, `${JSON.stringify(v)}: a step frees what it allocates`);
     assert.ok(three.peakReservedBytes >= three.peakAllocatedBytes, 'segments hold every block');
     assert.ok(three.peakReservedBytes >= two.peakReservedBytes, 'reserved memory only grows');
   }
-  assert.equal(replayTraining(m, trainOptions({ framework: 'megatron' })), undefined, "Megatron-LM's buffers are not replayed");
+  assert.equal(replayTraining(m, replayRun({ framework: 'megatron' })), undefined, "Megatron-LM's buffers are not replayed");
 });
 
 test('the 40 fit runs: allocated as counted plus what the replay leaves cached lands within 10% of max_memory_reserved', () => {

@@ -1,6 +1,6 @@
 /** The interactive plan page in headless Chromium: it re-plans offline with every option and refuses what the CLI refuses. */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -22,20 +22,8 @@ test('the plan page runs the planner in the browser: controls moved, figures equ
     };
     const base = ['--model', 'llama-3-8b', '--mode', 'train', '--batch', '2', '--seq', '2048'];
     const first = await json([...base, '--html', html]);
-    const config = join(dir, 'config.json');
-    writeFileSync(
-      config,
-      JSON.stringify({
-        model_type: 'llama',
-        hidden_size: 2048,
-        intermediate_size: 5632,
-        num_hidden_layers: 22,
-        num_attention_heads: 32,
-        num_key_value_heads: 4,
-        vocab_size: 32000,
-        max_position_embeddings: 2048,
-      }),
-    );
+    // TinyLlama-1.1B's published config.json, given to the CLI as a file and pasted into the page
+    const config = new URL('../../fixtures/plan/configs/tinyllama-1.1b/config.json', import.meta.url).pathname;
     const want = {
       first,
       batch8: await json(['--model', 'llama-3-8b', '--mode', 'train', '--batch', '8', '--seq', '2048']),

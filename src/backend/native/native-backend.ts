@@ -1,9 +1,9 @@
 /**
  * What the CUDA and HIP backends have in common: both runtimes share one API shape (cudaMalloc / hipMalloc,
  * cudaStreamCreate / hipStreamCreate, ...), so one class drives either through the functions its vendor's ffi.ts
- * declared. native-core.ts holds errors, devices and memory; this file adds the stream-ordered allocator, streams,
- * events, graphs, peers and kernels. The vendor subclasses add what differs: device facts, allocation flags,
- * prefetch and advice signatures, the compiler and module loader.
+ * declared. native-base.ts holds errors and devices, native-core.ts memory; this file adds the stream-ordered
+ * allocator, streams, events, graphs, peers and kernels. The vendor subclasses add what differs: device facts,
+ * allocation flags, prefetch and advice signatures, the compiler and module loader.
  */
 import type {
   Address,

@@ -16,19 +16,6 @@ import type { BenchContext, RowFields } from '../context.js';
 const KiB = 1024;
 const MiB = 1024 * KiB;
 
-/** Milliseconds per run of `op` (awaited), after `warmup` runs. */
-async function timeWall(ctx: BenchContext, op: () => Promise<unknown>, reps: number, warmup = 1): Promise<number[]> {
-  for (let i = 0; i < warmup; i++) await op();
-  const out: number[] = [];
-  for (let i = 0; i < reps; i++) {
-    ctx.checkAbort();
-    const t0 = performance.now();
-    await op();
-    out.push(performance.now() - t0);
-  }
-  return out;
-}
-
 function fill(u: Uint8Array, seed: number): void {
   const w = new Uint32Array(u.buffer, u.byteOffset, u.byteLength >> 2);
   for (let i = 0; i < w.length; i++) w[i] = (Math.imul(i, 2654435761) ^ seed) >>> 0;
@@ -72,7 +59,7 @@ export async function manyArrays(ctx: BenchContext, count: number, each: number,
   ];
   for (const [engine, op] of ways) {
     rt.fill(dst, 0);
-    const ms = await timeWall(ctx, op, reps, 2);
+    const ms = await ctx.timeHost(op, reps, 2);
     const d = rt.defaultStager(dev.index);
     ctx.addBandwidth({ ...row(engine), threads: d.threads, chunkBytes: d.chunkBytes }, ms, total, 'one-way', await verify());
   }

@@ -26,19 +26,6 @@ function fillBytes(u: Uint8Array, seed: number): void {
   for (let i = 0; i < w.length; i++) w[i] = (Math.imul(i, 2654435761) ^ seed) >>> 0;
 }
 
-/** Milliseconds per run of `op` (awaited), after `warmup` runs. */
-async function timeWall(ctx: BenchContext, op: () => Promise<unknown> | unknown, reps: number, warmup = 1): Promise<number[]> {
-  for (let i = 0; i < warmup; i++) await op();
-  const out: number[] = [];
-  for (let i = 0; i < reps; i++) {
-    ctx.checkAbort();
-    const t0 = performance.now();
-    await op();
-    out.push(performance.now() - t0);
-  }
-  return out;
-}
-
 /** The parts of the transfer group; GPUMEM_TRANSFER_PARTS (a comma list) runs some of them. */
 export const TRANSFER_PARTS = ['shapes', 'host', 'batch', 'chain', 'many', 'first', 'file'] as const;
 
@@ -98,24 +85,20 @@ async function shapes(ctx: BenchContext, bytes: number, threadCounts: number[]):
   // The runtime's own pageable copy (cudaMemcpy / hipMemcpy from pageable memory).
   using pageable = rt.allocPageable(host.buffer as ArrayBuffer);
   clear();
-  let ms = await timeWall(ctx, () => rt.copy(devBuf, pageable), reps);
+  let ms = await ctx.timeHost(() => rt.copy(devBuf, pageable), reps);
   ctx.addBandwidth(row('HtoD', 'pageable', 'device', 'runtime-direct', bytes), ms, bytes, 'one-way', await verify());
   // Downloads through the runtime's pageable copy.
   back.fill(0);
   using pageableBack = rt.allocPageable(back.buffer as ArrayBuffer);
-  ms = await timeWall(ctx, () => rt.copy(pageableBack, devBuf), reps);
+  ms = await ctx.timeHost(() => rt.copy(pageableBack, devBuf), reps);
   ctx.addBandwidth(row('DtoH', 'device', 'pageable', 'runtime-direct', bytes), ms, bytes, 'one-way', Buffer.from(back.buffer).equals(Buffer.from(host.buffer)));
   // Register the buffer, copy, unregister: the registration is counted.
   if (rt.backend.capabilities.hostRegister) {
     clear();
-    ms = await timeWall(
-      ctx,
-      () => {
-        using reg = rt.allocPageable(host.buffer as ArrayBuffer, { register: true });
-        rt.copy(devBuf, reg);
-      },
-      reps,
-    );
+    ms = await ctx.timeHost(() => {
+      using reg = rt.allocPageable(host.buffer as ArrayBuffer, { register: true });
+      rt.copy(devBuf, reg);
+    }, reps);
     ctx.addBandwidth(row('HtoD', 'pageable', 'device', 'register+copy+unregister', bytes), ms, bytes, 'one-way', await verify());
   }
   // Shapes: threads at the default chunk, chunks at the default threads.
@@ -129,11 +112,11 @@ async function shapes(ctx: BenchContext, bytes: number, threadCounts: number[]):
     using st = rt.createStager({ device: dev.index, ...shape, directBelow: 0 });
     clear();
     await st.upload(devBuf, host);
-    ms = await timeWall(ctx, () => st.upload(devBuf, host), reps, 0);
+    ms = await ctx.timeHost(() => st.upload(devBuf, host), reps, 0);
     ctx.addBandwidth(row('HtoD', 'pageable', 'device', 'staged', bytes, shape), ms, bytes, 'one-way', await verify());
     back.fill(0);
     await st.download(back, devBuf);
-    ms = await timeWall(ctx, () => st.download(back, devBuf), reps, 0);
+    ms = await ctx.timeHost(() => st.download(back, devBuf), reps, 0);
     const ok = Buffer.from(back.buffer).equals(Buffer.from(host.buffer));
     ctx.addBandwidth(row('DtoH', 'device', 'pageable', 'staged', bytes, shape), ms, bytes, 'one-way', ok);
   }
@@ -143,7 +126,7 @@ async function shapes(ctx: BenchContext, bytes: number, threadCounts: number[]):
   // meets its staged shapes after its direct copies.
   clear();
   let last = await rt.upload(devBuf, host);
-  ms = await timeWall(ctx, async () => (last = await rt.upload(devBuf, host)), reps, 1);
+  ms = await ctx.timeHost(async () => (last = await rt.upload(devBuf, host)), reps, 1);
   ctx.addBandwidth(
     row('HtoD', 'pageable', 'device', `gpumem-upload (${last.path})`, bytes, { threads: last.threads, chunkBytes: last.chunkBytes }),
     ms,
@@ -153,7 +136,7 @@ async function shapes(ctx: BenchContext, bytes: number, threadCounts: number[]):
   );
 
   back.fill(0);
-  ms = await timeWall(ctx, async () => (last = await rt.download(back, devBuf)), reps);
+  ms = await ctx.timeHost(async () => (last = await rt.download(back, devBuf)), reps);
   ctx.addBandwidth(
     row('DtoH', 'device', 'pageable', `gpumem-download (${last.path})`, bytes, { threads: last.threads, chunkBytes: last.chunkBytes }),
     ms,
@@ -179,7 +162,7 @@ async function hostCopyRates(ctx: BenchContext, bytes: number, quick: boolean, t
     try {
       copier = rt.backend.createHostCopier(t);
       const c = copier;
-      const ms = await timeWall(ctx, () => c.copy(pinned.address, src.address, n), quick ? 3 : 5);
+      const ms = await ctx.timeHost(() => c.copy(pinned.address, src.address, n), quick ? 3 : 5);
       const ok = Buffer.from(pinned.view().buffer, pinned.view().byteOffset, n).equals(Buffer.from(host.buffer, 0, n));
       ctx.addBandwidth(
         { test: 'transfer', direction: 'HtoH', srcKind: 'pageable', dstKind: 'pinned', engine: 'host-threads', bytes: n, threads: t },
@@ -226,8 +209,7 @@ async function smallCopies(ctx: BenchContext, quick: boolean): Promise<void> {
   // (in the first few dozen calls, checking 1000 copies cost up to 10 times more).
   const timed = async (name: string, op: () => void): Promise<void> => {
     rt.fill(d, 0);
-    const ms = await timeWall(
-      ctx,
+    const ms = await ctx.timeHost(
       () => {
         op();
         stream.waitSync();
@@ -253,8 +235,7 @@ async function smallCopies(ctx: BenchContext, quick: boolean): Promise<void> {
       for (const c of copies) rt.copy(c.dst, c.src, { ...c, stream: s });
     });
     rt.fill(d, 0);
-    const ms = await timeWall(
-      ctx,
+    const ms = await ctx.timeHost(
       () => {
         graph.enqueue();
         s.waitSync();
@@ -281,8 +262,7 @@ async function chains(ctx: BenchContext, quick: boolean): Promise<void> {
   };
   const reps = quick ? 10 : 30;
   const perOp = (ms: number[]): number[] => ms.map((m) => (m * 1000) / N);
-  const one = await timeWall(
-    ctx,
+  const one = await ctx.timeHost(
     () => {
       for (let i = 0; i < N; i++) enqueue(s, i);
       s.waitSync();
@@ -295,8 +275,7 @@ async function chains(ctx: BenchContext, quick: boolean): Promise<void> {
   using graph = rt.capture(s, () => {
     for (let i = 0; i < N; i++) enqueue(s, i);
   });
-  const g = await timeWall(
-    ctx,
+  const g = await ctx.timeHost(
     () => {
       graph.enqueue();
       s.waitSync();
