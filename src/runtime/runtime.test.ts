@@ -72,6 +72,33 @@ test("the first transfer pins only the ring slots it uses; warm() pins the whole
   assert.equal(rt.liveMemory().pinned.count, 0, "the engine's ring is not the program's memory");
 });
 
+test('with warmTransfers the first device allocation on a device pins its ring in the background; other devices and pinned memory start nothing', async () => {
+  const KiB = 1024;
+  using rt = openRuntime({ backend: 'host', warmTransfers: true, host: { devices: 2, deviceBytes: 256 * MiB } });
+  const idle = async (): Promise<void> => {
+    for (let i = 0; i < 100; i++) await new Promise((r) => setImmediate(r));
+  };
+  using pinned = rt.allocPinned(64 * KiB);
+  await idle();
+  assert.equal(rt.defaultStager(0).ring.size, 0, 'pinned memory is no upload destination: nothing warmed');
+  using dst = rt.device(1).alloc(64 * KiB);
+  const st = rt.defaultStager(1);
+  await idle();
+  assert.equal(st.ring.size, st.depth, "device 1's whole ring pinned after its first allocation");
+  assert.equal(rt.defaultStager(0).ring.size, 0, 'device 0 had no allocation: its ring stays empty');
+  assert.equal(rt.liveMemory().pinned.count, 1, "the ring is not the program's memory; the program's own pinned block is");
+  const r = await rt.upload(dst, new Uint8Array(16 * KiB).fill(7));
+  assert.equal(r.bytes, 16 * KiB);
+  assert.equal(pinned.bytes, 64 * KiB);
+});
+
+test("without warmTransfers (the host backend's default) an allocation pins nothing", async () => {
+  using rt = openRuntime({ backend: 'host', host: { devices: 1, deviceBytes: 256 * MiB } });
+  using _dst = rt.device(0).alloc(1024);
+  for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
+  assert.equal(rt.defaultStager(0).ring.size, 0);
+});
+
 test('loadSafetensors reads through rt.uploadFile: a checkpoint cut during the read is refused as truncated, nothing left behind', async () => {
   const { mkdtempSync, rmSync, truncateSync, writeFileSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');

@@ -13,6 +13,8 @@
  */
 import type { HostCopier } from '../backend/backend.js';
 import { openBackend, type BackendSelection, type OpenBackendOptions } from '../backend/select.js';
+import { GpuError } from '../errors.js';
+import type { Allocation } from '../memory/allocation.js';
 import type { MemoryRef } from '../memory/copy.js';
 import { MemoryRuntime } from '../memory/runtime.js';
 import type { Stream } from '../stream/stream.js';
@@ -42,10 +44,12 @@ export type { PreparedCopy, PageableAllocOptions, LiveMemory } from '../memory/r
 /** Options of {@link openRuntime}. */
 export interface OpenRuntimeOptions extends OpenBackendOptions {
   /**
-   * Start the transfer engine's host threads in the background when the runtime opens (default: on GPU backends; a
-   * Node.js worker takes tens of milliseconds to boot). A program's first transfer then finds them running; with
-   * false they start at the first transfer, which then waits for them. `rt.defaultStager(d).warm()` also pins a
-   * device's ring ahead of its first transfer.
+   * Start the transfer engine's host threads in the background when the runtime opens, and pin a device's staging
+   * ring in the background when the program first allocates device or managed memory there (default: on GPU
+   * backends; a Node.js worker takes tens of milliseconds to boot, and pinning fresh memory about 5 ms per 8 MiB
+   * chunk). A program's first transfer then finds them ready if anything happened between (filling its source,
+   * reading a file); with false they start at the first transfer, which then waits for them.
+   * `rt.defaultStager(d).warm()` does the same for one device on demand.
    */
   warmTransfers?: boolean;
 }
@@ -61,6 +65,8 @@ export class Runtime extends MemoryRuntime {
   /** The host threads every default stager shares. */
   private sharedCopier: HostCopier | undefined;
   private readonly warmTransfers: boolean;
+  /** Devices whose default stager was warmed by a first allocation there. */
+  private readonly warmedDevices = new Set<number>();
 
   /** Prefer {@link openRuntime}. */
   constructor(selection: BackendSelection, options: { warmTransfers?: boolean | undefined } = {}) {
@@ -68,6 +74,26 @@ export class Runtime extends MemoryRuntime {
     // The host backend's copier copies on the JS thread: nothing to start ahead of time there.
     this.warmTransfers = this.devices.length > 0 && (options.warmTransfers ?? this.backend.name !== 'host');
     if (this.warmTransfers) this.copier();
+  }
+
+  /**
+   * @internal Adopts an allocation (see MemoryRuntime); the first device or managed allocation on a device starts
+   * pinning that device's ring in the background: its context exists by then, and the program has just made the
+   * destination of its first upload.
+   */
+  override adopt<T extends Allocation>(a: T): T {
+    super.adopt(a);
+    const d = a.device;
+    if (this.warmTransfers && d !== undefined && (a.kind === 'device' || a.kind === 'managed') && !this.warmedDevices.has(d)) {
+      this.warmedDevices.add(d);
+      try {
+        this.defaultStager(d).warm();
+      } catch (e) {
+        // a stream the device cannot make now: the first transfer makes it and reports the fault then
+        if (!(e instanceof GpuError)) throw e;
+      }
+    }
+    return a;
   }
 
   private copier(): HostCopier {
