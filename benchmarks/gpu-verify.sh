@@ -99,6 +99,7 @@ if want transfer; then
     if [ -f "$inc/cufile.h" ] && ldconfig -p 2>/dev/null | grep libcufile.so > /dev/null; then cufile=(-DHAVE_CUFILE -lcufile); break; fi
   done
   nvcc -O2 -arch="sm_${cc}" -Xcompiler -fopenmp "${cufile[@]}" -o "$bin/transfer" benchmarks/native/transfer.cu
+  nvcc -O2 -arch="sm_${cc}" -o "$bin/pinning" benchmarks/native/pinning.cu
 fi
 if want memory; then
   # memory.cu runs the very kernels gpumem compiles: their text comes out of the built package.
@@ -164,6 +165,8 @@ for r in $(seq 1 "$rounds"); do
   fi
   if want transfer && [[ ",$round_parts," == *",first,"* ]]; then
     # The first upload of a fresh process, three processes each (gpumem's come from its bench, above).
+    # What pinning costs here, the floor under every first staged upload.
+    "$bin/pinning" > "$ev/native-pinning-$r.jsonl"
     for i in 1 2 3; do
       "$bin/transfer" "$transfer_bytes" 1 first >> "$ev/native-transfer-$r.jsonl"
       [ "$has_torch" = 1 ] && python3 benchmarks/pytorch/transfer.py "$transfer_bytes" 1 first >> "$ev/torch-transfer-$r.jsonl"

@@ -4,7 +4,7 @@
  * failing entry records the group's first failure (errno, or the end of the file before the bytes needed) and the
  * job's later entries are skipped. See host-copier.ts.
  */
-import { workerData } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { hostAllocator, libcIo } from './host-io/ffi.js';
 import { CTL, END_OF_FILE, ENTRY_FIELDS, JOB_FIELDS, LIST_CAP, OP, RING } from './host-copier-layout.js';
 
@@ -89,6 +89,9 @@ function run(group: number, e: number): boolean {
   }
   return true;
 }
+
+// Tell the main thread the modules are loaded: terminating the thread is safe from here on.
+parentPort?.postMessage('loaded');
 
 for (;;) {
   const posted = Atomics.load(ctl, POSTED);

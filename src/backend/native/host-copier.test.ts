@@ -218,3 +218,28 @@ test('O_DIRECT reads into page-aligned memory land byte-exact, a tail past the e
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('copiers disposed while their threads still load koffi: the process neither aborts nor keeps a thread', async () => {
+  // Terminating a thread inside koffi's native initialisation aborts the process, so this runs in a child process,
+  // where an abort shows as a signal instead of taking the test runner down.
+  const { spawnSync } = await import('node:child_process');
+  const url = new URL('./host-copier.js', import.meta.url).href;
+  const script = `
+    const { ThreadedHostCopier } = await import(${JSON.stringify(url)});
+    const hold = setInterval(() => {}, 1000); // the threads are unref'd: keep the loop alive while waiting for them
+    for (let i = 0; i < 60; i++) {
+      const c = new ThreadedHostCopier(3);
+      await new Promise((r) => setTimeout(r, i % 30)); // some threads not started yet, some loading, some up
+      c.dispose();
+    }
+    const c = new ThreadedHostCopier(2);
+    await c.ready;
+    c.dispose();
+    clearInterval(hold);
+    console.log('done');
+  `;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(r.signal, null, `the child was killed by ${r.signal}: ${r.stderr.slice(0, 400)}`);
+  assert.equal(r.status, 0, r.stderr.slice(0, 400));
+  assert.equal(r.stdout.trim(), 'done', 'and it exited by itself: no thread left running');
+});

@@ -54,6 +54,8 @@ export class ThreadedHostCopier implements HostCopier {
   private readonly pinConfig: Uint8Array;
   private pinning = false;
   private readonly workers: Worker[] = [];
+  /** Threads past loading their modules (koffi's native part among them). */
+  private readonly loaded = new Set<Worker>();
   private readonly freeGroups: number[] = [];
   private readonly inFlight = new Map<number, Pending>();
   private readonly queued: Pending[] = [];
@@ -91,6 +93,11 @@ export class ThreadedHostCopier implements HostCopier {
         },
       });
       w.unref();
+      w.once('message', () => {
+        // the thread's modules are loaded (its first message): from now on terminate() is safe
+        this.loaded.add(w);
+        if (this.disposed) void w.terminate();
+      });
       up.push(
         new Promise<void>((resolve) => {
           w.once('online', () => {
@@ -310,7 +317,10 @@ export class ThreadedHostCopier implements HostCopier {
     this.waitIdle();
     Atomics.store(this.ctl, CTL.STOP, 1);
     for (let i = 0; i < this.threads; i++) Atomics.notify(this.ctl, CTL.mailbox(i));
-    for (const w of this.workers) void w.terminate();
+    // A thread still loading its modules may be inside koffi's native initialisation, and terminating it there aborts
+    // the whole process (napi_throw during addon registration, seen when a copier was disposed right after it was
+    // made): such a thread is terminated when it says it has loaded (see the constructor).
+    for (const w of this.workers) if (this.loaded.has(w)) void w.terminate();
   }
 }
 
