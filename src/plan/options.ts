@@ -58,7 +58,7 @@ export interface LoraOptions {
    */
   quantKeepsInput?: boolean | undefined;
 }
-export type Framework = 'pytorch' | 'megatron';
+export type Framework = 'pytorch' | 'megatron' | 'litgpt';
 export type WeightFormat = 'fp32' | 'bf16' | 'fp16' | 'fp8' | 'int8' | 'int4';
 export type KvDtype = 'fp32' | 'bf16' | 'fp16' | 'fp8' | 'int8' | 'int4';
 
