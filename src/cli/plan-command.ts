@@ -69,7 +69,7 @@ export function definePlan(program: Command, io: Io): void {
     .option('--double-quant', "bitsandbytes' bnb_4bit_use_double_quant: the 4-bit absmax in 8 bits (default off, as BitsAndBytesConfig)")
     .option(
       '--bnb-version <v>',
-      'the bitsandbytes release a 4-bit base runs on (default a current one): before 0.43 its 4-bit matmul keeps each input for the backward pass (LitGPT pins 0.42)',
+      'the bitsandbytes release a 4-bit base runs on (default a current one): before 0.43.2 its 4-bit matmul keeps each input for the backward pass (LitGPT pins 0.42)',
     )
     .option('--activation-offload', "torchtune's activation offloading: kept activations go to pinned host memory (about two layers stay)")
     .option(

@@ -80,7 +80,7 @@ export interface PlanInputs {
   /** The frozen base's format under --lora; undefined: the checkpoint's 16 bits (fp32 with --precision fp32). */
   baseWeights?: BaseWeights | undefined;
   doubleQuant: boolean;
-  /** The bitsandbytes release a 4-bit base follows (e.g. 0.42); undefined: a current one (0.43 or later). */
+  /** The bitsandbytes release a 4-bit base follows (e.g. 0.42); undefined: a current one (0.43.2 or later). */
   bnbVersion?: string | undefined;
   optimizerInBackward: boolean;
   activationOffload: boolean;
@@ -289,9 +289,9 @@ export function checkInputs(i: PlanInputs): void {
 }
 
 /** True when release `v` (major.minor[.patch]) comes before `than`. */
-function olderThan(v: string, than: [number, number]): boolean {
-  const [a = 0, b = 0] = v.split('.').map(Number);
-  return a < than[0] || (a === than[0] && b < than[1]);
+function olderThan(v: string, than: [number, number, number]): boolean {
+  const [a = 0, b = 0, c = 0] = v.split('.').map(Number);
+  return a < than[0] || (a === than[0] && (b < than[1] || (b === than[1] && c < than[2])));
 }
 
 /** Module names from a comma-separated list. @throws InvalidArgumentError for an empty list or name. */
@@ -350,7 +350,7 @@ export function planOptionsFrom(i: PlanInputs): PlanOptions {
               doubleQuant: i.doubleQuant,
               // LitGPT pins bitsandbytes 0.42.0 and warns on any other (finetune/lora.py at 00af8b0)
               quantKeepsInput:
-                (i.baseWeights === 'nf4' || i.baseWeights === 'fp4') && olderThan(i.bnbVersion ?? (i.framework === 'litgpt' ? '0.42' : '1.0'), [0, 43]),
+                (i.baseWeights === 'nf4' || i.baseWeights === 'fp4') && olderThan(i.bnbVersion ?? (i.framework === 'litgpt' ? '0.42' : '1.0'), [0, 43, 2]),
             },
       optimizerInBackward: i.optimizerInBackward,
       activationOffload: i.activationOffload,

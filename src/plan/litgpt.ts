@@ -9,7 +9,7 @@
  *   built, the output layer too, and quantises each weight from an fp16 copy, so bitsandbytes dequantises to fp16 and
  *   MatMul4Bit casts that to the bf16 input: two copies of the layer's weight while it runs;
  * - the training loop keeps `logits` and `loss` of a micro-batch until the next micro-batch's are assigned, so the
- *   previous graph lives through the next forward pass: its logits, and (bitsandbytes before 0.43, whose MatMul4Bit
+ *   previous graph lives through the next forward pass: its logits, and (bitsandbytes before 0.43.2, whose MatMul4Bit
  *   keeps its input as a ctx attribute that the backward pass does not free) every quantised layer's input;
  * - the output layer and the cross-entropy run in chunks of 128 tokens of the sequence, in the logits' dtype (no fp32
  *   upcast): the logits and their log-probabilities kept, the backward pass adding two chunk-sized gradients.
@@ -117,7 +117,7 @@ export function litgptLossLines(m: ModelConfig, o: TrainOptions): { kept: Line[]
 
 /**
  * What the previous micro-batch leaves alive while the next forward pass ends: LitGPT's loop reassigns `logits` and
- * `loss` only once the new ones exist, so the old logits stay, and before bitsandbytes 0.43 every quantised layer's
+ * `loss` only once the new ones exist, so the old logits stay, and before bitsandbytes 0.43.2 every quantised layer's
  * input that MatMul4Bit kept as a ctx attribute (the backward pass frees saved tensors, not attributes).
  */
 export function litgptPreviousStep(m: ModelConfig, o: TrainOptions): Line[] {
@@ -137,7 +137,7 @@ export function litgptPreviousStep(m: ModelConfig, o: TrainOptions): Line[] {
     // the output layer's input (the final norm's output, h wide) is kept instead: the two cancel
     const perToken = (m.layers / o.parallel.pp) * quantInputsPerToken(m, C);
     lines.push({
-      name: "previous micro-batch: quantised layers' inputs (bitsandbytes < 0.43)",
+      name: "previous micro-batch: quantised layers' inputs (bitsandbytes < 0.43.2)",
       bytes: (perToken * tokens) / tp,
       note: `MatMul4Bit keeps its input as ctx.tensors, freed only with the graph, which the loop's \`loss\` holds until the next loss is assigned: ${Math.round(perToken / (m.layers / o.parallel.pp))} bytes per token and layer`,
       field: 'activationsBytes',

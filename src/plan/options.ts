@@ -53,8 +53,8 @@ export interface LoraOptions {
   /** bitsandbytes' bnb_4bit_use_double_quant: the 4-bit absmax quantised to 8 bits. */
   doubleQuant: boolean;
   /**
-   * bitsandbytes before 0.43 (LitGPT pins 0.42): its 4-bit matmul keeps its input for the backward pass
-   * (MatMul4Bit's ctx.tensors = (A, B)); from 0.43 it keeps only the weight.
+   * bitsandbytes before 0.43.2 (LitGPT pins 0.42): its 4-bit matmul keeps its input for the backward pass
+   * (MatMul4Bit's ctx.tensors = (A, B)); from 0.43.2 (bitsandbytes PR #1270) it keeps only the weight.
    */
   quantKeepsInput?: boolean | undefined;
 }
