@@ -69,7 +69,7 @@ export function definePlan(program: Command, io: Io): void {
     .option('--double-quant', "bitsandbytes' bnb_4bit_use_double_quant: the 4-bit absmax in 8 bits (default off, as BitsAndBytesConfig)")
     .option(
       '--bnb-version <v>',
-      'the bitsandbytes release a 4-bit base runs on (default a current one): before 0.43 its 4-bit matmul keeps each input for the backward pass (LitGPT pins 0.42)',
+      'the bitsandbytes release a 4-bit base runs on (default a current one): before 0.43.2 its 4-bit matmul keeps each input for the backward pass (LitGPT pins 0.42)',
     )
     .option('--activation-offload', "torchtune's activation offloading: kept activations go to pinned host memory (about two layers stay)")
     .option(
@@ -117,9 +117,9 @@ export function definePlan(program: Command, io: Io): void {
     .addOption(
       new Option(
         '--framework <f>',
-        'pytorch (eager, Hugging Face blocks; measured) or megatron (Megatron-LM: bf16 parameters, fp32 main gradients, the distributed optimizer with --zero 1, fused Adam, activations by Korthikanti et al. 2022)',
+        "pytorch (eager, Hugging Face blocks; measured), megatron (Megatron-LM: bf16 parameters, fp32 main gradients, the distributed optimizer with --zero 1, fused Adam, activations by Korthikanti et al. 2022) or litgpt (LitGPT's fine-tuning scripts: its model code, its 128-token chunked loss, Lightning's bitsandbytes handling with the output layer quantised, bitsandbytes 0.42)",
       )
-        .choices(['pytorch', 'megatron'])
+        .choices(['pytorch', 'megatron', 'litgpt'])
         .default('pytorch'),
     )
     .option('--prompt <n>', 'prompt tokens (infer)', (v) => bounded(v, '--prompt', TOKENS_LIMIT), 512)

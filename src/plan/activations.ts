@@ -17,7 +17,7 @@ export interface SavedContext {
         baseBytes: number;
         /** The output layer is wrapped too (PEFT's lm_head target). */
         output?: boolean | undefined;
-        /** bitsandbytes before 0.43: each 4-bit matmul keeps its input (MatMul4Bit's ctx.tensors). */
+        /** bitsandbytes before 0.43.2: each 4-bit matmul keeps its input (MatMul4Bit's ctx.tensors). */
         baseKeepsInput?: boolean | undefined;
       }
     | undefined;

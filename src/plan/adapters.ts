@@ -103,7 +103,7 @@ export function linearModules(m: ModelConfig, moe = false): LinearModule[] {
   // transformers keeps a mixture's experts as fused 3-d parameters, not nn.Linear: PEFT's targets reach its router
   if (moe && m.moe) return [...attention, { path: 'mlp.gate', in: h, out: m.moe.experts, site: 'mlp-norm' }];
   const mlp: LinearModule[] = [];
-  if (n.gate === n.up && n.gate) mlp.push({ path: n.up, in: h, out: 2 * f, site: 'mlp-norm' });
+  if (n.gate === n.up && n.gate && !m.arch.separateGateUp) mlp.push({ path: n.up, in: h, out: 2 * f, site: 'mlp-norm' });
   else {
     if (n.gate) mlp.push({ path: n.gate, in: h, out: f, site: 'mlp-norm' });
     mlp.push({ path: n.up, in: h, out: f, site: 'mlp-norm' });

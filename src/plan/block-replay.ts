@@ -39,7 +39,7 @@ export interface BlockContext {
         adapterBytes: number;
         dropout: boolean;
         dora: boolean;
-        /** bitsandbytes before 0.43: each 4-bit matmul keeps its input. */
+        /** bitsandbytes before 0.43.2: each 4-bit matmul keeps its input. */
         baseKeepsInput?: boolean | undefined;
       }
     | undefined;

@@ -80,7 +80,7 @@ export interface PlanInputs {
   /** The frozen base's format under --lora; undefined: the checkpoint's 16 bits (fp32 with --precision fp32). */
   baseWeights?: BaseWeights | undefined;
   doubleQuant: boolean;
-  /** The bitsandbytes release a 4-bit base follows (e.g. 0.42); undefined: a current one (0.43 or later). */
+  /** The bitsandbytes release a 4-bit base follows (e.g. 0.42); undefined: a current one (0.43.2 or later). */
   bnbVersion?: string | undefined;
   optimizerInBackward: boolean;
   activationOffload: boolean;
@@ -267,6 +267,18 @@ export function checkInputs(i: PlanInputs): void {
     if (i.gradAccum > 1) fail('--optimizer-in-backward steps each gradient as it is made: it cannot accumulate (--grad-accum 1), as torchtune refuses');
     if (i.offload !== 'none') fail('--optimizer-in-backward steps on the GPU: it contradicts --offload');
   }
+  if (i.framework === 'litgpt') {
+    // LitGPT's fine-tuning scripts always chunk the output layer and the loss (finetune/lora.py, full.py at 00af8b0)
+    if (has('loss') && i.loss !== 'chunked') fail(`--framework litgpt runs its own chunked loss: it contradicts --loss ${i.loss}`);
+    for (const [on, what] of [
+      [i.compile, '--compile'],
+      [i.activationOffload, '--activation-offload'],
+      [i.optimizerInBackward, '--optimizer-in-backward'],
+      [i.recompute === 'op', '--recompute op'],
+      [i.precision === 'fp8-torchao', '--precision fp8-torchao'],
+    ] as const)
+      if (on) fail(`${what} is not something LitGPT's fine-tuning scripts do: it contradicts --framework litgpt`);
+  }
   if (i.framework === 'megatron') {
     if (i.recompute === 'op') fail("--recompute op is torchtitan's per-op checkpointing: it contradicts --framework megatron");
     if (i.activationOffload) fail("--activation-offload is torchtune's: it contradicts --framework megatron");
@@ -277,9 +289,9 @@ export function checkInputs(i: PlanInputs): void {
 }
 
 /** True when release `v` (major.minor[.patch]) comes before `than`. */
-function olderThan(v: string, than: [number, number]): boolean {
-  const [a = 0, b = 0] = v.split('.').map(Number);
-  return a < than[0] || (a === than[0] && b < than[1]);
+function olderThan(v: string, than: [number, number, number]): boolean {
+  const [a = 0, b = 0, c = 0] = v.split('.').map(Number);
+  return a < than[0] || (a === than[0] && (b < than[1] || (b === than[1] && c < than[2])));
 }
 
 /** Module names from a comma-separated list. @throws InvalidArgumentError for an empty list or name. */
@@ -330,17 +342,20 @@ export function planOptionsFrom(i: PlanInputs): PlanOptions {
           : {
               rank: i.lora,
               targets: i.loraTargets === undefined ? 'default' : i.loraTargets === 'all-linear' ? 'all-linear' : targetList(i.loraTargets),
-              dtype: i.loraDtype,
+              // LitGPT makes its adapters under the precision's default dtype (fabric.init_module)
+              dtype: i.loraDtype ?? (i.framework === 'litgpt' && i.precision === 'bf16-pure' ? 'bf16' : undefined),
               dropout: (i.loraDropout ?? 0) > 0,
               dora: i.dora,
               base: i.baseWeights ?? (i.precision === 'fp32' ? 'fp32' : 'bf16'),
               doubleQuant: i.doubleQuant,
-              quantKeepsInput: i.bnbVersion !== undefined && olderThan(i.bnbVersion, [0, 43]),
+              // LitGPT pins bitsandbytes 0.42.0 and warns on any other (finetune/lora.py at 00af8b0)
+              quantKeepsInput:
+                (i.baseWeights === 'nf4' || i.baseWeights === 'fp4') && olderThan(i.bnbVersion ?? (i.framework === 'litgpt' ? '0.42' : '1.0'), [0, 43, 2]),
             },
       optimizerInBackward: i.optimizerInBackward,
       activationOffload: i.activationOffload,
       compile: i.compile,
-      loss: i.loss,
+      loss: i.framework === 'litgpt' ? 'chunked' : i.loss,
     };
   let prompt = i.prompt;
   if (i.context !== undefined) {

@@ -66,6 +66,11 @@ export interface ArchTraits {
   finalSoftcap: number | undefined;
   /** Parameters outside the language model (Gemma 3's vision tower and projector): weights only, no activations. */
   extraParams: number;
+  /**
+   * A fused gate/up projection run as two linear layers (LitGPT's LLaMAMLP fc_1 and fc_2 for Phi-3): each adapted
+   * separately, with its own dropout. Undefined: as the family names it.
+   */
+  separateGateUp?: boolean | undefined;
 }
 
 export interface ModelConfig {

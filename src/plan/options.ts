@@ -53,12 +53,12 @@ export interface LoraOptions {
   /** bitsandbytes' bnb_4bit_use_double_quant: the 4-bit absmax quantised to 8 bits. */
   doubleQuant: boolean;
   /**
-   * bitsandbytes before 0.43 (LitGPT pins 0.42): its 4-bit matmul keeps its input for the backward pass
-   * (MatMul4Bit's ctx.tensors = (A, B)); from 0.43 it keeps only the weight.
+   * bitsandbytes before 0.43.2 (LitGPT pins 0.42): its 4-bit matmul keeps its input for the backward pass
+   * (MatMul4Bit's ctx.tensors = (A, B)); from 0.43.2 (bitsandbytes PR #1270) it keeps only the weight.
    */
   quantKeepsInput?: boolean | undefined;
 }
-export type Framework = 'pytorch' | 'megatron';
+export type Framework = 'pytorch' | 'megatron' | 'litgpt';
 export type WeightFormat = 'fp32' | 'bf16' | 'fp16' | 'fp8' | 'int8' | 'int4';
 export type KvDtype = 'fp32' | 'bf16' | 'fp16' | 'fp8' | 'int8' | 'int4';
 

@@ -4,9 +4,10 @@
  * root unit and its unsharded gradients under accumulation, paged and 8-bit optimizers, offloading.
  */
 import { formatCount } from '../units.js';
+import { isLitgpt, litgptDequantised, quantisesOutput } from './litgpt.js';
 import { adapterBytes, adapterParams, linearModules, outputAdapted, quantisableParams, quantisedBase, quantisedBytesPerWeight } from './adapters.js';
 import type { ModelConfig } from './model-config.js';
-import { bytesPerParam, fsdpMixedPrecision, localParams, modelStateBytes, optimizerStateBytes, pagedOptimizer } from './model-states.js';
+import { bytesPerParam, fsdpMixedPrecision, isLastStageOf, localParams, modelStateBytes, optimizerStateBytes, pagedOptimizer } from './model-states.js';
 import type { Line, TrainOptions } from './options.js';
 import type { ParamCounts } from './params.js';
 
@@ -59,7 +60,8 @@ export function trainStates(m: ModelConfig, c: ParamCounts, o: TrainOptions): Tr
     const ab = adapterBytes(lora.dtype ?? 'fp32');
     trainable = adapterParams(m, c, lora) * layerShare;
     const quantised = quantisedBase(lora.base);
-    const Q = quantised ? quantisableParams(m, c) * layerShare : 0;
+    // LitGPT: Lightning quantises the output layer too (litgpt.ts)
+    const Q = quantised ? quantisableParams(m, c) * layerShare + (quantisesOutput(o) && isLastStageOf(c, p) ? (m.vocab * m.hidden) / p.tp : 0) : 0;
     // a quantised model's other parameters (embeddings, norms, the output layer) stay as loaded, in 16 bits: that is
     // what from_pretrained with a BitsAndBytesConfig, torchtune and LitGPT do. PEFT's prepare_model_for_kbit_training
     // (which TRL's SFTTrainer runs, a plain Transformers + PEFT script does not) would cast them to fp32.
@@ -160,14 +162,16 @@ export function trainStates(m: ModelConfig, c: ParamCounts, o: TrainOptions): Tr
           field: 'optimizerTemporariesBytes',
         }
       : undefined,
-    dequantised: quantLayer
-      ? {
-          name: 'bitsandbytes: a dequantised weight',
-          bytes: quantLayer * 2,
-          note: 'the largest quantised layer dequantised to 16 bits for its matmul (forward and backward), one at a time',
-          field: 'workspaceBytes',
-        }
-      : undefined,
+    dequantised: isLitgpt(o)
+      ? litgptDequantised(m, o)
+      : quantLayer
+        ? {
+            name: 'bitsandbytes: a dequantised weight',
+            bytes: quantLayer * 2,
+            note: 'the largest quantised layer dequantised to 16 bits for its matmul (forward and backward), one at a time',
+            field: 'workspaceBytes',
+          }
+        : undefined,
     hostParametersBytes: onGpuParams ? 0 : paramBytes / shard(3),
     hostOptimizerBytes: onGpuOptimizer ? 0 : optimizerBytes / shard(1),
     offloadBytesPerStep,

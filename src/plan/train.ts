@@ -7,6 +7,7 @@ import { formatCount } from '../units.js';
 import { korthikantiLayerBytes, dtypes, finalSavedBytesPerToken, pytorchCorrection, savedBytesPerToken, type SavedContext } from './activations.js';
 import { adaptedModules, adapterBytes, linearModules, outputAdapted } from './adapters.js';
 import { finalSoftcapLines, softcapScoreBytes } from './family-activations.js';
+import { isLitgpt, litgptFusedAttention, litgptLossLines, litgptModel, litgptPreviousStep, litgptScoreBytes } from './litgpt.js';
 import type { ModelConfig } from './model-config.js';
 import { fsdpMixedPrecision, isLastStageOf } from './model-states.js';
 import { checkParallel, fieldsOf, fieldsOver, fusedAttention, type Estimate, type Line, type Moment, type TrainOptions } from './options.js';
@@ -16,6 +17,14 @@ import { replayTraining } from './step-replay.js';
 import { trainStates } from './train-states.js';
 
 const total = (lines: readonly Line[]): number => lines.reduce((s, l) => s + l.bytes, 0);
+
+/** The loss's kept line as it stands before the loss runs: only the new logits exist (half of logits + log-probs). */
+const newLogits = (l: Line): Line => ({
+  ...l,
+  name: 'logits of this micro-batch (LitGPT, 128-token chunks)',
+  bytes: l.bytes / 2,
+  note: 'the output layer has run; the loss not yet',
+});
 
 /** What autograd keeps of the blocks under `o`, as SavedContext. */
 export function savedContext(m: ModelConfig, o: TrainOptions): SavedContext {
@@ -73,7 +82,7 @@ function activationLines(m: ModelConfig, o: TrainOptions, fused: boolean, last: 
   const perLayer = (perToken * correction * tokens) / p.tp;
   const scoreBytes = o.precision === 'fp32' ? 4 : 2;
   // the math kernel keeps the softmax (and the dropout mask and dropped copy); Gemma 2's softcap its tanh output too
-  const perScore = (m.dropout ? 2 * scoreBytes + 1 : scoreBytes) + softcapScoreBytes(m, o.precision);
+  const perScore = isLitgpt(o) ? litgptScoreBytes(o) : (m.dropout ? 2 * scoreBytes + 1 : scoreBytes) + softcapScoreBytes(m, o.precision);
   const scores = fused ? 0 : perScore * o.batch * (m.heads / p.tp) * o.seq * o.seq;
   const final = last ? (finalSavedBytesPerToken(m, ctx) * tokens) / p.tp : 0;
   const what = `${formatCount(Math.round(perToken))} bytes per token and layer, counted tensor by tensor${ctx.lora ? ' (frozen base: only what the adapters and the gradient flowing to them need)' : ''}`;
@@ -214,15 +223,16 @@ function lossLines(m: ModelConfig, o: TrainOptions, gradBytes: number): { kept: 
 }
 
 /** The training estimate for the most-loaded GPU. */
-export function estimateTrain(m: ModelConfig, o: TrainOptions): Estimate {
+export function estimateTrain(model: ModelConfig, o: TrainOptions): Estimate {
+  const m = isLitgpt(o) ? litgptModel(model) : model;
   checkParallel(m, o.parallel);
   const p = o.parallel;
   const c = countParams(m);
   const s = trainStates(m, c, o);
-  const fused = fusedAttention(m, o.attention, o.precision);
+  const fused = isLitgpt(o) ? litgptFusedAttention(m, o) : fusedAttention(m, o.attention, o.precision);
   const last = isLastStageOf(c, p);
   const act = activationLines(m, o, fused, last);
-  const loss = last ? lossLines(m, o, s.gradBytesPerParam) : { kept: [], backward: [] };
+  const loss = last ? (isLitgpt(o) ? litgptLossLines(m, o) : lossLines(m, o, s.gradBytesPerParam)) : { kept: [], backward: [] };
   const largestLayer = Math.max(c.denseLayer, c.moeLayer) / p.tp;
   const matmulParams = s.P - c.embedding / p.tp + (m.tiedEmbeddings && last ? (m.vocab * m.hidden) / p.tp : 0);
   let autocastCache = 0;
@@ -272,7 +282,10 @@ export function estimateTrain(m: ModelConfig, o: TrainOptions): Estimate {
   held.push(s.optimizer);
   const start = [...held, ...act.kept, ...cacheLine, ...extra, ...loss.kept, ...loss.backward];
   const recomputing = act.recompute.length ? [...held, ...act.kept, ...cacheLine, ...extra, ...act.recompute] : undefined;
-  const backward = recomputing && total(recomputing) > total(start) ? recomputing : start;
+  // LitGPT: the end of the next micro-batch's forward pass, the previous graph still held by the loop (litgpt.ts)
+  const forwardEnd = isLitgpt(o) && last ? [...held, ...act.kept, ...cacheLine, ...extra, ...loss.kept.map(newLogits), ...litgptPreviousStep(m, o)] : undefined;
+  const candidates = [start, recomputing, forwardEnd].filter((x): x is Line[] => x !== undefined);
+  const backward = candidates.reduce((a, b) => (total(b) > total(a) ? b : a));
   const moments: Array<{ phase: Moment['phase']; lines: Line[] }> = [{ phase: 'backward', lines: backward }];
   if (!o.optimizerInBackward) {
     const step: Line[] = [...s.parameters, s.gradients('held from the backward pass to the optimizer step'), s.optimizer];

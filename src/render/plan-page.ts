@@ -66,7 +66,7 @@ const CONTROLS = `
 <label>host memory (GiB, empty: not checked)<input id="hostMemory" type="number" min="0" step="any"></label>
 <label class="train">ZeRO<select id="zero"><option value="0">0</option><option value="1">1</option><option value="2">2</option><option value="3">3 (FSDP)</option></select></label>
 <label class="train">offload<select id="offload"><option>none</option><option>optimizer</option><option>params</option></select></label>
-<label class="train">framework<select id="framework"><option>pytorch</option><option>megatron</option></select></label>
+<label class="train">framework<select id="framework"><option>pytorch</option><option>megatron</option><option>litgpt</option></select></label>
 <label>tensor parallel<input id="tp" type="number" min="1"></label>
 <label>pipeline parallel<input id="pp" type="number" min="1"></label>
 <label class="infer">engine<select id="engine"><option>hf</option><option>vllm</option><option>sglang</option></select></label>
