@@ -34,20 +34,20 @@ const BOUNDS: Record<string, { share: number; why: string }> = {
     why:
       'below the bar: 22 figures of families whose shapes the architecture work (model-config.ts, params.ts) counts wrong today ' +
       '(GPT-NeoX/Pythia and StableLM, Falcon, Phi-2, Gemma and Gemma-2), 10 LitGPT QLoRA runs 16-25% above the count ' +
-      "(bitsandbytes 0.42's kept inputs counted; the rest not explained), Mixtral under all-linear (PEFT wraps transformers 5's " +
-      'fused experts: not counted), DoRA on every linear layer, and two torchtune runs whose figure is below what their stated ' +
-      'optimizer holds (foreach AdamW) or that keep paged 8-bit states',
+      "(bitsandbytes 0.42's kept inputs counted; the rest not explained), DoRA on every linear layer, torchtune's compiled run " +
+      'without a checkpoint (-12%: its blocks and loss compiled apart, as torchtune does, not measured), and two torchtune runs ' +
+      'whose figure is below what their stated optimizer holds (foreach AdamW) or that keep paged 8-bit states',
   },
   reserved: {
     share: 43 / 53,
     why:
-      'below the bar: 6 figures of the families above (Gemma-2, Pythia, Mixtral under all-linear), three compiled torchtitan runs ' +
+      'below the bar: figures of the families above (Gemma-2, Pythia), three compiled torchtitan runs ' +
       "12-14% under the eager count (compile's fused kernels under a checkpoint; the count is an upper bound there) and torchtune's QLoRA, whose " +
       "reserved peak is set at model init by torchao's NF4 quantisation (9.13 GB before training), which is not replayed",
   },
   device: {
     share: 26 / 33,
-    why: 'below the bar: only figures of the families above (Gemma-2, Pythia, Qwen3, Mixtral under all-linear)',
+    why: 'below the bar: only figures of the families above (Gemma-2, Pythia, Qwen3)',
   },
 };
 

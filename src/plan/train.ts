@@ -10,6 +10,7 @@ import { compiledFinalBytesPerToken, compiledSavedBytesPerToken } from './compil
 import { finalSoftcapLines, softcapScoreBytes } from './family-activations.js';
 import type { ModelConfig } from './model-config.js';
 import { fsdpMixedPrecision, isLastStageOf } from './model-states.js';
+import { expertAdapterLines } from './moe-adapters.js';
 import { checkParallel, fieldsOf, fieldsOver, fusedAttention, type Estimate, type Line, type Moment, type TrainOptions } from './options.js';
 import { CUBLAS_WORKSPACE_BYTES, overheads } from './overheads.js';
 import { countParams } from './params.js';
@@ -140,6 +141,9 @@ function activationLines(m: ModelConfig, o: TrainOptions, fused: boolean, last: 
     ];
   }
   if (final) kept.push(line('activations: final norm and output layer input', final, 'kept once, after the last layer'));
+  // LoRA on fused experts (PEFT's all-linear on transformers 5): merged expert weights and expert inputs kept
+  if (o.lora && o.recompute === 'none')
+    kept.push(...expertAdapterLines(m, o.lora, (c.moeLayers / p.pp) * inFlight, tokens / p.tp, ctx.lora?.baseBytes ?? 2, C));
   return { kept, recompute, hostBytes };
 }
 
