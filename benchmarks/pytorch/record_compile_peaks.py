@@ -4,6 +4,7 @@ Run on a GPU machine (no downloads: models are built from the config.json files 
 random weights, since memory does not depend on the values):
 
   python3 benchmarks/pytorch/record_compile_peaks.py --out measured.json [--census census.json] [--deadline 300]
+      [--resume earlier.json --resume-census earlier-census.json]
 
 Each run is what a stock Hugging Face (+ PEFT) script with torch.compile does: the base loaded in bf16 (LoRA) or fp32
 (full fine-tuning), PEFT's defaults (adapter weights in fp32, lora_dropout 0), then `model = torch.compile(model)`
@@ -177,6 +178,10 @@ def flags_for(method, rank, targets, batch, seq, extras, attention):
     return f
 
 
+def run_name(family, method, rank, targets, batch, seq, extras):
+    return f"{family}-compile-{method}{'' if method == 'full' else f'-r{rank}-{targets}'}-{batch}x{seq}{''.join('-' + e for e in extras)}"
+
+
 def run(spec, device, versions):
     family, method, rank, targets, batch, seq, extras = spec
     cuda = device == "cuda"
@@ -261,7 +266,7 @@ def run(spec, device, versions):
     graphs = [dict(g) for g in CENSUS]
     del model, compiled, opt, loss, x, trainable_params
     reset(cuda)
-    name = f"{family}-compile-{method}{'' if method == 'full' else f'-r{rank}-{targets}'}-{batch}x{seq}{''.join('-' + e for e in extras)}"
+    name = run_name(family, method, rank, targets, batch, seq, extras)
     measured = []
     if cuda:
         measured.append({"measures": "allocated", "value": figures["allocated"], "unit": "bytes",
@@ -297,6 +302,8 @@ def main():
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--deadline", type=float, default=300.0, help="seconds after which no new run starts")
     ap.add_argument("--only", default="", help="comma-separated families")
+    ap.add_argument("--resume", default="", help="an earlier --out file: its rows are kept and their runs skipped")
+    ap.add_argument("--resume-census", default="", help="the earlier --census file, kept likewise")
     a = ap.parse_args()
     if a.device == "cuda" and not torch.cuda.is_available():
         sys.exit("record_compile_peaks: no CUDA device (use --device cpu to check the script)")
@@ -313,9 +320,18 @@ def main():
            "description": "training runs under torch.compile (no checkpoint unless the id says gc), recorded with benchmarks/pytorch/record_compile_peaks.py; llama-3.2-1b rows fit the model, the other families test it",
            "versions": versions, "rows": [], "errors": []}
     census = {"versions": versions, "runs": []}
+    if a.resume:  # a longer call picks up where an earlier file stopped: its rows and census are kept, their runs skipped
+        with open(a.resume) as f:
+            doc["rows"] = json.load(f)["rows"]
+        if a.census and os.path.exists(a.resume_census or ""):
+            with open(a.resume_census) as f:
+                census["runs"] = json.load(f)["runs"]
+    done = {r["id"] for r in doc["rows"]}
     t0 = time.time()
     for spec in RUNS:
         if only and spec[0] not in only:
+            continue
+        if f"h200-{run_name(*spec)}" in done:
             continue
         if time.time() - t0 > a.deadline:
             doc["errors"].append({"run": list(spec), "error": "not started: deadline"})
