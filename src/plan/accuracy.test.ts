@@ -30,23 +30,24 @@ const tool = (): Promise<Tool> => import(new URL('../../tools/plan-accuracy.mjs'
 /** The issue's bar, and where a kind is short of it today, today's share and why. */
 const BOUNDS: Record<string, { share: number; why: string }> = {
   allocated: {
-    share: 127 / 132,
+    share: 0.9,
     why:
       "at the bar since LitGPT's rows carry --framework litgpt (its chunked loss and loop, Lightning quantising the output layer, " +
-      "bitsandbytes 0.42's inputs kept past the backward pass, softcapped attention outside SDPA); the 5 left: LitGPT's FSDP1 gemma-2b " +
-      "full run, Mixtral under all-linear (PEFT wraps transformers 5's fused experts: not counted), DoRA on every linear layer, and " +
-      'two torchtune runs whose figure is below what their stated optimizer holds (foreach AdamW) or that keep paged 8-bit states',
+      "bitsandbytes 0.42's inputs kept past the backward pass, softcapped attention outside SDPA) and PEFT's fused MoE experts are " +
+      "counted; the few left: LitGPT's FSDP1 gemma-2b full run, DoRA on every linear layer, torchtune's compiled run without a " +
+      'checkpoint (-12%: its blocks and loss compiled apart, not measured), and two torchtune runs whose figure is below what their ' +
+      'stated optimizer holds (foreach AdamW) or that keep paged 8-bit states',
   },
   reserved: {
-    share: 43 / 53,
+    share: 50 / 56,
     why:
-      'below the bar: 6 figures of the families above (Gemma-2, Pythia, Mixtral under all-linear), three compiled torchtitan runs ' +
-      "12-14% under the eager count (compile's fused kernels; the count is an upper bound there) and torchtune's QLoRA, whose " +
+      'just below the bar: Pythia under a checkpoint and in full fine-tuning (the replay of its segments), three compiled torchtitan runs ' +
+      "12-14% under the eager count (compile's fused kernels under a checkpoint; the count is an upper bound there) and torchtune's QLoRA, whose " +
       "reserved peak is set at model init by torchao's NF4 quantisation (9.13 GB before training), which is not replayed",
   },
   device: {
-    share: 26 / 33,
-    why: 'below the bar: only figures of the families above (Gemma-2, Pythia, Qwen3, Mixtral under all-linear)',
+    share: 0.9,
+    why: 'at the bar; the two left are Pythia runs (as reserved)',
   },
 };
 
@@ -72,15 +73,14 @@ test("held-back runs: each kind of figure lands within ±10% at the issue's bar,
         `${kind}: ${k.within} of ${k.expressible} within ±10% (${(share * 100).toFixed(0)}%); ${bound.why}`,
       );
     }
-    // every run is expressible but two torchtune runs compiled without a checkpoint: there torch.compile's partitioner
-    // decides what the backward pass keeps, and the planner refuses to guess it
+    // every run is expressible (torch.compile without a checkpoint too: compile-activations.ts counts what its
+    // partitioner keeps)
     const refused = results.filter((r) => r.row.role === 'test' && r.refusal !== undefined);
     assert.deepEqual(
-      [...new Set(refused.map((r) => r.row.id))].sort(),
-      ['torchtune-readme-llama-3.2-3b-chunked-ce', 'torchtune-readme-llama-3.2-3b-compile'],
+      refused.map((r) => r.row.id),
+      [],
       refused.map((r) => `${r.row.id}: ${r.refusal}`).join('\n'),
     );
-    for (const r of refused) assert.match(r.refusal ?? '', /--compile needs --recompute full or op/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

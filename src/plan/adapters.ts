@@ -3,6 +3,7 @@
  * parameter counts (A: r x in, B: out x r, DoRA's magnitude: out) and the frozen base's bytes in each format
  * (bitsandbytes' 4-bit with its quant state, LLM.int8() with its row scales).
  */
+import { expertAdapterParams } from './moe-adapters.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { ModelConfig } from './model-config.js';
 import type { AdapterDtype, BaseWeights, LoraOptions } from './options.js';
@@ -201,11 +202,15 @@ export function rankNotes(m: ModelConfig, lora: Pick<LoraOptions, 'targets' | 'r
   );
 }
 
-/** Trainable adapter parameters: r(in + out) per wrapped layer (the output layer's too), plus DoRA's magnitude vector (out). */
+/**
+ * Trainable adapter parameters: r(in + out) per wrapped layer (the output layer's too), plus DoRA's magnitude vector
+ * (out), plus the fused experts' adapters where all-linear reaches them.
+ */
 export function adapterParams(m: ModelConfig, c: ParamCounts, lora: LoraOptions): number {
   const per = (moe: boolean): number => adaptedModules(m, lora, moe).reduce((s, l) => s + lora.rank * (l.in + l.out) + (lora.dora ? l.out : 0), 0);
   const output = outputAdapted(m, lora) ? lora.rank * (m.hidden + m.vocab) + (lora.dora ? m.vocab : 0) : 0;
-  return c.denseLayers * per(false) + (c.moeLayers ? c.moeLayers * per(true) : 0) + output;
+  // PEFT's all-linear also wraps transformers 5's fused expert parameters (moe-adapters.ts)
+  return c.denseLayers * per(false) + (c.moeLayers ? c.moeLayers * (per(true) + expertAdapterParams(m, lora)) : 0) + output;
 }
 
 /** Parameters of the linear layers bitsandbytes quantises (every linear layer of the blocks; experts included). */

@@ -84,7 +84,7 @@ export interface PlanInputs {
   bnbVersion?: string | undefined;
   optimizerInBackward: boolean;
   activationOffload: boolean;
-  /** torch.compile on the blocks (only with --recompute full or op). */
+  /** torch.compile on the model (the blocks and the loss), with or without a checkpoint. */
   compile: boolean;
   loss: LossKind;
   /** Host memory that offloading may fill (bytes); undefined: not checked. */
@@ -259,10 +259,6 @@ export function checkInputs(i: PlanInputs): void {
       fail("--double-quant quantises a 4-bit base's absmax: give --base-weights nf4 or fp4");
     if (i.baseWeights === 'fp32' && i.precision !== 'fp32' && i.precision !== 'amp-bf16') fail(`an fp32 base contradicts --precision ${i.precision}`);
   }
-  if (i.compile && i.recompute !== 'full' && i.recompute !== 'op')
-    fail(
-      "--compile needs --recompute full or op: without a checkpoint, torch.compile's partitioner decides which activations the backward pass keeps, and gpumem cannot know which before the run",
-    );
   if (i.optimizerInBackward) {
     if (i.gradAccum > 1) fail('--optimizer-in-backward steps each gradient as it is made: it cannot accumulate (--grad-accum 1), as torchtune refuses');
     if (i.offload !== 'none') fail('--optimizer-in-backward steps on the GPU: it contradicts --offload');

@@ -102,9 +102,10 @@ export interface TrainOptions {
   /** torchtune's activation offloading: kept activations go to pinned host memory during the forward pass. */
   activationOffload?: boolean | undefined;
   /**
-   * torch.compile on the blocks and the loss (as torchtune and torchtitan compile them), planned only under a
-   * checkpoint that decides what the blocks keep (--recompute full or op): the blocks' count, made for PyTorch eager,
-   * is then an upper bound; the compiled cross-entropy keeps the 16-bit logits and a log-sum-exp per token.
+   * torch.compile on the blocks and the loss (torch.compile(model), torchtune's and torchtitan's compile). Without a
+   * checkpoint, the blocks keep what inductor's min-cut partitioner saves (compile-activations.ts); under one
+   * (--recompute full or op) the checkpoint decides and the blocks' count, made for PyTorch eager, is an upper bound.
+   * The compiled cross-entropy keeps the 16-bit logits and a log-sum-exp per token.
    */
   compile?: boolean | undefined;
   /** How the loss is computed (default standard). */

@@ -384,7 +384,9 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
     if (o.lora) notes.push(...rankNotes(m, o.lora));
     if (o.compile)
       notes.push(
-        `torch.compile on the blocks and the loss: the checkpoint (--recompute ${o.recompute}) decides what the blocks keep, and compile's fused kernels make fewer of the transients counted here for PyTorch eager (an upper bound for the blocks); the compiled cross-entropy keeps the 16-bit logits and a log-sum-exp instead of fp32 log-probabilities`,
+        o.recompute === 'none'
+          ? "torch.compile on the model without a checkpoint: the blocks keep what inductor's min-cut partitioner saves (matmul and SDPA outputs, the inputs of the matmuls whose weights train, the residual stream at each norm; pointwise chains recomputed), and the compiled cross-entropy keeps the 16-bit logits and a log-sum-exp"
+          : `torch.compile on the blocks and the loss: the checkpoint (--recompute ${o.recompute}) decides what the blocks keep, and compile's fused kernels make fewer of the transients counted here for PyTorch eager (an upper bound for the blocks); the compiled cross-entropy keeps the 16-bit logits and a log-sum-exp instead of fp32 log-probabilities`,
       );
   }
   if (o.mode === 'infer' && m.maxPositions && o.prompt + o.newTokens > m.maxPositions)

@@ -6,10 +6,12 @@
 import { formatCount } from '../units.js';
 import { korthikantiLayerBytes, dtypes, finalSavedBytesPerToken, pytorchCorrection, savedBytesPerToken, type SavedContext } from './activations.js';
 import { adaptedModules, adapterBytes, linearModules, outputAdapted } from './adapters.js';
+import { compiledFinalBytesPerToken, compiledSavedBytesPerToken } from './compile-activations.js';
 import { finalSoftcapLines, softcapScoreBytes } from './family-activations.js';
 import { isLitgpt, litgptFusedAttention, litgptLossLines, litgptModel, litgptPreviousStep, litgptScoreBytes } from './litgpt.js';
 import type { ModelConfig } from './model-config.js';
 import { fsdpMixedPrecision, isLastStageOf } from './model-states.js';
+import { expertAdapterLines } from './moe-adapters.js';
 import { checkParallel, fieldsOf, fieldsOver, fusedAttention, type Estimate, type Line, type Moment, type TrainOptions } from './options.js';
 import { CUBLAS_WORKSPACE_BYTES, overheads } from './overheads.js';
 import { countParams } from './params.js';
@@ -77,15 +79,19 @@ function activationLines(m: ModelConfig, o: TrainOptions, fused: boolean, last: 
   const ctx = savedContext(m, o);
   const { R, C } = dtypes(ctx);
   const c = countParams(m);
-  const perToken = (c.denseLayers * savedBytesPerToken(m, ctx, false) + c.moeLayers * savedBytesPerToken(m, ctx, true)) / m.layers;
+  // compiled without a checkpoint, inductor's partitioner decides what the blocks keep (compile-activations.ts)
+  const compiled = o.compile && o.recompute === 'none';
+  const rank = o.lora?.rank ?? 0;
+  const perBlock = (moe: boolean) => (compiled ? compiledSavedBytesPerToken(m, ctx, rank, moe) : savedBytesPerToken(m, ctx, moe));
+  const perToken = (c.denseLayers * perBlock(false) + c.moeLayers * perBlock(true)) / m.layers;
   const correction = o.activationCorrection ?? pytorchCorrection(o.precision);
   const perLayer = (perToken * correction * tokens) / p.tp;
   const scoreBytes = o.precision === 'fp32' ? 4 : 2;
   // the math kernel keeps the softmax (and the dropout mask and dropped copy); Gemma 2's softcap its tanh output too
   const perScore = isLitgpt(o) ? litgptScoreBytes(o) : (m.dropout ? 2 * scoreBytes + 1 : scoreBytes) + softcapScoreBytes(m, o.precision);
   const scores = fused ? 0 : perScore * o.batch * (m.heads / p.tp) * o.seq * o.seq;
-  const final = last ? (finalSavedBytesPerToken(m, ctx) * tokens) / p.tp : 0;
-  const what = `${formatCount(Math.round(perToken))} bytes per token and layer, counted tensor by tensor${ctx.lora ? ' (frozen base: only what the adapters and the gradient flowing to them need)' : ''}`;
+  const final = last ? ((compiled ? compiledFinalBytesPerToken(m, ctx, o.seq) : finalSavedBytesPerToken(m, ctx)) * tokens) / p.tp : 0;
+  const what = `${formatCount(Math.round(perToken))} bytes per token and layer, counted tensor by tensor${compiled ? " as torch.compile's min-cut partitioner keeps them" : ''}${ctx.lora ? ' (frozen base: only what the adapters and the gradient flowing to them need)' : ''}`;
   const kernel =
     o.attention === 'sdpa'
       ? fused
@@ -144,6 +150,9 @@ function activationLines(m: ModelConfig, o: TrainOptions, fused: boolean, last: 
     ];
   }
   if (final) kept.push(line('activations: final norm and output layer input', final, 'kept once, after the last layer'));
+  // LoRA on fused experts (PEFT's all-linear on transformers 5): merged expert weights and expert inputs kept
+  if (o.lora && o.recompute === 'none')
+    kept.push(...expertAdapterLines(m, o.lora, (c.moeLayers / p.pp) * inFlight, tokens / p.tp, ctx.lora?.baseBytes ?? 2, C));
   return { kept, recompute, hostBytes };
 }
 
@@ -179,6 +188,9 @@ function lossLines(m: ModelConfig, o: TrainOptions, gradBytes: number): { kept: 
     // a compiled cross-entropy keeps its input, the 16-bit logits, and a log-sum-exp per token, and makes the logits'
     // gradient in 16 bits from them: no fp32 logit-sized tensor is kept or made
     const C = dtypes(savedContext(m, o)).C;
+    // compiled without a checkpoint, the loss's backward runs in the model's graph and makes two logit-sized buffers
+    // (1.04 and 1.13 GiB above the kept tensors in the fit runs of fixtures/plan/measured-peaks-h200-compile.json)
+    const whole = o.recompute === 'none' ? 2 : 1;
     return {
       kept: [
         {
@@ -191,8 +203,8 @@ function lossLines(m: ModelConfig, o: TrainOptions, gradBytes: number): { kept: 
       backward: [
         {
           name: 'loss backward: gradient of the logits',
-          bytes: (C * V * tokens) / chunks,
-          note: `one ${C}-byte logit-sized tensor${chunks > 1 ? ` of one of ${chunks} chunks` : ''}, made from the logits and the log-sum-exp`,
+          bytes: (whole * C * V * tokens) / chunks,
+          note: `${whole === 2 ? `two ${C}-byte logit-sized buffers (the whole model compiled as one graph with its loss, as torch.compile(model) runs a Hugging Face model given labels: measured on an H200)` : `one ${C}-byte logit-sized tensor`}${chunks > 1 ? ` of one of ${chunks} chunks` : ''}, made from the logits and the log-sum-exp`,
           field,
         },
       ],

@@ -62,7 +62,7 @@ const CONTROLS = `
 <label class="train">bitsandbytes release (4-bit base)<input id="bnbVersion" placeholder="current (0.43 or later)"></label>
 <label class="train check"><span><input type="checkbox" id="optimizerInBackward"> optimizer in backward</span></label>
 <label class="train check"><span><input type="checkbox" id="activationOffload"> activation offloading</span></label>
-<label class="train check"><span><input type="checkbox" id="compile"> torch.compile (with recompute full or op)</span></label>
+<label class="train check"><span><input type="checkbox" id="compile"> torch.compile</span></label>
 <label>host memory (GiB, empty: not checked)<input id="hostMemory" type="number" min="0" step="any"></label>
 <label class="train">ZeRO<select id="zero"><option value="0">0</option><option value="1">1</option><option value="2">2</option><option value="3">3 (FSDP)</option></select></label>
 <label class="train">offload<select id="offload"><option>none</option><option>optimizer</option><option>params</option></select></label>
