@@ -13,7 +13,6 @@
  */
 import type { HostCopier } from '../backend/backend.js';
 import { openBackend, type BackendSelection, type OpenBackendOptions } from '../backend/select.js';
-import { GpuError } from '../errors.js';
 import type { Allocation } from '../memory/allocation.js';
 import type { MemoryRef } from '../memory/copy.js';
 import { MemoryRuntime } from '../memory/runtime.js';
@@ -86,12 +85,9 @@ export class Runtime extends MemoryRuntime {
     const d = a.device;
     if (this.warmTransfers && d !== undefined && (a.kind === 'device' || a.kind === 'managed') && !this.warmedDevices.has(d)) {
       this.warmedDevices.add(d);
-      try {
-        this.defaultStager(d).warm();
-      } catch (e) {
-        // a stream the device cannot make now: the first transfer makes it and reports the fault then
-        if (!(e instanceof GpuError)) throw e;
-      }
+      // Only the ring: its stream and events are made by the first transfer (no native object the program did not
+      // ask for beyond the pinned chunks, which the threads allocate).
+      this.defaultStager(d).ring.warm();
     }
     return a;
   }
