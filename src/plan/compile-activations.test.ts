@@ -27,7 +27,7 @@ test("the count per block is what inductor's partitioner saved on an H200, for e
   // per-token loss statistics)
   const census = JSON.parse(readFileSync(`${ROOT}docs/evidence/2026-12-01-1x-h200/compile/census.json`, 'utf8')) as { runs: CensusRun[] };
   const fixture = JSON.parse(readFileSync(`${ROOT}fixtures/plan/measured-peaks-h200-compile.json`, 'utf8')) as {
-    rows: Array<{ id: string; model: string; flags: string[]; details: { lora: { rank: number } | null } }>;
+    rows: Array<{ id: string; model: string; role: string; flags: string[]; details: { lora: { rank: number } | null } }>;
   };
   assert.ok(census.runs.length >= 4, 'the census holds the recorded runs');
   for (const run of census.runs) {
@@ -37,7 +37,8 @@ test("the count per block is what inductor's partitioner saved on an H200, for e
     const flag = (f: string) => row.flags[row.flags.indexOf(f) + 1];
     const tokens = Number(flag('--batch')) * Number(flag('--seq'));
     const rank = row.details.lora?.rank;
-    const o = train({ compile: true, lora: rank, baseWeights: rank ? 'bf16' : undefined });
+    const targets = row.flags.includes('--lora-targets') ? flag('--lora-targets') : undefined;
+    const o = train({ compile: true, lora: rank, baseWeights: rank ? 'bf16' : undefined, loraTargets: targets });
     let blocks = 0;
     for (const g of run.graphs)
       for (const s of g.saved) {
@@ -47,9 +48,13 @@ test("the count per block is what inductor's partitioner saved on an H200, for e
       }
     const measured = blocks / tokens / m.layers;
     const counted = compiledSavedBytesPerToken(m, savedContext(m, o), rank ?? 0);
-    // within 3%: the census spreads the few tensors kept once per model (the embedding's output, the final norm's)
-    // over the layers, and the partitioner may share one matmul output between two layers
-    assert.ok(Math.abs(counted / measured - 1) < 0.03, `${run.id}: counted ${counted} bytes per token and layer, the partitioner saved ${measured.toFixed(0)}`);
+    // fit runs within 3% (the count was built on them; the census spreads the few tensors kept once per model, the
+    // embedding's output and the final norm's, over the layers); test runs within the planner's ±10% bar
+    const bound = row.role === 'fit' ? 0.03 : 0.1;
+    assert.ok(
+      Math.abs(counted / measured - 1) < bound,
+      `${run.id} (${row.role}): counted ${counted} bytes per token and layer, the partitioner saved ${measured.toFixed(0)}`,
+    );
   }
 });
 
@@ -63,9 +68,12 @@ test('what a compiled block keeps grows with what trains: full fine-tuning >= Lo
     } catch {
       continue; // a folder without its config.json
     }
+    // the base model's share: what the adapters' own branches keep (their A outputs, their copies of an input) aside
     const count = (i: Partial<PlanInputs>) => {
       const o = train({ compile: true, ...i });
-      return compiledSavedBytesPerToken(m, savedContext(m, o), o.lora?.rank ?? 0);
+      return compiledKeptPerToken(m, savedContext(m, o), o.lora?.rank ?? 0)
+        .filter((t) => !t.what.startsWith('LoRA '))
+        .reduce((sum, t) => sum + t.bytes, 0);
     };
     const full = count({});
     const all = count({ lora: 16, baseWeights: 'bf16', loraTargets: 'all-linear' });
@@ -78,8 +86,11 @@ test('what a compiled block keeps grows with what trains: full fine-tuning >= Lo
     }
     assert.ok(all >= byDefault, `${name}: all-linear keeps ${all}, PEFT's defaults ${byDefault}`);
     // each rank step adds one 16-bit value per adapted layer (the LoRA A outputs lora_B's gradient reads)
-    const r32 = count({ lora: 32, baseWeights: 'bf16' });
-    assert.ok(r32 > byDefault, `${name}: a higher rank keeps more`);
+    const total = (rank: number) => {
+      const o = train({ compile: true, lora: rank, baseWeights: 'bf16' });
+      return compiledSavedBytesPerToken(m, savedContext(m, o), rank);
+    };
+    assert.ok(total(32) > total(16), `${name}: a higher rank keeps more`);
     checked++;
   }
   assert.ok(checked >= 10, 'the families of fixtures/plan/configs were checked');

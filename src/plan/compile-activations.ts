@@ -78,6 +78,10 @@ export function compiledKeptPerToken(m: ModelConfig, ctx: SavedContext, rank = 0
   }
   if (ctx.lora) {
     add(`LoRA A outputs (rank ${rank}, ${loraOut} adapted layers)`, loraOut * C * rank);
+    // an adapter on the output projection reads its own copy of the attention output (PEFT's LoRA branch casts its
+    // input to the adapter's dtype first), which the partitioner keeps beside SDPA's output (the census of
+    // llama-3.2-1b with all-linear: one attention-output-sized tensor per layer more than the count without it)
+    if (sites.has('attn-out')) add('LoRA branch of the output projection: its copy of the attention output', C * oDim);
     if (ctx.lora.dropout)
       add(
         'LoRA dropout: mask and dropped input per adapted layer',
