@@ -21,10 +21,21 @@ import { importNsys, SQLITE_MAGIC } from './importers/nsys.js';
 import { importAllocLog, importSnapshot } from './importers/allocator.js';
 import { isPickleFile, snapshotEncoding } from '../formats/snapshot-file.js';
 import { importRocpd } from './importers/rocpd.js';
+import { importRocprofDb } from './importers/rocprof-db.js';
 import { importRocprofV1Json } from './importers/rocprof-json.js';
 import { jsonTraceFormat, refuseNonTrace, refuseObjectWithoutEvents, sqliteFormat } from './detect.js';
 
-export const TRACE_FORMATS = ['kineto', 'rocpd', 'rocprofv3-json', 'rocprof-csv', 'rocprof-json', 'nsys-sqlite', 'memory-snapshot', 'alloc-log'] as const;
+export const TRACE_FORMATS = [
+  'kineto',
+  'rocpd',
+  'rocprofv3-json',
+  'rocprof-csv',
+  'rocprof-json',
+  'rocprof-db',
+  'nsys-sqlite',
+  'memory-snapshot',
+  'alloc-log',
+] as const;
 export type TraceFormat = (typeof TRACE_FORMATS)[number];
 
 /** Splits a CSV header line into names (quotes removed). */
@@ -99,9 +110,9 @@ export interface AnalyzeOptions {
 }
 
 /** Formats that record the same activity (kernels, copies, API calls), each with its own clock. */
-const PROFILER_FORMATS: readonly TraceFormat[] = ['kineto', 'rocpd', 'rocprofv3-json', 'rocprof-csv', 'rocprof-json', 'nsys-sqlite'];
+const PROFILER_FORMATS: readonly TraceFormat[] = ['kineto', 'rocpd', 'rocprofv3-json', 'rocprof-csv', 'rocprof-json', 'rocprof-db', 'nsys-sqlite'];
 /** Which profiler format a folder's files are read in when it holds several: the one that records the most. */
-const FOLDER_PREFERENCE: readonly TraceFormat[] = ['rocpd', 'rocprofv3-json', 'nsys-sqlite', 'kineto', 'rocprof-json', 'rocprof-csv'];
+const FOLDER_PREFERENCE: readonly TraceFormat[] = ['rocpd', 'rocprofv3-json', 'nsys-sqlite', 'kineto', 'rocprof-db', 'rocprof-json', 'rocprof-csv'];
 
 /** The files under a folder, depth first, in name order. */
 function filesUnder(dir: string, depth = 0): string[] {
@@ -185,7 +196,7 @@ export function traceInputs(paths: readonly string[], forced?: TraceFormat): { i
 function withoutTotalsOfTracedActivity<T extends { file: string; format: TraceFormat }>(inputs: T[]): T[] {
   const csv = inputs.filter((x) => x.format === 'rocprof-csv').map((x) => ({ x, role: rocprofCsvRole(x.file) }));
   const traced = new Set(csv.map((c) => c.role.activity).filter((a) => a !== undefined));
-  if (inputs.some((x) => x.format === 'rocprof-json')) for (const a of ['kernels', 'copies', 'api'] as const) traced.add(a);
+  if (inputs.some((x) => x.format === 'rocprof-json' || x.format === 'rocprof-db')) for (const a of ['kernels', 'copies', 'api'] as const) traced.add(a);
   const drop = new Set(csv.filter((c) => c.role.stats !== undefined && traced.has(c.role.stats)).map((c) => c.x));
   return inputs.filter((x) => !drop.has(x));
 }
@@ -221,6 +232,9 @@ export async function loadTraces(files: readonly string[], options: AnalyzeOptio
           break;
         case 'rocprof-json':
           await importRocprofV1Json(file, model, progress);
+          break;
+        case 'rocprof-db':
+          await importRocprofDb(file, model, progress);
           break;
         case 'memory-snapshot':
           await importSnapshot(file, model, progress);

@@ -1,5 +1,6 @@
 /**
- * What a file is, from its first bytes: which SQLite database (an Nsight Systems export or rocprofv3's rocpd), which
+ * What a file is, from its first bytes: which SQLite database (an Nsight Systems export, rocprofv3's rocpd or legacy
+ * rocprof's results.db), which
  * Chrome-trace JSON (Kineto, or legacy rocprof's results.json), and, for files that are no trace, what they look
  * like (an archive, another compression, a RAPIDS log, a Triton server trace, a JSON array of something else), so
  * that a refusal names the file and says what to give instead.
@@ -7,9 +8,10 @@
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { BadInputError, ErrorCode, isGpuError } from '../errors.js';
 import { openSqlite, tablesOf } from '../input/sqlite.js';
+import { ROCPROF_V1_TABLES } from './importers/rocprof-db.js';
 
 /** The JSON and SQLite formats detect.ts tells apart (the rest of TraceFormat is recognised in analyze.ts). */
-export type DetectedFormat = 'kineto' | 'rocprof-json' | 'nsys-sqlite' | 'rocpd';
+export type DetectedFormat = 'kineto' | 'rocprof-json' | 'nsys-sqlite' | 'rocpd' | 'rocprof-db';
 
 /** Names of up to `n` entries of a tar archive from its first bytes. */
 function tarEntries(b: Buffer, n = 3): string[] {
@@ -175,7 +177,8 @@ export function sqliteFormat(file: string): DetectedFormat {
     // without a binding the schema's text still shows which it is; the reader then says how to get a binding
     if (!isGpuError(e, ErrorCode.UNSUPPORTED)) throw e;
     const head = firstMiB(file);
-    return /rocpd_(kernel_dispatch|info_agent|memory_copy)/.test(head) ? 'rocpd' : 'nsys-sqlite';
+    if (/rocpd_(kernel_dispatch|info_agent|memory_copy)/.test(head)) return 'rocpd';
+    return /CREATE TABLE (KERN|HIP|HSA|COPY|OPS) \("(Index|BeginNs)"/.test(head) ? 'rocprof-db' : 'nsys-sqlite';
   }
   const names = [...tables];
   if (names.some((t) => t.startsWith('CUPTI_ACTIVITY_KIND_')) || tables.has('TARGET_INFO_SESSION_START_TIME')) return 'nsys-sqlite';
@@ -186,13 +189,10 @@ export function sqliteFormat(file: string): DetectedFormat {
       file,
     );
   if (tables.has('StringIds') || tables.has('TARGET_INFO_GPU')) return 'nsys-sqlite';
-  if (tables.has('KERN') || (tables.has('HIP') && tables.has('COPY')))
-    throw new BadInputError(
-      'a legacy rocprof (v1) results.db: its tables hold what rocprof writes beside it as results.csv, results.json and the --stats CSVs, which gpumem reads',
-      file,
-    );
+  // legacy rocprof (v1) results.db: only the tables its tblextr.py creates, at least one of them a trace
+  if (names.length > 0 && names.every((t) => ROCPROF_V1_TABLES.has(t)) && ['KERN', 'HIP', 'HSA', 'COPY', 'OPS'].some((t) => tables.has(t))) return 'rocprof-db';
   throw new BadInputError(
-    `an SQLite database that is neither an Nsight Systems export nor a rocprofv3 database (it holds ${names.length} tables and views${names.length ? `: ${names.slice(0, 6).join(', ')}${names.length > 6 ? ', ...' : ''}` : ''})`,
+    `an SQLite database that is neither an Nsight Systems export, a rocprofv3 database nor a legacy rocprof results.db (it holds ${names.length} tables and views${names.length ? `: ${names.slice(0, 6).join(', ')}${names.length > 6 ? ', ...' : ''}` : ''})`,
     file,
   );
 }

@@ -115,6 +115,6 @@ test('SQLite databases that are not rocpd or nsys are refused by what they are',
   w.close();
   const cli = await runCli(['analyze', other]);
   assert.equal(cli.code, 2);
-  assert.match(cli.err, /neither an Nsight Systems export nor a rocprofv3 database \(it holds 1 tables and views: users\)/);
+  assert.match(cli.err, /neither an Nsight Systems export, a rocprofv3 database nor a legacy rocprof results\.db \(it holds 1 tables and views: users\)/);
   assert.equal(cli.out, '');
 });
