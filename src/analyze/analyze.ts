@@ -25,18 +25,9 @@ import { importRocprofDb } from './importers/rocprof-db.js';
 import { importRocprofV1Json } from './importers/rocprof-json.js';
 import { jsonTraceFormat, refuseNonTrace, refuseObjectWithoutEvents, sqliteFormat } from './detect.js';
 
-export const TRACE_FORMATS = [
-  'kineto',
-  'rocpd',
-  'rocprofv3-json',
-  'rocprof-csv',
-  'rocprof-json',
-  'rocprof-db',
-  'nsys-sqlite',
-  'memory-snapshot',
-  'alloc-log',
-] as const;
-export type TraceFormat = (typeof TRACE_FORMATS)[number];
+import { TRACE_FORMATS, type TraceFormat } from './trace-formats.js';
+
+export { TRACE_FORMATS, type TraceFormat };
 
 /** Splits a CSV header line into names (quotes removed). */
 function headerOf(line: string): string[] {

@@ -1,7 +1,7 @@
 /** `gpumem analyze FILE...`: findings from profiler and allocator traces. Loads no GPU library. */
 import { statSync, writeFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
-import type { TraceFormat } from '../analyze/analyze.js';
+import { TRACE_FORMATS, type TraceFormat } from '../analyze/trace-formats.js';
 import { checkWritable, type Io } from './context.js';
 import { UsageError } from './errors.js';
 import { parsePositive } from './options.js';
@@ -33,11 +33,7 @@ export function defineAnalyze(program: Command, io: Io): void {
     )
     .option('--html <file>', 'also write a self-contained HTML page with a timeline of copies against kernels per stream')
     .option('--from-bench <file>', 'take the pinned copy rates for savings from a gpumem bench JSON (default: built in per device)')
-    .addOption(
-      new Option('--format <format>', 'trace format of every file')
-        .choices(['auto', 'kineto', 'rocprofv3-json', 'rocprof-csv', 'nsys-sqlite', 'memory-snapshot', 'alloc-log'])
-        .default('auto'),
-    )
+    .addOption(new Option('--format <format>', 'trace format of every file').choices(['auto', ...TRACE_FORMATS]).default('auto'))
     .option('--progress', 'report reading progress on stderr for every file (default: files over 32 MiB)')
     .option('--workers <n>', 'worker threads for traces of several ranks (default: every core)', (v) => parsePositive(v, '--workers'))
     .addHelpText(
