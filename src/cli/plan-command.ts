@@ -74,7 +74,7 @@ export function definePlan(program: Command, io: Io): void {
     .option('--activation-offload', "torchtune's activation offloading: kept activations go to pinned host memory (about two layers stay)")
     .option(
       '--compile',
-      'torch.compile on the model: without a checkpoint, what its min-cut partitioner keeps per block; with --recompute full or op, the checkpoint decides (counted eager, an upper bound); the compiled cross-entropy keeps 16-bit logits',
+      'torch.compile on the model: without a checkpoint, what its min-cut partitioner keeps per block; with --recompute full or op, the checkpoint decides, less what the backward never reads; the compiled cross-entropy keeps 16-bit logits',
     )
     .addOption(
       new Option(

@@ -34,15 +34,15 @@ const BOUNDS: Record<string, { share: number; why: string }> = {
     why:
       "at the bar since LitGPT's rows carry --framework litgpt (its chunked loss and loop, Lightning quantising the output layer, " +
       "bitsandbytes 0.42's inputs kept past the backward pass, softcapped attention outside SDPA) and PEFT's fused MoE experts are " +
-      "counted; the few left: LitGPT's FSDP1 gemma-2b full run, DoRA on every linear layer, torchtune's compiled run without a " +
-      'checkpoint (-12%: its blocks and loss compiled apart, not measured), and two torchtune runs whose figure is below what their ' +
+      "counted; the few left: LitGPT's FSDP1 gemma-2b full run, DoRA on every linear layer, and two torchtune runs whose figure is below what their " +
       'stated optimizer holds (foreach AdamW) or that keep paged 8-bit states',
   },
   reserved: {
-    share: 50 / 56,
+    share: 0.9,
     why:
-      'just below the bar: Pythia under a checkpoint and in full fine-tuning (the replay of its segments), three compiled torchtitan runs ' +
-      "12-14% under the eager count (compile's fused kernels under a checkpoint; the count is an upper bound there) and torchtune's QLoRA, whose " +
+      "at the bar: Pythia under a checkpoint and in full fine-tuning (the replay of its segments), torchtitan 9dec370's two compiled 128-GPU " +
+      "runs (+12-13%: blocks compiled, loss eager, planned eager without --compile, which means blocks and loss), Trainy's 32-GPU compiled run " +
+      "(+10%: the allocator replayed in the eager block's order) and torchtune's QLoRA, whose " +
       "reserved peak is set at model init by torchao's NF4 quantisation (9.13 GB before training), which is not replayed",
   },
   device: {

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { savedBytesPerToken } from './activations.js';
-import { compiledKeptPerToken, compiledSavedBytesPerToken } from './compile-activations.js';
+import { compiledKeptPerToken, compiledPerOpDropsLastMatmul, compiledPerOpKeptPerToken, compiledSavedBytesPerToken } from './compile-activations.js';
 import { readConfigFile } from './config-file.js';
 import { DEFAULT_INPUTS, planOptionsFrom, type PlanInputs } from './inputs.js';
 import type { ModelConfig } from './model-config.js';
@@ -119,4 +119,43 @@ test('--compile without a checkpoint is planned: the partitioner count, below th
   assert.ok(compiled.activationsBytes < eager.activationsBytes, `compiled ${compiled.activationsBytes}, eager ${eager.activationsBytes}`);
   // compile is PyTorch's: Megatron's framework still refuses it, before any count
   assert.throws(() => train({ compile: true, framework: 'megatron' }), /--compile is for --framework pytorch/);
+});
+
+test("compiled per-op checkpointing saves what the policy names and the backward reads: not the MLP's last matmul", () => {
+  // torchtitan's policy saves every other aten.mm in the order the block runs them: q, v, gate (w1) and down (w2) of a
+  // Llama block; the down projection's output only feeds the residual add of the block's output, which no backward reads
+  const m = model('llama-3.2-1b');
+  const ctx = savedContext(m, train({ compile: true, recompute: 'op' }));
+  const kept = compiledPerOpKeptPerToken(m, ctx);
+  assert.ok(kept, 'a dense Llama block is counted');
+  const names = kept.map((t) => t.what).join('; ');
+  for (const saved of ['q_proj', 'v_proj', 'gate_proj']) assert.match(names, new RegExp(saved));
+  for (const unsaved of ['k_proj', 'o_proj', 'up_proj', 'down_proj']) assert.doesNotMatch(names, new RegExp(unsaved));
+  assert.equal(compiledPerOpDropsLastMatmul(m), true);
+  // Gemma 2's norm after the MLP reads the down projection's output: the compiled graph keeps it
+  const g = model('gemma-2-2b');
+  const gKept = compiledPerOpKeptPerToken(g, savedContext(g, train({ compile: true, recompute: 'op' })));
+  assert.match(gKept!.map((t) => t.what).join('; '), /down_proj/);
+  assert.equal(compiledPerOpDropsLastMatmul(g), false);
+  // MoE layers and DoRA are not counted: the eager count stands
+  assert.equal(compiledPerOpKeptPerToken(model('mixtral-mini'), savedContext(model('mixtral-mini'), train({ compile: true }))), undefined);
+  assert.equal(compiledPerOpDropsLastMatmul(m, true), false);
+});
+
+test('under a checkpoint, --compile keeps less than eager: per-op saves fewer outputs, a recomputed block fewer transients', () => {
+  const m = model('llama-3.2-1b');
+  const op = { recompute: 'op', batch: 8, seq: 2048 } as const;
+  const keptLine = (o: TrainOptions) => estimateTrain(m, o).lines.find((l) => l.name.startsWith('activations: layer inputs'));
+  const compiled = keptLine(train({ ...op, compile: true }));
+  const eager = keptLine(train(op));
+  assert.ok(compiled && eager, 'the per-op line is there');
+  assert.match(compiled.name, /compiled: those the backward reads/);
+  assert.ok(compiled.bytes < eager.bytes, `compiled ${compiled.bytes}, eager ${eager.bytes}`);
+  // full recomputation: the block's input is all either keeps; the recomputed block's compiled graph materialises only
+  // what non-fusible ops read, below the eager count of the block (norms' fp32 chains, SiLU, casts fused away)
+  const ctx = savedContext(m, train({ recompute: 'full', compile: true }));
+  assert.ok(compiledSavedBytesPerToken(m, ctx) < savedBytesPerToken(m, ctx));
+  const full = { recompute: 'full', loss: 'chunked', lora: 16, baseWeights: 'bf16', batch: 8, seq: 4096 } as const;
+  const peak = (o: TrainOptions) => estimateTrain(m, o).totalBytes;
+  assert.ok(peak(train({ ...full, compile: true })) <= peak(train(full)));
 });

@@ -71,10 +71,8 @@ export function compiledKeptPerToken(m: ModelConfig, ctx: SavedContext, rank = 0
     if (site === 'attn-out') continue;
     // a parallel block's two norms read one residual; with one norm (Phi, Falcon) attention and MLP read one output
     if (site === 'mlp-norm' && m.arch.normsPerLayer === 1 && sites.has('attn-norm')) continue;
-    add(
-      `input of the ${site === 'mlp-act' ? 'second MLP projection' : `layers after the ${site === 'attn-norm' ? 'attention' : 'MLP'} norm`} (its weight's gradient reads it)`,
-      C * width[site],
-    );
+    const where = site === 'mlp-act' ? 'second MLP projection' : `layers after the ${site === 'attn-norm' ? 'attention' : 'MLP'} norm`;
+    add(`input of the ${where} (its weight's gradient reads it)`, C * width[site]);
   }
   if (ctx.lora) {
     add(`LoRA A outputs (rank ${rank}, ${loraOut} adapted layers)`, loraOut * C * rank);
@@ -107,4 +105,44 @@ export function compiledFinalBytesPerToken(m: ModelConfig, ctx: SavedContext, se
   const output = !ctx.lora || !!ctx.lora.output;
   const masks = m.slidingWindow !== undefined && m.slidingLayers > 0 ? 2 : 1;
   return 4 + (output ? C * m.hidden : 0) + masks * 2 * seq;
+}
+
+/**
+ * What torchtitan's per-op checkpoint saves of a block under torch.compile, per token, besides the block's input. The
+ * policy (torchtitan's `_save_list`: SDPA and every other `aten.mm`, counted in the order the block runs them) tags
+ * those ops MUST_SAVE and the rest PREFER_RECOMPUTE; inductor's partitioner then bans the tagged outputs from
+ * recomputation and forces the others to be recomputed (partitioners.py, `must_recompute`), but it saves only what
+ * lies on the cut between the forward and the backward graph: a MUST_SAVE output that nothing in the backward reads,
+ * directly or to recompute from, is not saved, where eager's checkpoint caches every output the policy names. The
+ * block's last matmul (the MLP's output projection) feeds only the residual add that makes the block's output, whose
+ * backward reads no values: unread, unless a norm after the MLP (Gemma 2/3, OLMo-2) reads it; with a parallel
+ * residual (GPT-NeoX, Phi, Falcon) the attention's output projection as well. Returns undefined where the count is not
+ * made (MoE layers, MLA, DoRA: the eager count stands).
+ */
+export function compiledPerOpKeptPerToken(m: ModelConfig, ctx: SavedContext): KeptTensor[] | undefined {
+  if (m.moe || m.mla || ctx.lora?.dora) return undefined;
+  const { C } = dtypes(ctx);
+  const kept: KeptTensor[] = [
+    { what: "SDPA's output", bytes: C * m.heads * m.headDim },
+    { what: "SDPA's log-sum-exp (fp32, per head)", bytes: 4 * m.heads },
+  ];
+  const postNorms = m.arch.normsPerLayer > 2;
+  linearModules(m, false).forEach((l, i) => {
+    if (i % 2 === 1) return; // every other aten.mm: the first, third, fifth... are saved
+    const unread = !postNorms && (l.site === 'mlp-act' || (l.site === 'attn-out' && !!m.arch.parallelResidual));
+    if (!unread) kept.push({ what: `${l.path}'s output (saved by the policy, read by the backward)`, bytes: C * l.out });
+  });
+  return kept;
+}
+
+/**
+ * Whether torchtitan's per-op policy saves a block's last matmul output that a compiled block then leaves unsaved
+ * (compiledPerOpKeptPerToken): true where the MLP's output projection is an odd-numbered matmul of the block and no
+ * norm reads it. The step replay drops that tensor from what a block keeps.
+ */
+export function compiledPerOpDropsLastMatmul(m: ModelConfig, dora = false): boolean {
+  if (m.moe || m.mla || dora) return false;
+  const layers = linearModules(m, false);
+  const last = layers.length - 1;
+  return last % 2 === 0 && layers[last]?.site === 'mlp-act' && m.arch.normsPerLayer <= 2;
 }

@@ -104,7 +104,8 @@ export interface TrainOptions {
   /**
    * torch.compile on the blocks and the loss (torch.compile(model), torchtune's and torchtitan's compile). Without a
    * checkpoint, the blocks keep what inductor's min-cut partitioner saves (compile-activations.ts); under one
-   * (--recompute full or op) the checkpoint decides and the blocks' count, made for PyTorch eager, is an upper bound.
+   * (--recompute full or op) the checkpoint decides, less what the backward never reads, and a recomputed block holds
+   * what its compiled backward graph materialises (compile-activations.ts).
    * The compiled cross-entropy keeps the 16-bit logits and a log-sum-exp per token.
    */
   compile?: boolean | undefined;

@@ -386,7 +386,7 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
       notes.push(
         o.recompute === 'none'
           ? "torch.compile on the model without a checkpoint: the blocks keep what inductor's min-cut partitioner saves (matmul and SDPA outputs, the inputs of the matmuls whose weights train, the residual stream at each norm; pointwise chains recomputed), and the compiled cross-entropy keeps the 16-bit logits and a log-sum-exp"
-          : `torch.compile on the blocks and the loss: the checkpoint (--recompute ${o.recompute}) decides what the blocks keep, and compile's fused kernels make fewer of the transients counted here for PyTorch eager (an upper bound for the blocks); the compiled cross-entropy keeps the 16-bit logits and a log-sum-exp instead of fp32 log-probabilities`,
+          : `torch.compile on the blocks and the loss: the checkpoint (--recompute ${o.recompute}) decides what the blocks keep, less what the backward never reads${o.recompute === 'op' ? " (the MLP's last matmul output)" : ''}, and a recomputed block holds what its compiled backward graph materialises; the compiled cross-entropy keeps the 16-bit logits and a log-sum-exp instead of fp32 log-probabilities`,
       );
   }
   if (o.mode === 'infer' && m.maxPositions && o.prompt + o.newTokens > m.maxPositions)

@@ -12,6 +12,7 @@ import { adaptedModules, linearModules, outputAdapted, quantisedBase, quantisedB
 import { blockBackward } from './block-backward.js';
 import { blockForward, finalNorm, type BlockContext, type GradStore, type H, type KeptBlock, Tape } from './block-replay.js';
 import { dtypes } from './activations.js';
+import { compiledPerOpDropsLastMatmul } from './compile-activations.js';
 import type { ModelConfig } from './model-config.js';
 import { bytesPerParam, optimizerStateBytes, pagedOptimizer } from './model-states.js';
 import { fusedAttention, type TrainOptions } from './options.js';
@@ -230,8 +231,10 @@ function perOpSaved(t: Tape, s: Setup, o: TrainOptions, moe: boolean): H[] {
   const q = (m.heads * m.headDim) / x.tp;
   const kv = (m.kvHeads * m.headDim) / x.tp;
   const f = (moe && m.moe ? (m.moe.expertsPerToken + m.moe.sharedExperts) * m.moe.expertIntermediate : m.intermediate) / x.tp;
-  void o;
-  return [t.a(x.C * q), t.a(4 * heads), t.a(x.C * q), t.a(x.C * kv), t.a(x.C * f), t.a(x.C * m.hidden)];
+  const saved = [t.a(x.C * q), t.a(4 * heads), t.a(x.C * q), t.a(x.C * kv), t.a(x.C * f)];
+  // compiled, the partitioner leaves w2's output unsaved: the backward never reads it (compile-activations.ts)
+  if (o.compile && compiledPerOpDropsLastMatmul(m, !!o.lora?.dora)) return saved;
+  return [...saved, t.a(x.C * m.hidden)];
 }
 
 /** One micro-batch: forward, loss, backward; weight gradients land in `grads`. */

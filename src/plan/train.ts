@@ -6,7 +6,7 @@
 import { formatCount } from '../units.js';
 import { korthikantiLayerBytes, dtypes, finalSavedBytesPerToken, pytorchCorrection, savedBytesPerToken, type SavedContext } from './activations.js';
 import { adaptedModules, adapterBytes, linearModules, outputAdapted } from './adapters.js';
-import { compiledFinalBytesPerToken, compiledSavedBytesPerToken } from './compile-activations.js';
+import { compiledFinalBytesPerToken, compiledPerOpKeptPerToken, compiledSavedBytesPerToken } from './compile-activations.js';
 import { finalSoftcapLines, softcapScoreBytes } from './family-activations.js';
 import { isLitgpt, litgptFusedAttention, litgptLossLines, litgptModel, litgptPreviousStep, litgptScoreBytes } from './litgpt.js';
 import type { ModelConfig } from './model-config.js';
@@ -107,16 +107,36 @@ function activationLines(m: ModelConfig, o: TrainOptions, fused: boolean, last: 
     // torchtitan's per-op policy keeps SDPA's output and every other aten.mm's output besides the layer's input
     // (torchao's float8 linears too: the policy sees their aten.mm before the float8 tensors turn it into _scaled_mm)
     const mm = linearModules(m).reduce((s, l) => s + l.out, 0);
-    const op = o.recompute === 'op' ? ((C * (m.heads * m.headDim + 0.5 * mm) + 4 * m.heads) * tokens) / p.tp : 0;
+    // compiled, the partitioner saves only what of that the backward reads (compile-activations.ts)
+    const compiledOp = o.compile && o.recompute === 'op' ? compiledPerOpKeptPerToken(m, ctx) : undefined;
+    const opPerToken = compiledOp ? compiledOp.reduce((s, t) => s + t.bytes, 0) : C * (m.heads * m.headDim + 0.5 * mm) + 4 * m.heads;
+    const op = o.recompute === 'op' ? (opPerToken * tokens) / p.tp : 0;
     perKept = input + op;
     kept = [
       line(
-        `activations: ${o.recompute === 'op' ? "layer inputs, SDPA outputs and every other matmul's output (per-op checkpointing)" : 'layer inputs (full recomputation)'}`,
+        `activations: ${o.recompute === 'op' ? `layer inputs, SDPA outputs and every other matmul's output (per-op checkpointing${compiledOp ? '; compiled: those the backward reads' : ''})` : 'layer inputs (full recomputation)'}`,
         perKept * layersHere * inFlight,
         `${layersHere} layers x ${inFlight} micro-batches in flight; each layer's other activations are recomputed in the backward pass`,
       ),
     ];
-    recompute = [line('activations of the layer being recomputed', perLayer + scores, what), gradFlow];
+    // compiled, the block's recomputation runs inside its backward graph, where inductor fuses the pointwise chains into
+    // their readers: what it materialises is what a non-fusible op reads, the set the partitioner keeps without a
+    // checkpoint (compile-activations.ts)
+    const recomputed = o.compile
+      ? ((c.denseLayers * compiledSavedBytesPerToken(m, ctx, rank, false) + c.moeLayers * compiledSavedBytesPerToken(m, ctx, rank, true)) / m.layers) *
+        correction *
+        (tokens / p.tp)
+      : perLayer;
+    recompute = [
+      line(
+        'activations of the layer being recomputed',
+        recomputed + scores,
+        o.compile
+          ? `${formatCount(Math.round(recomputed / correction / (tokens / p.tp)))} bytes per token, what its compiled backward graph materialises (the tensors non-fusible ops read)`
+          : what,
+      ),
+      gradFlow,
+    ];
   } else {
     perKept = perLayer + (o.recompute === 'none' ? scores : 0);
     kept = [
