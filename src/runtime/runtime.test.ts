@@ -92,6 +92,14 @@ test('with warmTransfers the first device allocation on a device pins its ring i
   assert.equal(pinned.bytes, 64 * KiB);
 });
 
+test('with warmTransfers and one device the ring pins as the runtime opens, before any allocation', async () => {
+  using rt = openRuntime({ backend: 'host', warmTransfers: true, host: { devices: 1, deviceBytes: 256 * MiB } });
+  const st = rt.defaultStager(0);
+  for (let i = 0; i < 100 && st.ring.size < st.depth; i++) await new Promise((r) => setImmediate(r));
+  assert.equal(st.ring.size, st.depth, 'the whole ring pinned with no allocation made');
+  assert.equal(rt.liveMemory().pinned.count, 0, "the ring is not the program's memory");
+});
+
 test("without warmTransfers (the host backend's default) an allocation pins nothing", async () => {
   using rt = openRuntime({ backend: 'host', host: { devices: 1, deviceBytes: 256 * MiB } });
   using _dst = rt.device(0).alloc(1024);

@@ -44,8 +44,8 @@ export type { PreparedCopy, PageableAllocOptions, LiveMemory } from '../memory/r
 export interface OpenRuntimeOptions extends OpenBackendOptions {
   /**
    * Start the transfer engine's host threads in the background when the runtime opens, and pin a device's staging
-   * ring in the background when the program first allocates device or managed memory there (default: on GPU
-   * backends; a Node.js worker takes tens of milliseconds to boot, and pinning fresh memory about 5 ms per 8 MiB
+   * ring in the background: at once where the runtime sees one device, else when the program first allocates device
+   * or managed memory on it (default: on GPU backends; a Node.js worker takes tens of milliseconds to boot, and pinning fresh memory about 5 ms per 8 MiB
    * chunk). A program's first transfer then finds them ready if anything happened between (filling its source,
    * reading a file); with false they start at the first transfer, which then waits for them.
    * `rt.defaultStager(d).warm()` does the same for one device on demand.
@@ -64,7 +64,7 @@ export class Runtime extends MemoryRuntime {
   /** The host threads every default stager shares. */
   private sharedCopier: HostCopier | undefined;
   private readonly warmTransfers: boolean;
-  /** Devices whose default stager was warmed by a first allocation there. */
+  /** Devices whose default stager's ring was warmed (at open with one device, else by a first allocation there). */
   private readonly warmedDevices = new Set<number>();
 
   /** Prefer {@link openRuntime}. */
@@ -73,6 +73,17 @@ export class Runtime extends MemoryRuntime {
     // The host backend's copier copies on the JS thread: nothing to start ahead of time there.
     this.warmTransfers = this.devices.length > 0 && (options.warmTransfers ?? this.backend.name !== 'host');
     if (this.warmTransfers) this.copier();
+    // With one device there is no wrong device to pin for: its ring starts now, while the program makes its context
+    // and its first allocation (hundreds of milliseconds on a GPU). With several, at the first allocation on each.
+    if (this.warmTransfers && this.devices.length === 1) this.warmRing(0);
+  }
+
+  private warmRing(device: number): void {
+    if (this.warmedDevices.has(device)) return;
+    this.warmedDevices.add(device);
+    // Only the ring: its stream and events are made by the first transfer (no native object the program did not ask
+    // for beyond the pinned chunks, which the threads allocate).
+    this.defaultStager(device).ring.warm();
   }
 
   /**
@@ -83,12 +94,7 @@ export class Runtime extends MemoryRuntime {
   override adopt<T extends Allocation>(a: T): T {
     super.adopt(a);
     const d = a.device;
-    if (this.warmTransfers && d !== undefined && (a.kind === 'device' || a.kind === 'managed') && !this.warmedDevices.has(d)) {
-      this.warmedDevices.add(d);
-      // Only the ring: its stream and events are made by the first transfer (no native object the program did not
-      // ask for beyond the pinned chunks, which the threads allocate).
-      this.defaultStager(d).ring.warm();
-    }
+    if (this.warmTransfers && d !== undefined && (a.kind === 'device' || a.kind === 'managed')) this.warmRing(d);
     return a;
   }
 
