@@ -100,6 +100,8 @@ test('every bad input of the training options exits 2 with its reason, before an
     [['--lora', '8', '--lora-targets', 'q_proj,,v_proj'], /module names separated by commas/],
     [['--base-weights', 'nf4'], /4-bit base .* cannot be fine-tuned in full: give --lora R/],
     [['--compile', '--framework', 'megatron'], /--compile is for --framework pytorch/],
+    [['--compile', 'blocks', '--framework', 'megatron'], /--compile blocks is for --framework pytorch/],
+    [['--compile', 'loss'], /argument 'loss' is invalid\. Allowed choices are all, blocks/],
     [['--lora', '8', '--base-weights', 'nf4', '--bnb-version', 'latest'], /--bnb-version takes a release such as 0.42/],
     [['--lora', '8', '--bnb-version', '0.42'], /--bnb-version is for a 4-bit base/],
     [['--bnb-version', '0.42'], /--bnb-version needs adapters: give --lora R/],

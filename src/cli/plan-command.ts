@@ -72,9 +72,11 @@ export function definePlan(program: Command, io: Io): void {
       'the bitsandbytes release a 4-bit base runs on (default a current one): before 0.43.2 its 4-bit matmul keeps each input for the backward pass (LitGPT pins 0.42)',
     )
     .option('--activation-offload', "torchtune's activation offloading: kept activations go to pinned host memory (about two layers stay)")
-    .option(
-      '--compile',
-      'torch.compile on the model: without a checkpoint, what its min-cut partitioner keeps per block; with --recompute full or op, the checkpoint decides, less what the backward never reads; the compiled cross-entropy keeps 16-bit logits',
+    .addOption(
+      new Option(
+        '--compile [what]',
+        "torch.compile: all (the default when given bare) the blocks and the loss, as torch.compile(model) and torchtune; blocks: the transformer blocks only, the loss eager (torchtitan's apply_compile before it compiled the loss). Without a checkpoint, what its min-cut partitioner keeps per block; with --recompute full or op, the checkpoint decides, less what the backward never reads; the compiled cross-entropy keeps 16-bit logits",
+      ).choices(['all', 'blocks']),
     )
     .addOption(
       new Option(
@@ -224,7 +226,7 @@ async function runPlan(opts: Record<string, unknown>, cmd: Command, io: Io): Pro
     optimizerInBackward: !!opts.optimizerInBackward,
     activationOffload: !!opts.activationOffload,
     enforceEager: !!opts.enforceEager,
-    compile: !!opts.compile,
+    compile: opts.compile === undefined ? false : (opts.compile as PlanInputs['compile']),
     // the options given on the command line: contradictions are refused between them, never with a default
     given: Object.keys(opts).filter((k) => cmd.getOptionValueSource(k) === 'cli'),
   };

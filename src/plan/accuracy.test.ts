@@ -41,8 +41,8 @@ const BOUNDS: Record<string, { share: number; why: string }> = {
   reserved: {
     share: 0.9,
     why:
-      "at the bar: Pythia under a checkpoint and in full fine-tuning (the replay of its segments), torchtitan 9dec370's two compiled 128-GPU " +
-      "runs (+12-13%: blocks compiled, loss eager, planned eager without --compile, which means blocks and loss), Trainy's 32-GPU compiled run " +
+      "at the bar (torchtitan 9dec370's compiled runs within since they carry --compile blocks, the loss eager as it ran): Pythia under a " +
+      "checkpoint and in full fine-tuning (the replay of its segments), Trainy's 32-GPU compiled run " +
       "(+10%: the allocator replayed in the eager block's order) and torchtune's QLoRA, whose " +
       "reserved peak is set at model init by torchao's NF4 quantisation (9.13 GB before training), which is not replayed",
   },

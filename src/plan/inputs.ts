@@ -7,6 +7,7 @@ import type {
   AdapterDtype,
   Attention,
   BaseWeights,
+  CompileScope,
   Framework,
   InferOptions,
   KvDtype,
@@ -19,6 +20,7 @@ import type {
   WeightFormat,
 } from './options.js';
 import { parseEngineVersion } from './engine-versions.js';
+import { COMPILE_SCOPES } from './options.js';
 import type { Engine } from './serve.js';
 
 export interface PlanInputs {
@@ -84,8 +86,11 @@ export interface PlanInputs {
   bnbVersion?: string | undefined;
   optimizerInBackward: boolean;
   activationOffload: boolean;
-  /** torch.compile on the model (the blocks and the loss), with or without a checkpoint. */
-  compile: boolean;
+  /**
+   * torch.compile, with or without a checkpoint: false none; true or 'all' the blocks and the loss (the CLI's bare
+   * --compile); 'blocks' the transformer blocks only, the loss eager (--compile blocks).
+   */
+  compile: boolean | CompileScope;
   loss: LossKind;
   /** Host memory that offloading may fill (bytes); undefined: not checked. */
   hostMemoryBytes?: number | undefined;
@@ -228,6 +233,9 @@ export function checkInputs(i: PlanInputs): void {
     if (v !== undefined && !(v > 0 && v <= 1)) fail(`${flag(k)} must be a fraction above 0 and at most 1, got "${v}"`);
   if (i.loraDropout !== undefined && !(i.loraDropout >= 0 && i.loraDropout < 1))
     fail(`--lora-dropout must be a fraction from 0 to below 1, got "${i.loraDropout}"`);
+  if (typeof i.compile !== 'boolean' && !COMPILE_SCOPES.includes(i.compile))
+    fail(`--compile takes ${COMPILE_SCOPES.join(' or ')} (or nothing: all), got "${String(i.compile)}"`);
+  const compileFlag = i.compile === 'blocks' ? '--compile blocks' : '--compile';
   const given = new Set(i.given ?? []);
   const has = (k: string): boolean => given.has(k);
   if (i.mode === 'train' && i.engine !== 'hf') fail('--engine is for --mode infer');
@@ -267,7 +275,7 @@ export function checkInputs(i: PlanInputs): void {
     // LitGPT's fine-tuning scripts always chunk the output layer and the loss (finetune/lora.py, full.py at 00af8b0)
     if (has('loss') && i.loss !== 'chunked') fail(`--framework litgpt runs its own chunked loss: it contradicts --loss ${i.loss}`);
     for (const [on, what] of [
-      [i.compile, '--compile'],
+      [!!i.compile, compileFlag],
       [i.activationOffload, '--activation-offload'],
       [i.optimizerInBackward, '--optimizer-in-backward'],
       [i.recompute === 'op', '--recompute op'],
@@ -278,7 +286,7 @@ export function checkInputs(i: PlanInputs): void {
   if (i.framework === 'megatron') {
     if (i.recompute === 'op') fail("--recompute op is torchtitan's per-op checkpointing: it contradicts --framework megatron");
     if (i.activationOffload) fail("--activation-offload is torchtune's: it contradicts --framework megatron");
-    if (i.compile) fail('--compile is for --framework pytorch');
+    if (i.compile) fail(`${compileFlag} is for --framework pytorch`);
     if (i.loss !== 'standard') fail(`--loss ${i.loss} is for --framework pytorch`);
     if (i.precision === 'fp8-torchao') fail('--precision fp8-torchao is for --framework pytorch (Megatron-style fp8 is --precision fp8)');
   }
@@ -350,7 +358,8 @@ export function planOptionsFrom(i: PlanInputs): PlanOptions {
             },
       optimizerInBackward: i.optimizerInBackward,
       activationOffload: i.activationOffload,
-      compile: i.compile,
+      // a bare --compile is all of it
+      compile: i.compile === true ? 'all' : i.compile,
       loss: i.framework === 'litgpt' ? 'chunked' : i.loss,
     };
   let prompt = i.prompt;

@@ -33,6 +33,13 @@ export type OptimizerName = 'adamw' | 'adam' | 'sgd' | 'adamw8bit' | 'paged-adam
 export type Recompute = 'none' | 'selective' | 'full' | 'op';
 /** standard: Hugging Face's cross-entropy on full fp32 logits; chunked: torchtune / LitGPT chunked cross-entropy; fused: Liger-style fused linear cross-entropy. */
 export type LossKind = 'standard' | 'chunked' | 'fused';
+/**
+ * What torch.compile compiles: `all` the blocks and the loss (torch.compile(model), torchtune's compile, torchtitan's
+ * from the commits that compile its loss), `blocks` the transformer blocks alone, the loss eager (torchtitan at
+ * 9dec370: apply_compile wraps each TransformerBlock, train.py compiles no loss).
+ */
+export type CompileScope = 'all' | 'blocks';
+export const COMPILE_SCOPES: readonly CompileScope[] = ['all', 'blocks'];
 /** The format of a frozen base under adapters: 16/32-bit, bitsandbytes 4-bit (NF4, FP4) or LLM.int8(). */
 export type BaseWeights = 'fp32' | 'bf16' | 'fp16' | 'nf4' | 'fp4' | 'int8';
 export type AdapterDtype = 'fp32' | 'bf16' | 'fp16';
@@ -106,9 +113,10 @@ export interface TrainOptions {
    * checkpoint, the blocks keep what inductor's min-cut partitioner saves (compile-activations.ts); under one
    * (--recompute full or op) the checkpoint decides, less what the backward never reads, and a recomputed block holds
    * what its compiled backward graph materialises (compile-activations.ts).
-   * The compiled cross-entropy keeps the 16-bit logits and a log-sum-exp per token.
+   * The compiled cross-entropy keeps the 16-bit logits and a log-sum-exp per token. `true` is `all`; `blocks` compiles
+   * the blocks alone: the final norm, the output layer and the loss run eager (compilesLoss).
    */
-  compile?: boolean | undefined;
+  compile?: boolean | CompileScope | undefined;
   /** How the loss is computed (default standard). */
   loss?: LossKind | undefined;
 }
@@ -264,4 +272,14 @@ export function checkParallel(m: ModelConfig, p: Parallelism): void {
     else if (m.moe.experts % p.ep !== 0) fail(`--ep ${p.ep} does not divide the ${m.moe.experts} experts`);
     if ((p.gpus / (p.tp * p.pp)) % p.ep !== 0) fail(`--ep ${p.ep} does not divide the data-parallel size ${p.gpus / (p.tp * p.pp)}`);
   }
+}
+
+/** True when torch.compile runs the transformer blocks (`--compile`, `--compile all`, `--compile blocks`). */
+export function compilesBlocks(o: { compile?: boolean | CompileScope | undefined }): boolean {
+  return !!o.compile;
+}
+
+/** True when torch.compile runs the final norm, the output layer and the loss too (`--compile` or `--compile all`). */
+export function compilesLoss(o: { compile?: boolean | CompileScope | undefined }): boolean {
+  return o.compile === true || o.compile === 'all';
 }

@@ -6,6 +6,7 @@
 import { catalogueGpu, type GpuSpec } from '../catalogue/gpus.js';
 import { InvalidArgumentError } from '../errors.js';
 import {
+  compilesLoss,
   estimate,
   fieldsOf,
   LINE_FIELDS,
@@ -382,7 +383,15 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
     if (o.framework === 'pytorch')
       notes.push('activations follow PyTorch eager with Hugging Face blocks (see the note on each line); --framework megatron uses Korthikanti et al. 2022');
     if (o.lora) notes.push(...rankNotes(m, o.lora));
-    if (o.compile)
+    if (o.compile && !compilesLoss(o))
+      notes.push(
+        `torch.compile on the transformer blocks only (--compile blocks, as torchtitan's apply_compile wraps each block): ${
+          o.recompute === 'none'
+            ? "the blocks keep what inductor's min-cut partitioner saves"
+            : `the checkpoint (--recompute ${o.recompute}) decides what the blocks keep, less what the backward never reads${o.recompute === 'op' ? " (the MLP's last matmul output)" : ''}, and a recomputed block holds what its compiled backward graph materialises`
+        }; the final norm, the output layer and the cross-entropy run eager (fp32 log-probabilities)`,
+      );
+    else if (o.compile)
       notes.push(
         o.recompute === 'none'
           ? "torch.compile on the model without a checkpoint: the blocks keep what inductor's min-cut partitioner saves (matmul and SDPA outputs, the inputs of the matmuls whose weights train, the residual stream at each norm; pointwise chains recomputed), and the compiled cross-entropy keeps the 16-bit logits and a log-sum-exp"

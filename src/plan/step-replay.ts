@@ -15,7 +15,7 @@ import { dtypes } from './activations.js';
 import { compiledPerOpDropsLastMatmul } from './compile-activations.js';
 import type { ModelConfig } from './model-config.js';
 import { bytesPerParam, optimizerStateBytes, pagedOptimizer } from './model-states.js';
-import { fusedAttention, type TrainOptions } from './options.js';
+import { compilesBlocks, compilesLoss, fusedAttention, type TrainOptions } from './options.js';
 import { CUBLAS_WORKSPACE_BYTES } from './overheads.js';
 import { countParams } from './params.js';
 import { TorchAllocatorModel, type AllocatorStats } from './torch-allocator.js';
@@ -233,7 +233,7 @@ function perOpSaved(t: Tape, s: Setup, o: TrainOptions, moe: boolean): H[] {
   const f = (moe && m.moe ? (m.moe.expertsPerToken + m.moe.sharedExperts) * m.moe.expertIntermediate : m.intermediate) / x.tp;
   const saved = [t.a(x.C * q), t.a(4 * heads), t.a(x.C * q), t.a(x.C * kv), t.a(x.C * f)];
   // compiled, the partitioner leaves w2's output unsaved: the backward never reads it (compile-activations.ts)
-  if (o.compile && compiledPerOpDropsLastMatmul(m, !!o.lora?.dora)) return saved;
+  if (compilesBlocks(o) && compiledPerOpDropsLastMatmul(m, !!o.lora?.dora)) return saved;
   return [...saved, t.a(x.C * m.hidden)];
 }
 
@@ -353,8 +353,8 @@ function lossForward(t: Tape, s: Setup, o: TrainOptions, V: number): H[] {
   const chunks = kind === 'chunked' ? 8 : 1;
   const logits: H[] = [];
   for (let i = 0; i < chunks; i++) logits.push(t.a((C * V) / chunks));
-  // a compiled cross-entropy keeps the 16-bit logits and a log-sum-exp per token
-  if (o.compile) return [...logits, t.a(4)];
+  // a compiled cross-entropy keeps the 16-bit logits and a log-sum-exp per token (eager with --compile blocks)
+  if (compilesLoss(o)) return [...logits, t.a(4)];
   const kept: H[] = [];
   for (let i = 0; i < chunks; i++) {
     const f32 = C !== 4 ? t.a((4 * V) / chunks) : 0;
@@ -384,7 +384,7 @@ function lossBackward(t: Tape, s: Setup, o: TrainOptions, kept: H[], V: number, 
     weightGrad();
     return;
   }
-  if (o.compile) {
+  if (compilesLoss(o)) {
     // the compiled loss's backward: the logits' 16-bit gradient, a chunk at a time, from the logits and the lse
     const n = kept.length - 1;
     for (let i = n - 1; i >= 0; i--) {

@@ -12,7 +12,18 @@ import { isLitgpt, litgptFusedAttention, litgptLossLines, litgptModel, litgptPre
 import type { ModelConfig } from './model-config.js';
 import { fsdpMixedPrecision, isLastStageOf } from './model-states.js';
 import { expertAdapterLines } from './moe-adapters.js';
-import { checkParallel, fieldsOf, fieldsOver, fusedAttention, type Estimate, type Line, type Moment, type TrainOptions } from './options.js';
+import {
+  checkParallel,
+  compilesBlocks,
+  compilesLoss,
+  fieldsOf,
+  fieldsOver,
+  fusedAttention,
+  type Estimate,
+  type Line,
+  type Moment,
+  type TrainOptions,
+} from './options.js';
 import { CUBLAS_WORKSPACE_BYTES, overheads } from './overheads.js';
 import { countParams } from './params.js';
 import { replayTraining } from './step-replay.js';
@@ -80,7 +91,9 @@ function activationLines(m: ModelConfig, o: TrainOptions, fused: boolean, last: 
   const { R, C } = dtypes(ctx);
   const c = countParams(m);
   // compiled without a checkpoint, inductor's partitioner decides what the blocks keep (compile-activations.ts)
-  const compiled = o.compile && o.recompute === 'none';
+  const compiled = compilesBlocks(o) && o.recompute === 'none';
+  // the final norm and the output layer sit outside the blocks: compiled only with the loss (--compile all)
+  const finalCompiled = compiled && compilesLoss(o);
   const rank = o.lora?.rank ?? 0;
   const perBlock = (moe: boolean) => (compiled ? compiledSavedBytesPerToken(m, ctx, rank, moe) : savedBytesPerToken(m, ctx, moe));
   const perToken = (c.denseLayers * perBlock(false) + c.moeLayers * perBlock(true)) / m.layers;
@@ -90,7 +103,7 @@ function activationLines(m: ModelConfig, o: TrainOptions, fused: boolean, last: 
   // the math kernel keeps the softmax (and the dropout mask and dropped copy); Gemma 2's softcap its tanh output too
   const perScore = isLitgpt(o) ? litgptScoreBytes(o) : (m.dropout ? 2 * scoreBytes + 1 : scoreBytes) + softcapScoreBytes(m, o.precision);
   const scores = fused ? 0 : perScore * o.batch * (m.heads / p.tp) * o.seq * o.seq;
-  const final = last ? ((compiled ? compiledFinalBytesPerToken(m, ctx, o.seq) : finalSavedBytesPerToken(m, ctx)) * tokens) / p.tp : 0;
+  const final = last ? ((finalCompiled ? compiledFinalBytesPerToken(m, ctx, o.seq) : finalSavedBytesPerToken(m, ctx)) * tokens) / p.tp : 0;
   const what = `${formatCount(Math.round(perToken))} bytes per token and layer, counted tensor by tensor${compiled ? " as torch.compile's min-cut partitioner keeps them" : ''}${ctx.lora ? ' (frozen base: only what the adapters and the gradient flowing to them need)' : ''}`;
   const kernel =
     o.attention === 'sdpa'
@@ -108,7 +121,7 @@ function activationLines(m: ModelConfig, o: TrainOptions, fused: boolean, last: 
     // (torchao's float8 linears too: the policy sees their aten.mm before the float8 tensors turn it into _scaled_mm)
     const mm = linearModules(m).reduce((s, l) => s + l.out, 0);
     // compiled, the partitioner saves only what of that the backward reads (compile-activations.ts)
-    const compiledOp = o.compile && o.recompute === 'op' ? compiledPerOpKeptPerToken(m, ctx) : undefined;
+    const compiledOp = compilesBlocks(o) && o.recompute === 'op' ? compiledPerOpKeptPerToken(m, ctx) : undefined;
     const opPerToken = compiledOp ? compiledOp.reduce((s, t) => s + t.bytes, 0) : C * (m.heads * m.headDim + 0.5 * mm) + 4 * m.heads;
     const op = o.recompute === 'op' ? (opPerToken * tokens) / p.tp : 0;
     perKept = input + op;
@@ -122,7 +135,7 @@ function activationLines(m: ModelConfig, o: TrainOptions, fused: boolean, last: 
     // compiled, the block's recomputation runs inside its backward graph, where inductor fuses the pointwise chains into
     // their readers: what it materialises is what a non-fusible op reads, the set the partitioner keeps without a
     // checkpoint (compile-activations.ts)
-    const recomputed = o.compile
+    const recomputed = compilesBlocks(o)
       ? ((c.denseLayers * compiledSavedBytesPerToken(m, ctx, rank, false) + c.moeLayers * compiledSavedBytesPerToken(m, ctx, rank, true)) / m.layers) *
         correction *
         (tokens / p.tp)
@@ -131,7 +144,7 @@ function activationLines(m: ModelConfig, o: TrainOptions, fused: boolean, last: 
       line(
         'activations of the layer being recomputed',
         recomputed + scores,
-        o.compile
+        compilesBlocks(o)
           ? `${formatCount(Math.round(recomputed / correction / (tokens / p.tp)))} bytes per token, what its compiled backward graph materialises (the tensors non-fusible ops read)`
           : what,
       ),
@@ -204,7 +217,8 @@ function lossLines(m: ModelConfig, o: TrainOptions, gradBytes: number): { kept: 
     return { kept, backward: [] };
   }
   const chunks = kind === 'chunked' ? 8 : 1;
-  if (o.compile) {
+  // compiled with the blocks only (--compile blocks), the loss runs eager: the fp32 lines below
+  if (compilesLoss(o)) {
     // a compiled cross-entropy keeps its input, the 16-bit logits, and a log-sum-exp per token, and makes the logits'
     // gradient in 16 bits from them: no fp32 logit-sized tensor is kept or made
     const C = dtypes(savedContext(m, o)).C;

@@ -127,6 +127,7 @@ test('the page offers every training option, applies each as the CLI does, and r
       oldBnb: await json(['--lora', '16', '--base-weights', 'nf4', '--bnb-version', '0.42']),
       compiled: await json(['--precision', 'bf16-pure', '--loss', 'chunked', '--recompute', 'op', '--compile']),
       compileAlone: await json(['--precision', 'bf16-pure', '--loss', 'chunked', '--compile']),
+      compileBlocks: await json(['--precision', 'bf16-pure', '--loss', 'chunked', '--recompute', 'op', '--compile', 'blocks']),
       savers: await json(['--precision', 'bf16-pure', '--optimizer', 'paged-adamw8bit', '--loss', 'chunked', '--recompute', 'op', '--activation-offload']),
       inBackward: await json(['--precision', 'fp8-torchao', '--optimizer-in-backward', '--host-memory', '512GiB']),
     };
@@ -167,12 +168,16 @@ test('the page offers every training option, applies each as the CLI does, and r
       out.savers = await read();
       await page.uncheck('#activationOffload');
       await page.selectOption('#optimizer', 'adamw');
-      await page.check('#compile');
+      await page.selectOption('#compile', 'all');
       out.compiled = await read();
+      // the blocks only, the loss eager (torchtitan's apply_compile)
+      await page.selectOption('#compile', 'blocks');
+      out.compileBlocks = await read();
+      await page.selectOption('#compile', 'all');
       // compiled without a checkpoint: the partitioner's count, as the CLI plans it
       await page.selectOption('#recompute', 'none');
       out.compileAlone = await read();
-      await page.uncheck('#compile');
+      await page.selectOption('#compile', '');
       await page.selectOption('#recompute', 'none');
       await page.selectOption('#loss', 'standard');
       await page.selectOption('#optimizer', 'adamw');
@@ -201,7 +206,7 @@ test('the page offers every training option, applies each as the CLI does, and r
       return { out, shown };
     });
     assert.deepEqual(errors, []);
-    for (const k of ['lora', 'qlora', 'oldBnb', 'compiled', 'compileAlone', 'savers', 'inBackward'] as const) {
+    for (const k of ['lora', 'qlora', 'oldBnb', 'compiled', 'compileAlone', 'compileBlocks', 'savers', 'inBackward'] as const) {
       assert.equal(value.out[k]?.perGpu.totalBytes, want[k].perGpu.totalBytes, `${k}: the page plans what the CLI plans`);
       assert.deepEqual(JSON.parse(JSON.stringify(value.out[k]?.options)), want[k].options, `${k}: with the same options (as JSON has them)`);
     }

@@ -62,7 +62,7 @@ const CONTROLS = `
 <label class="train">bitsandbytes release (4-bit base)<input id="bnbVersion" placeholder="current (0.43 or later)"></label>
 <label class="train check"><span><input type="checkbox" id="optimizerInBackward"> optimizer in backward</span></label>
 <label class="train check"><span><input type="checkbox" id="activationOffload"> activation offloading</span></label>
-<label class="train check"><span><input type="checkbox" id="compile"> torch.compile</span></label>
+<label class="train">torch.compile<select id="compile"><option value="">no</option><option value="all">blocks and loss</option><option value="blocks">blocks only</option></select></label>
 <label>host memory (GiB, empty: not checked)<input id="hostMemory" type="number" min="0" step="any"></label>
 <label class="train">ZeRO<select id="zero"><option value="0">0</option><option value="1">1</option><option value="2">2</option><option value="3">3 (FSDP)</option></select></label>
 <label class="train">offload<select id="offload"><option>none</option><option>optimizer</option><option>params</option></select></label>
@@ -91,7 +91,7 @@ const CHOICES = ['mode', 'precision', 'attention', 'recompute', 'offload', 'fram
 // controls that may be left empty (undefined) or unchecked: given only when set
 const OPTIONAL_NUMBERS = ['lora', 'loraDropout'];
 const OPTIONAL_TEXT = ['loraTargets', 'loraDtype', 'baseWeights', 'bnbVersion'];
-const CHECKS = ['dora', 'doubleQuant', 'optimizerInBackward', 'activationOffload', 'compile'];
+const CHECKS = ['dora', 'doubleQuant', 'optimizerInBackward', 'activationOffload'];
 for (const name of Object.keys(P.MODEL_CONFIGS)) $('model').add(new Option(name, name));
 $('model').add(new Option('pasted config.json', '__pasted'));
 for (const [name, g] of Object.entries(P.GPUS)) $('gpu').add(new Option(g.name, name));
@@ -107,6 +107,8 @@ if (i0.context === undefined) $('context').value = i0.prompt + i0.newTokens;
 for (const id of CHOICES) $(id).value = i0[id] === 'adam8bit' ? 'adamw8bit' : i0[id];
 for (const id of [...OPTIONAL_NUMBERS, ...OPTIONAL_TEXT]) if (i0[id] !== undefined) $(id).value = i0[id];
 for (const id of CHECKS) $(id).checked = !!i0[id];
+// torch.compile: off, the blocks and the loss (a bare --compile), or the blocks only
+$('compile').value = i0.compile === true ? 'all' : i0.compile || '';
 if (i0.hostMemoryBytes !== undefined) $('hostMemory').value = i0.hostMemoryBytes / 2 ** 30;
 if (i0.flashAttention) $('attention').value = 'flash';
 $('zero').value = String(i0.fsdp ? 3 : i0.zero);
@@ -122,12 +124,13 @@ function inputs() {
   for (const id of OPTIONAL_NUMBERS) i[id] = $(id).value === '' ? undefined : Number($(id).value);
   for (const id of OPTIONAL_TEXT) i[id] = $(id).value === '' ? undefined : $(id).value;
   for (const id of CHECKS) i[id] = $(id).checked;
+  i.compile = $('compile').value || false;
   i.hostMemoryBytes = $('hostMemory').value === '' ? undefined : Number($('hostMemory').value) * 2 ** 30;
   i.zero = Number($('zero').value);
   i.fsdp = false;
   if (i.mode === 'train') i.context = undefined;
   // the controls set on the page, as the options given on a command line
-  i.given = [...NUMBERS, ...CHOICES, 'zero', ...OPTIONAL_NUMBERS, ...OPTIONAL_TEXT, ...CHECKS].filter((id) => shown(id) && (CHECKS.includes(id) ? $(id).checked : $(id).value !== ''));
+  i.given = [...NUMBERS, ...CHOICES, 'zero', ...OPTIONAL_NUMBERS, ...OPTIONAL_TEXT, ...CHECKS, 'compile'].filter((id) => shown(id) && (CHECKS.includes(id) ? $(id).checked : $(id).value !== ''));
   if (i.mode === 'infer') i.given = i.given.filter((id) => id !== 'context' || $('context').value !== '');
   // the engine's release and eager mode apply to vllm and sglang only
   i.engineVersion = i.engine === 'hf' ? undefined : $('engineVersion').value.trim() || undefined;
