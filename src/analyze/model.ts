@@ -46,6 +46,17 @@ export const MemKind = { unknown: 0, pageable: 1, pinned: 2, device: 3, managed:
 export const MEM_KINDS = ['unknown', 'pageable', 'pinned', 'device', 'managed', 'array'] as const;
 export type MemKindName = (typeof MEM_KINDS)[number];
 
+/**
+ * The memory kinds of a copy's two sides as far as its direction says them: the device side is device memory, the
+ * host side unknown (pageable or pinned is for the trace's own fields, or the inference that follows, to say).
+ */
+export function kindsByDirection(dir: number): { src: number; dst: number } {
+  return {
+    src: dir === Direction.HtoD || dir === Direction.HtoH ? MemKind.unknown : MemKind.device,
+    dst: dir === Direction.DtoH || dir === Direction.HtoH ? MemKind.unknown : MemKind.device,
+  };
+}
+
 export const AllocLevel = { framework: 0, driver: 1 } as const;
 
 /** What a synchronisation record waited for (Kineto cuda_sync, nsys CUPTI_ACTIVITY_KIND_SYNCHRONIZATION). */

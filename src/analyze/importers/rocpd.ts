@@ -10,7 +10,7 @@
 import { BadInputError, isGpuError } from '../../errors.js';
 import { describe } from '../../input/numbers.js';
 import { columnsOf, openSqlite, tablesOf, type SqliteDb, type SqlRow } from '../../input/sqlite.js';
-import { AllocLevel, classifyApi, Direction, MemKind, type TraceModel } from '../model.js';
+import { AllocLevel, classifyApi, Direction, kindsByDirection, type TraceModel } from '../model.js';
 import { directionCode } from './fields.js';
 
 /**
@@ -132,8 +132,7 @@ function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: n
       start,
       end,
       dir,
-      src: dir === Direction.HtoD || dir === Direction.HtoH ? MemKind.unknown : MemKind.device,
-      dst: dir === Direction.DtoH || dir === Direction.HtoH ? MemKind.unknown : MemKind.device,
+      ...kindsByDirection(dir),
       bytes: int(V, 'size', r.size),
       stream: Number.isNaN(stream) ? int(V, 'queue_id', r.queue) || 0 : stream,
       device: int(V, 'agent_log_index', dir === Direction.HtoD ? r.dst : r.src) || 0,

@@ -18,7 +18,7 @@
 import { BadInputError, isGpuError } from '../../errors.js';
 import { describe } from '../../input/numbers.js';
 import { columnsOf, openSqlite, tablesOf, type SqliteDb, type SqlRow } from '../../input/sqlite.js';
-import { classifyApi, Direction, MemKind, type TraceModel } from '../model.js';
+import { classifyApi, Direction, MemKind, kindsByDirection, type TraceModel } from '../model.js';
 import { directionCode, memKindOf } from './fields.js';
 import { parseCopyName } from './kineto.js';
 
@@ -142,8 +142,8 @@ function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: n
         start,
         end,
         dir,
-        src: data.src !== MemKind.unknown ? data.src : dir === Direction.HtoD || dir === Direction.HtoH ? MemKind.unknown : MemKind.device,
-        dst: data.dst !== MemKind.unknown ? data.dst : dir === Direction.DtoH || dir === Direction.HtoH ? MemKind.unknown : MemKind.device,
+        src: data.src !== MemKind.unknown ? data.src : kindsByDirection(dir).src,
+        dst: data.dst !== MemKind.unknown ? data.dst : kindsByDirection(dir).dst,
         bytes: data.bytes,
         stream,
         device,

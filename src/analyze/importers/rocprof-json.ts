@@ -9,7 +9,7 @@ import { BadInputError } from '../../errors.js';
 import { walkJsonChunked } from '../../input/json-chunks.js';
 import { isJsonObject as isObj, type Json, type PathKey } from '../../input/json-stream.js';
 import { optNumber, reqTimestamp } from '../../input/numbers.js';
-import { classifyApi, Direction, MemKind, type TraceModel } from '../model.js';
+import { classifyApi, Direction, kindsByDirection, type TraceModel } from '../model.js';
 import { parseCopyName } from './kineto.js';
 
 type Lane = { kind: 'copy' | 'hip' | 'hsa' | 'gpu' | 'other'; device: number };
@@ -96,8 +96,7 @@ export async function importRocprofV1Json(file: string, model: TraceModel, progr
       start,
       end,
       dir,
-      src: dir === Direction.HtoD || dir === Direction.HtoH ? MemKind.unknown : MemKind.device,
-      dst: dir === Direction.DtoH || dir === Direction.HtoH ? MemKind.unknown : MemKind.device,
+      ...kindsByDirection(dir),
       bytes: Number.NaN,
       stream,
       device,

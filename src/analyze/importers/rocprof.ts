@@ -10,7 +10,7 @@ import { BadInputError } from '../../errors.js';
 import { readCsv, type CsvRow } from '../../input/csv.js';
 import { sniffText } from '../../input/files.js';
 import { isJsonObject as isObj, walkJson, type Json, type JsonObject as Obj, type PathKey } from '../../input/json-stream.js';
-import { AllocLevel, DIRECTIONS, Direction, MemKind, classifyApi, type TraceModel } from '../model.js';
+import { AllocLevel, DIRECTIONS, Direction, MemKind, kindsByDirection, classifyApi, type TraceModel } from '../model.js';
 import { describe, optNumber, reqNumber, reqTimestamp } from '../../input/numbers.js';
 import { directionCode } from './fields.js';
 
@@ -120,8 +120,7 @@ export async function importRocprofCsv(file: string, model: TraceModel, progress
           start,
           end,
           dir,
-          src: dir === Direction.HtoD || dir === Direction.HtoH ? MemKind.unknown : MemKind.device,
-          dst: dir === Direction.DtoH || dir === Direction.HtoH ? MemKind.unknown : MemKind.device,
+          ...kindsByDirection(dir),
           stream: optNumber(r.Stream_Id, `${where} Stream_Id`, file) ?? 0,
           device: 0,
           correlation: optNumber(r.Correlation_Id, `${where} Correlation_Id`, file) ?? Number.NaN,
