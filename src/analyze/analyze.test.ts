@@ -9,9 +9,10 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { findingOf } from '../testing/trace-fixtures.js';
 import { gunzipSync } from 'node:zlib';
 import { analyzeFiles, detectTraceFormat } from './analyze.js';
-import type { AnalyzeResult, Finding } from './result.js';
+import type { AnalyzeResult } from './result.js';
 import { CHROMIUM, inChromium, runCli } from '../testing/harness.js';
 
 const fixture = (p: string): string => new URL(`../../fixtures/${p}`, import.meta.url).pathname;
@@ -28,11 +29,7 @@ type KEvent = { ph: string; cat?: string; name: string; dur: number; args: Recor
 const naiveEvents = (JSON.parse(gunzipSync(readFileSync(NAIVE)).toString()) as { traceEvents: KEvent[] }).traceEvents;
 
 const rules = (r: AnalyzeResult): string[] => r.findings.map((f) => f.rule);
-const find = (r: AnalyzeResult, rule: string): Finding => {
-  const f = r.findings.find((x) => x.rule === rule);
-  assert.ok(f, `${rule} in ${rules(r).join(', ')}`);
-  return f;
-};
+const find = findingOf;
 
 test('the naive pipeline raises pageable-copy, small-copies and sync-storm; the tuned one none of the three', async () => {
   const naive = await analyzeFiles([NAIVE]);

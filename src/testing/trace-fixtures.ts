@@ -5,9 +5,11 @@
  * written here after rocprofiler-sdk's documented columns; and legacy rocprof's results.json and --stats CSVs in the
  * layout its tblextr.py writes. They are synthesized, not recorded by those tools.
  */
+import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { openSqlite } from '../input/sqlite.js';
+import type { AnalyzeResult, Finding } from '../analyze/result.js';
 
 export interface RunEvent {
   name: string;
@@ -290,4 +292,11 @@ export function writeRocprofV1Stats(prefix: string, run: Run): { kernels: string
     table(run.copies, (e) => (e.dir === 'HtoD' ? 'CopyHostToDevice' : e.dir === 'DtoH' ? 'CopyDeviceToHost' : 'CopyDeviceToDevice')),
   );
   return files;
+}
+
+/** The finding of `rule` in an analysis, asserted present (the message lists the rules that were found). */
+export function findingOf(r: AnalyzeResult, rule: string): Finding {
+  const f = r.findings.find((x) => x.rule === rule);
+  assert.ok(f, `${rule} in ${r.findings.map((x) => x.rule).join(', ')}`);
+  return f;
 }

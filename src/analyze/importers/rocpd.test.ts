@@ -11,20 +11,15 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { ErrorCode, isGpuError } from '../../errors.js';
 import { openSqlite } from '../../input/sqlite.js';
-import { naiveRun, writeRocpd } from '../../testing/trace-fixtures.js';
+import { findingOf, naiveRun, writeRocpd } from '../../testing/trace-fixtures.js';
 import { runCli } from '../../testing/harness.js';
 import { analyzeFiles, detectTraceFormat } from '../analyze.js';
-import type { AnalyzeResult, Finding } from '../result.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gpumem-rocpd-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
 const fixture = (p: string): string => new URL(`../../../fixtures/${p}`, import.meta.url).pathname;
 const run = naiveRun();
-const find = (r: AnalyzeResult, rule: string): Finding => {
-  const f = r.findings.find((x) => x.rule === rule);
-  assert.ok(f, `${rule} in ${r.findings.map((x) => x.rule).join(', ')}`);
-  return f;
-};
+const find = findingOf;
 
 for (const layout of ['rows', 'timestamps'] as const) {
   test(`a rocpd database (${layout === 'rows' ? 'times on the rows' : 'times in rocpd_timestamp'}) is read through its views with the run's counts`, async () => {

@@ -13,19 +13,14 @@ import { test } from 'node:test';
 import { ErrorCode, isGpuError } from '../../errors.js';
 import { openSqlite, type SqlParam } from '../../input/sqlite.js';
 import { runCli } from '../../testing/harness.js';
-import { naiveRun, type Run, writeRocprofV1Json } from '../../testing/trace-fixtures.js';
+import { findingOf, naiveRun, type Run, writeRocprofV1Json } from '../../testing/trace-fixtures.js';
 import { analyzeFiles, detectTraceFormat } from '../analyze.js';
-import type { AnalyzeResult, Finding } from '../result.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gpumem-rocprof-db-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
 const fixture = (p: string): string => new URL(`../../../fixtures/${p}`, import.meta.url).pathname;
 const run = naiveRun();
-const find = (r: AnalyzeResult, rule: string): Finding => {
-  const f = r.findings.find((x) => x.rule === rule);
-  assert.ok(f, `${rule} in ${r.findings.map((x) => x.rule).join(', ')}`);
-  return f;
-};
+const find = findingOf;
 
 const KERN =
   '"Index" INTEGER, "KernelName" TEXT, "gpu-id" INTEGER, "queue-id" INTEGER, "queue-index" INTEGER, "pid" INTEGER, "tid" INTEGER, "grd" INTEGER, "wgr" INTEGER, "lds" INTEGER, "scr" INTEGER, "arch_vgpr" INTEGER, "accum_vgpr" INTEGER, "sgpr" INTEGER, "wave_size" INTEGER, "sig" INTEGER, "obj" INTEGER';

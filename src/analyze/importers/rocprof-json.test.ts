@@ -9,20 +9,15 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { naiveRun, writeRocprofV1Json, writeRocprofV1Stats } from '../../testing/trace-fixtures.js';
+import { findingOf, naiveRun, writeRocprofV1Json, writeRocprofV1Stats } from '../../testing/trace-fixtures.js';
 import { analyzeFiles, detectTraceFormat } from '../analyze.js';
-import type { AnalyzeResult, Finding } from '../result.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gpumem-rocprof-v1-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
 const fixture = (p: string): string => new URL(`../../../fixtures/${p}`, import.meta.url).pathname;
 const run = naiveRun();
 const streamSyncs = run.runtime.filter((e) => e.name === 'hipStreamSynchronize').length;
-const find = (r: AnalyzeResult, rule: string): Finding => {
-  const f = r.findings.find((x) => x.rule === rule);
-  assert.ok(f, `${rule} in ${r.findings.map((x) => x.rule).join(', ')}`);
-  return f;
-};
+const find = findingOf;
 
 test("rocprof results.json: lanes by their process names, times from BeginNs / EndNs, the run's counts", async () => {
   const file = join(dir, 'results.json');
