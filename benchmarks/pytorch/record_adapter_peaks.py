@@ -20,16 +20,13 @@ Rows are written in the fixture format tools/plan-accuracy.mjs reads (schema gpu
 still leaves every finished row. --device cpu runs the same code on the CPU with tiny shapes to check the script.
 """
 import argparse
-import gc
 import json
-import os
-import subprocess
 import sys
 import time
 
 import torch
 import transformers
-from transformers import AutoConfig, AutoModelForCausalLM
+from peak_tools import build, load_config, reset, smi_used_bytes
 
 try:
     import peft
@@ -37,8 +34,6 @@ try:
 except ImportError:  # recorded as an error on every adapter run
     peft = None
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CONFIGS = os.path.normpath(os.path.join(HERE, "..", "..", "fixtures", "plan", "configs"))
 GiB = 2**30
 
 # (family, method, rank, targets, batch, seq, extras): method full | lora | dora; targets default | all-linear;
@@ -82,45 +77,6 @@ RUNS = [
 
 # model types PEFT has no default target modules for: what its Llama-style default would take
 NO_PEFT_DEFAULT = {"mixtral": ["q_proj", "v_proj"]}
-
-# --device cpu: the same code on tiny shapes (a check of the script, not a measurement)
-TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-            head_dim=16, vocab_size=512, num_local_experts=4)
-
-
-def load_config(family, tiny):
-    cfg = AutoConfig.from_pretrained(os.path.join(CONFIGS, family))
-    if tiny:
-        for k, v in TINY.items():
-            if hasattr(cfg, k):
-                setattr(cfg, k, v)
-    return cfg
-
-
-def build(cfg, dtype, device):
-    kw = {"dtype": dtype}
-    with torch.device(device):
-        try:
-            return AutoModelForCausalLM.from_config(cfg, **kw)
-        except TypeError:  # transformers 4.x names it torch_dtype
-            return AutoModelForCausalLM.from_config(cfg, torch_dtype=dtype)
-
-
-def smi_used_bytes():
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", "0"],
-                             capture_output=True, text=True, timeout=20).stdout.strip().splitlines()
-        return int(float(out[0])) * 2**20
-    except Exception:  # noqa: BLE001 -- no nvidia-smi: the figure is left out, not zero
-        return None
-
-
-def reset(cuda):
-    gc.collect()
-    if cuda:
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
 
 
 def flags_for(method, rank, targets, batch, seq, extras, attention, family_type):

@@ -26,17 +26,16 @@ other family's rows are "test" (never tuned on). Rows are written in the fixture
 every finished row. --device cpu runs the same code on the CPU with tiny shapes to check the script.
 """
 import argparse
-import gc
 import json
 import operator
 import os
-import subprocess
 import sys
 import time
 
 import torch
 import transformers
-from transformers import AutoConfig, AutoModelForCausalLM
+from peak_tools import build, load_config, smi_used_bytes
+from peak_tools import reset as reset_memory
 
 try:
     import peft
@@ -44,8 +43,6 @@ try:
 except ImportError:  # recorded as an error on every adapter run
     peft = None
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CONFIGS = os.path.normpath(os.path.join(HERE, "..", "..", "fixtures", "plan", "configs"))
 GiB = 2**30
 FIT_FAMILIES = {"llama-3.2-1b"}
 
@@ -70,9 +67,6 @@ RUNS = [
     ("pythia-1b", "full", 0, None, 2, 1024, ()),
     ("qwen2-0.5b", "lora", 16, "default", 8, 2048, ()),
 ]
-
-TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-            head_dim=16, vocab_size=512, num_local_experts=4)
 
 CENSUS = []  # the graphs partitioned during the current run
 
@@ -130,39 +124,9 @@ def install_census():
     cfx.min_cut_rematerialization_partition = partition
 
 
-def load_config(family, tiny):
-    cfg = AutoConfig.from_pretrained(os.path.join(CONFIGS, family))
-    if tiny:
-        for k, v in TINY.items():
-            if hasattr(cfg, k):
-                setattr(cfg, k, v)
-    return cfg
-
-
-def build(cfg, dtype, device):
-    with torch.device(device):
-        try:
-            return AutoModelForCausalLM.from_config(cfg, dtype=dtype)
-        except TypeError:  # transformers 4.x names it torch_dtype
-            return AutoModelForCausalLM.from_config(cfg, torch_dtype=dtype)
-
-
-def smi_used_bytes():
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", "0"],
-                             capture_output=True, text=True, timeout=20).stdout.strip().splitlines()
-        return int(float(out[0])) * 2**20
-    except Exception:  # noqa: BLE001 -- no nvidia-smi: the figure is left out, not zero
-        return None
-
-
 def reset(cuda):
     torch._dynamo.reset()
-    gc.collect()
-    if cuda:
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
+    reset_memory(cuda)
 
 
 def flags_for(method, rank, targets, batch, seq, extras, attention):
