@@ -47,15 +47,8 @@ export interface Piece {
   keyBase: number;
 }
 
-export interface Segment {
-  job: Job;
-  host: number;
-  dev: number;
-  bytes: number;
-  managed: boolean;
-  pinned: boolean;
-  key: object | string;
-  keyBase: number;
+/** A piece (or part of one) placed in a chunk. */
+export interface Segment extends Piece {
   /** Offset in the slot (staged and file chunks). */
   at: number;
 }
