@@ -31,8 +31,15 @@ export interface HostCopier {
   configurePinning?(library: string, symbol: 'cudaHostAlloc' | 'hipHostMalloc'): void;
   /** Whether pinHost works (configurePinning was called). */
   readonly canPin?: boolean;
-  /** Portable pinned host memory allocated on a copier thread; free it with the backend's hostFree. @throws NATIVE */
-  pinHost?(bytes: number): Promise<Address>;
+  /**
+   * Portable pinned host memory allocated on a copier thread; free it with the backend's hostFree. `landed` is called
+   * on the JS thread when the thread's answer is seen (by the copier's own wait, or by {@link poll}), before the
+   * promise settles: a caller that polls can use the memory within the same turn.
+   * @throws NATIVE (rejects)
+   */
+  pinHost?(bytes: number, landed?: (address: Address) => void): Promise<Address>;
+  /** Settles, on this thread and now, the work the threads have finished (their promises settle as usual). */
+  poll?(): void;
   /** Waits on this thread for the copies already started, refuses the rest, and stops the threads. Idempotent. */
   dispose(): void;
 }

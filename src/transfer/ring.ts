@@ -11,6 +11,16 @@ import { PinnedAllocation } from '../memory/allocation.js';
 import type { MemoryRuntime } from '../memory/runtime.js';
 import type { GpuEvent } from '../stream/event.js';
 
+/**
+ * Pins memory on other threads: `landed` runs on the JS thread when an allocation arrives, and `poll` makes the
+ * threads' finished answers arrive now (a transfer that finds no free slot need not wait a turn for slots pinned
+ * long ago while the program ran).
+ */
+export interface Pinner {
+  pin(bytes: number, landed: (address: number) => void): Promise<number>;
+  poll(): void;
+}
+
 /** One chunk's worth of pinned memory and the event of the device copy that last used it. */
 export interface Slot {
   readonly index: number;
@@ -33,8 +43,8 @@ export class Ring {
     readonly chunkBytes: number,
     readonly depth: number,
     private readonly numaNode: number | undefined,
-    /** Pins memory on another thread, where that can be done (answers undefined where not). */
-    private readonly pin: () => ((bytes: number) => Promise<number>) | undefined = () => undefined,
+    /** Pins memory on other threads, where that can be done (answers undefined where not). */
+    private readonly pinner: () => Pinner | undefined = () => undefined,
   ) {}
 
   /** Slots pinned so far. */
@@ -55,44 +65,53 @@ export class Ring {
 
   /** A free slot now (the ring's first slot is pinned here), or undefined; more are pinned on the threads meanwhile. */
   tryAcquire(): Slot | undefined {
-    const s = this.free.pop();
+    let s = this.free.pop();
     if (s) return s;
     if (this.slots.length + this.pending === 0) return this.grow();
+    if (this.pending > 0 && this.numaNode === undefined) {
+      this.pinner()?.poll();
+      s = this.free.pop();
+      if (s) return s;
+    }
     this.pinMore();
     return undefined;
   }
 
   /** Starts pinning the missing slots on the copier's threads, where they can pin. */
   private pinMore(): void {
-    const pin = this.numaNode === undefined && !this.closed ? this.pin() : undefined;
-    if (!pin) return;
+    const pinner = this.numaNode === undefined && !this.closed ? this.pinner() : undefined;
+    if (!pinner) return;
     while (this.slots.length + this.pending < this.depth) {
       this.pending++;
-      pin(this.chunkBytes).then(
-        (address) => {
+      pinner
+        .pin(this.chunkBytes, (address) => {
           this.pending--;
-          if (this.closed) {
-            // The ring went away meanwhile (the runtime's disposal waits for the threads, then this lands): give the
-            // memory back; the runtime library stays loaded after the backend object is disposed.
-            try {
-              this.rt.backend.hostFree(address);
-            } catch {
-              // a sticky device error made the backend unusable: the process's exit gives the memory back
-            }
-            return;
-          }
-          try {
-            const memory = new PinnedAllocation(this.rt, 'pinned', address, this.chunkBytes, undefined, { portable: true });
-            this.release(this.slotOf(memory));
-          } catch {
-            // the runtime went away meanwhile: its disposal freed what it had adopted
-          }
-        },
-        () => {
+          this.landed(address);
+        })
+        .catch(() => {
           // the thread could not pin (locked-memory limit): the ring grows on the JS thread when it needs to
           this.pending--;
-        },
-      );
+        });
+    }
+  }
+
+  /** A slot pinned on a thread arrives (called on the JS thread, from the copier's wait or a poll). */
+  private landed(address: number): void {
+    if (this.closed) {
+      // The ring went away meanwhile (the runtime's disposal waits for the threads, then this lands): give the
+      // memory back; the runtime library stays loaded after the backend object is disposed.
+      try {
+        this.rt.backend.hostFree(address);
+      } catch {
+        // a sticky device error made the backend unusable: the process's exit gives the memory back
+      }
+      return;
+    }
+    try {
+      const memory = new PinnedAllocation(this.rt, 'pinned', address, this.chunkBytes, undefined, { portable: true });
+      this.release(this.slotOf(memory));
+    } catch {
+      // the runtime went away meanwhile: its disposal freed what it had adopted
     }
   }
 
@@ -107,7 +126,7 @@ export class Ring {
   /** Pins the remaining slots in the background: on the copier's threads, else one per turn of the event loop. */
   warm(): void {
     if (this.warming || this.closed) return;
-    if (this.numaNode === undefined && this.pin()) {
+    if (this.numaNode === undefined && this.pinner()) {
       this.pinMore();
       return;
     }

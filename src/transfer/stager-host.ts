@@ -10,7 +10,7 @@ import type { MemoryRuntime } from '../memory/runtime.js';
 import type { GpuEvent } from '../stream/event.js';
 import type { Stream } from '../stream/stream.js';
 import type { FlowHost } from './flow-types.js';
-import type { Ring } from './ring.js';
+import type { Pinner, Ring } from './ring.js';
 
 /** Tells a host copier how this runtime pins memory, so its threads can pin the ring's slots. */
 export function enablePinning(rt: MemoryRuntime, copier: HostCopier): void {
@@ -48,9 +48,10 @@ export class StagerResources implements FlowHost {
   }
 
   /** Pins memory on the host threads, where they can. */
-  pinner(): ((bytes: number) => Promise<number>) | undefined {
+  pinner(): Pinner | undefined {
     const c = this.copier();
-    return c.canPin && c.pinHost ? (bytes) => c.pinHost!(bytes) : undefined;
+    if (!c.canPin || !c.pinHost) return undefined;
+    return { pin: (bytes, landed) => c.pinHost!(bytes, landed), poll: () => c.poll?.() };
   }
 
   /** The stager's own stream, made on first use. */

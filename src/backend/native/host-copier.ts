@@ -160,11 +160,14 @@ export class ThreadedHostCopier implements HostCopier {
    * Pinned host memory of `bytes` (portable), allocated on one of the threads. Free it with the backend's hostFree.
    * @throws GpuError NATIVE (rejects) with the runtime's status; UNSUPPORTED before configurePinning.
    */
-  pinHost(bytes: number): Promise<Address> {
+  pinHost(bytes: number, landed?: (address: Address) => void): Promise<Address> {
     if (!this.pinning) return Promise.reject(new GpuError(ErrorCode.UNSUPPORTED, 'the host copier was not told how to pin memory'));
     return new Promise<Address>((resolve, reject) => {
       const p: Pending = { entries: [[OP.PIN, 1 /* portable */, 0, bytes, 0, 0]], what: 'pin', resolve: () => {}, reject };
-      p.resolveWith = resolve;
+      p.resolveWith = (address) => {
+        landed?.(address);
+        resolve(address);
+      };
       if (this.disposed) return reject(new DisposedError('the host copier was disposed'));
       if (this.freeGroups.length > 0) this.post(p);
       else this.queued.push(p);
@@ -187,6 +190,15 @@ export class ThreadedHostCopier implements HostCopier {
     } catch {
       return false;
     }
+  }
+
+  /**
+   * Settles what the threads have finished, now: a pin's `landed` runs before this returns. The copier's own wait
+   * sees the same answers a turn of the event loop later (after a long synchronous stretch of the program, the
+   * first transfer would otherwise start only then).
+   */
+  poll(): void {
+    if (!this.disposed && !this.failure && this.inFlight.size > 0) this.settle();
   }
 
   private submit(entries: Entry[], what: string): Promise<void> {
