@@ -48,6 +48,19 @@ export function programs(out, { nat, gpm, torch, bestNat, cell, median, disk }) 
     [],
     absolute(30),
   );
+  // The same processes' second upload: the machine's steady rate at that moment, beside its first call.
+  for (const [order, engine] of [
+    ['the source ready first', 'gpumem-upload (first call), then the second call'],
+    ['the runtime opened first', 'gpumem-upload (first call, runtime opened first), then the second call'],
+  ]) {
+    add(
+      `the second 1 GiB upload in the same processes (${order})`,
+      [],
+      g('HtoD-first', 'pageable', (e) => e === engine),
+      [],
+      undefined,
+    );
+  }
   add(
     'file in the page cache to the device (C: pread on the threads into the ring)',
     nat((r) => r.row === 'FtoD file-cached pread-staged'),

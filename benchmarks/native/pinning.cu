@@ -1,8 +1,11 @@
 // What pinning costs in a fresh process, the floor under the first staged upload (gpu-verify, transfer group, part
 // "first"). Prints one JSON line per measurement: cudaHostAlloc of the ring's 8 chunks of 8 MiB one after another and
 // on 8 threads at once (is the driver's pinning serial?), single allocations of 1-8 MiB, cudaHostRegister of 64 MiB of
-// memory the program has already touched, and pageable cudaMemcpyAsync of 1 GiB split over 1-8 threads.
+// memory the program has already touched, and pageable cudaMemcpyAsync of 1 GiB split over 1-8 threads. Then what
+// pinning is made of: faulting in 64 MiB of fresh memory (4 KiB pages, and 2 MiB pages where transparent huge pages
+// are allowed on request) and cudaHostRegister of that memory once it is touched.
 #include <cuda_runtime.h>
+#include <sys/mman.h>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -64,6 +67,23 @@ int main() {
     char what[64];
     snprintf(what, sizeof what, "pageable 1 GiB HtoD on %d thread(s)", n);
     emit(what, d * 1e3, total / d / 1e9);
+  }
+  for (int huge = 0; huge < 2; huge++) {
+    const size_t n = 64 * MiB, align = 2 * MiB;
+    char* raw = (char*)mmap(nullptr, n + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) continue;
+    char* q = (char*)(((unsigned long)raw + align - 1) & ~(unsigned long)(align - 1));
+    madvise(q, n, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+    t = now();
+    memset(q, 1, n);
+    double touch = now() - t;
+    emit(huge ? "touch 64 MiB of fresh memory, MADV_HUGEPAGE" : "touch 64 MiB of fresh memory, 4 KiB pages", touch * 1e3, n / touch / 1e9);
+    t = now();
+    cudaError_t e = cudaHostRegister(q, n, cudaHostRegisterPortable);
+    double r = now() - t;
+    if (e == cudaSuccess) emit(huge ? "cudaHostRegister of those 64 MiB (MADV_HUGEPAGE)" : "cudaHostRegister of those 64 MiB (4 KiB pages)", r * 1e3, n / r / 1e9);
+    if (e == cudaSuccess) cudaHostUnregister(q);
+    munmap(raw, n + align);
   }
   for (void* q : p) cudaFreeHost(q);
   cudaFree(dev);
