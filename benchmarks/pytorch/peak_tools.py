@@ -1,9 +1,10 @@
 """What the peak recorders (record_adapter_peaks.py, record_compile_peaks.py) share: the model configs of
 fixtures/plan/configs, a tiny shape of them for a CPU dry run, building a model with random weights, nvidia-smi's used
-memory, and the reset between runs."""
+memory, the reset between runs, and the three measured training steps."""
 import gc
 import os
 import subprocess
+import time
 
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM
@@ -48,3 +49,46 @@ def reset(cuda):
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
+
+
+def three_steps(forward, opt, trainable_params, cuda, device, base):
+    """Three training steps (bf16 autocast, AdamW); the third is measured phase by phase: memory_allocated before its
+    forward, then after each phase its peak and what stays, above `base`. Answers the phases, whether every trainable
+    parameter got a gradient, max_memory_reserved at the end of each phase of the third step, and the first step's
+    seconds (compilation, where the model is compiled)."""
+    phases = {}
+    reserved_peaks = []
+    grads_ok = None
+    first_step_seconds = None
+
+    def mark(name):
+        if not cuda:
+            return
+        torch.cuda.synchronize()
+        phases[name + "_peak"] = torch.cuda.max_memory_allocated() - base
+        reserved_peaks.append(torch.cuda.max_memory_reserved())
+        phases["after_" + name] = torch.cuda.memory_allocated() - base
+        torch.cuda.reset_peak_memory_stats()
+
+    for step in range(3):
+        last = step == 2
+        t = time.time()
+        if last and cuda:
+            torch.cuda.synchronize()
+            phases["before_forward"] = torch.cuda.memory_allocated() - base
+            torch.cuda.reset_peak_memory_stats()
+        with torch.autocast(device, dtype=torch.bfloat16):
+            loss = forward()
+        if last:
+            mark("forward")
+        loss.backward()
+        if last:
+            grads_ok = all(p.grad is not None for p in trainable_params)
+            mark("backward")
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if last:
+            mark("step")
+        if step == 0:
+            first_step_seconds = round(time.time() - t, 1)
+    return phases, grads_ok, reserved_peaks, first_step_seconds

@@ -26,7 +26,7 @@ import time
 
 import torch
 import transformers
-from peak_tools import build, load_config, reset, smi_used_bytes
+from peak_tools import build, load_config, reset, smi_used_bytes, three_steps
 
 try:
     import peft
@@ -132,41 +132,11 @@ def run(spec, device, versions):
     x = torch.randint(0, cfg.vocab_size, (batch, seq), device=device)
     reset(cuda)  # what building the model left cached is not part of the run
     weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters()) + sum(b.numel() * b.element_size() for b in model.buffers())
-    phases = {}
-    grads_ok = None
-
-    def mark(name, peak=True):
-        if not cuda:
-            return
-        torch.cuda.synchronize()
-        if peak:
-            phases[name + "_peak"] = torch.cuda.max_memory_allocated() - base
-            phases.setdefault("reserved_peaks", []).append(torch.cuda.max_memory_reserved())
-        phases["after_" + name] = torch.cuda.memory_allocated() - base
-        torch.cuda.reset_peak_memory_stats()
-
-    for step in range(3):
-        last = step == 2
-        if last and cuda:
-            torch.cuda.synchronize()
-            phases["before_forward"] = torch.cuda.memory_allocated() - base
-            torch.cuda.reset_peak_memory_stats()
-        with torch.autocast(device, dtype=torch.bfloat16):
-            loss = model(input_ids=x, labels=x).loss
-        if last:
-            mark("forward")
-        loss.backward()
-        if last:
-            grads_ok = all(p.grad is not None for p in trainable_params)
-            mark("backward")
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        if last:
-            mark("step")
+    phases, grads_ok, reserved_peaks, _ = three_steps(lambda m=model, ids=x: m(input_ids=ids, labels=ids).loss, opt, trainable_params, cuda, device, base)
     row_params = sum(p.numel() for p in model.parameters())
     figures = {}
     if cuda:
-        reserved_peak = max(phases.pop("reserved_peaks"))
+        reserved_peak = max(reserved_peaks)
         free, total = torch.cuda.mem_get_info()
         figures = {
             "allocated": max(phases["forward_peak"], phases["backward_peak"], phases["step_peak"]),
@@ -177,7 +147,7 @@ def run(spec, device, versions):
             "weightBytes": weight_bytes,
             "startBytes": base,
         }
-    del model, opt, loss, x, trainable_params
+    del model, opt, x, trainable_params
     reset(cuda)
     name = f"{family}-{method}{'' if method == 'full' else f'-r{rank}-{targets}'}-{batch}x{seq}{''.join('-' + e for e in extras)}"
     measured = []

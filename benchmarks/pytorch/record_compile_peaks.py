@@ -34,7 +34,7 @@ import time
 
 import torch
 import transformers
-from peak_tools import build, load_config, smi_used_bytes
+from peak_tools import build, load_config, smi_used_bytes, three_steps
 from peak_tools import reset as reset_memory
 
 try:
@@ -182,39 +182,7 @@ def run(spec, device, versions):
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
-    phases = {}
-    grads_ok = None
-
-    def mark(name):
-        if not cuda:
-            return
-        torch.cuda.synchronize()
-        phases[name + "_peak"] = torch.cuda.max_memory_allocated() - base
-        phases["after_" + name] = torch.cuda.memory_allocated() - base
-        torch.cuda.reset_peak_memory_stats()
-
-    compile_seconds = None
-    for step in range(3):
-        last = step == 2
-        t = time.time()
-        if last and cuda:
-            torch.cuda.synchronize()
-            phases["before_forward"] = torch.cuda.memory_allocated() - base
-            torch.cuda.reset_peak_memory_stats()
-        with torch.autocast(device, dtype=torch.bfloat16):
-            loss = compiled(input_ids=x, labels=x).loss
-        if last:
-            mark("forward")
-        loss.backward()
-        if last:
-            grads_ok = all(p.grad is not None for p in trainable_params)
-            mark("backward")
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        if last:
-            mark("step")
-        if step == 0:
-            compile_seconds = round(time.time() - t, 1)
+    phases, grads_ok, _, compile_seconds = three_steps(lambda m=compiled, ids=x: m(input_ids=ids, labels=ids).loss, opt, trainable_params, cuda, device, base)
     figures = {}
     if cuda:
         free, total = torch.cuda.mem_get_info()
@@ -228,7 +196,7 @@ def run(spec, device, versions):
         }
     row_params = sum(p.numel() for p in model.parameters())
     graphs = [dict(g) for g in CENSUS]
-    del model, compiled, opt, loss, x, trainable_params
+    del model, compiled, opt, x, trainable_params
     reset(cuda)
     name = run_name(family, method, rank, targets, batch, seq, extras)
     measured = []
