@@ -5,7 +5,7 @@ import type { MemoryRuntime } from '../memory/runtime.js';
 import { checkInteger, checkSize } from '../memory/validate.js';
 import type { Stream } from '../stream/stream.js';
 import { transferDefaults } from './defaults.js';
-import { cufileTransfer, cufileUnavailable } from './cufile-path.js';
+import { cufileRegister, cufileUnavailable, type CufileHandle } from './cufile-path.js';
 import { openForRead, openForWrite, type FileRef, type OpenedFile } from './file-source.js';
 import { Flow, type Job, type JobMode, type Piece } from './flow.js';
 import { StagerResources } from './stager-host.js';
@@ -158,10 +158,13 @@ export class Stager implements Disposable {
       const { range } = opened;
       try {
         const devRange = checkTransferRange(options.dstOffset, range.bytes, dev.allocation.bytes - dev.offset, 'uploadFile destination');
-        if (noCufile === undefined && opened.file.direct) {
-          return this.cufileJob('upload', dev, devRange.offset, opened.file, range.offset, range.bytes, options.stream, options.signal, t0);
+        // A file cuFile refuses (no nvidia-fs, its compatibility mode off) goes through the ring, saying why.
+        const cufile =
+          noCufile === undefined && opened.file.direct ? cufileRegister(opened.file.fd) : { error: noCufile ?? opened.file.fallback ?? 'O_DIRECT refused' };
+        if (!('error' in cufile)) {
+          return this.cufileJob('upload', dev, devRange.offset, opened.file, cufile, range.offset, range.bytes, options.stream, options.signal, t0);
         }
-        const fallback = ask === 'cufile' ? `cuFile: ${noCufile ?? opened.file.fallback ?? 'O_DIRECT refused'}` : opened.file.fallback;
+        const fallback = ask === 'cufile' || noCufile === undefined ? `cuFile: ${cufile.error}` : opened.file.fallback;
         return this.fileJob('upload', dev, devRange.offset, opened.file, range.offset, range.bytes, stream, options.signal, t0, fallback);
       } catch (e) {
         opened.file.close();
@@ -301,6 +304,7 @@ export class Stager implements Disposable {
     dev: DeviceSide,
     devOffset: number,
     file: OpenedFile,
+    cufile: CufileHandle,
     fileOffset: number,
     bytes: number,
     stream: Stream | undefined,
@@ -311,9 +315,10 @@ export class Stager implements Disposable {
     try {
       await this.flow.drained();
       await stream?.synchronize();
-      await cufileTransfer(direction, file.fd, dev.allocation, dev.offset + devOffset, fileOffset, bytes, signal);
+      await cufile.transfer(direction, dev.allocation, dev.offset + devOffset, fileOffset, bytes, signal);
       return { ...this.result(direction, 'cufile', bytes, Math.ceil(bytes / (64 * 2 ** 20)), t0), path: 'cufile' };
     } finally {
+      cufile.close();
       dev.allocation.unhold();
       file.close();
     }
