@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { after, test } from 'node:test';
-import { FakeRocm, haveCompiler, RELEASES } from '../backend/hip/fake/fake-rocm.js';
+import { FakeRocm, haveCompiler, RELEASES, useFakeEnvironment } from '../backend/hip/fake/fake-rocm.js';
 import { transferDefaults } from '../transfer/defaults.js';
 import { withRuntime } from './context.js';
 import { main } from './program.js';
@@ -19,11 +19,7 @@ after(() => fake?.dispose());
 /** Runs `fn` with the fake HIP install in the environment; answers how many worker threads were created meanwhile. */
 async function workersDuring(fn: () => Promise<unknown>): Promise<number> {
   const { hip } = fake!.install('rocm-7.0.0', RELEASES['7.0']!);
-  const vars: Record<string, string> = { GPUMEM_LIBAMDHIP64: hip, FAKE_HIP_DEVICES: '2' };
-  const saved = new Map<string, string | undefined>();
-  for (const k of ['GPUMEM_LIBROCM_SMI', 'GPUMEM_LIBAMD_SMI', 'GPUMEM_LIBHIPRTC', 'GPUMEM_BACKEND', ...Object.keys(vars)]) saved.set(k, process.env[k]);
-  for (const k of ['GPUMEM_LIBROCM_SMI', 'GPUMEM_LIBAMD_SMI', 'GPUMEM_LIBHIPRTC', 'GPUMEM_BACKEND']) delete process.env[k];
-  Object.assign(process.env, vars);
+  const restore = useFakeEnvironment({ GPUMEM_LIBAMDHIP64: hip, FAKE_HIP_DEVICES: '2' });
   let created = 0;
   const onWorker = (): void => {
     created++;
@@ -33,10 +29,7 @@ async function workersDuring(fn: () => Promise<unknown>): Promise<number> {
     await fn();
   } finally {
     unsubscribe('worker_threads', onWorker);
-    for (const [k, v] of saved) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
+    restore();
   }
   return created;
 }

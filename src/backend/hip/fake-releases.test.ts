@@ -9,7 +9,7 @@ import { after, test } from 'node:test';
 import { ErrorCode, GpuError } from '../../errors.js';
 import { openRuntime, type Runtime } from '../../runtime/runtime.js';
 import { numaNodes } from '../sysfs.js';
-import { FakeRocm, haveCompiler, RELEASES, type FakeRelease } from './fake/fake-rocm.js';
+import { FakeRocm, haveCompiler, RELEASES, useFakeEnvironment, type FakeRelease } from './fake/fake-rocm.js';
 
 const skip = haveCompiler() ? false : 'no C compiler (cc) to build the fake ROCm libraries';
 const fake = skip ? undefined : new FakeRocm();
@@ -24,21 +24,14 @@ function withRelease<T>(name: string, release: FakeRelease, env: Record<string, 
     hip = fake!.install(name, release).hip;
     built.set(name, hip);
   }
-  const vars = { GPUMEM_LIBAMDHIP64: hip, FAKE_HIP_LOG: log, ...env };
-  const saved = new Map<string, string | undefined>();
-  for (const k of ['GPUMEM_LIBROCM_SMI', 'GPUMEM_LIBAMD_SMI', 'GPUMEM_LIBHIPRTC', ...Object.keys(vars)]) saved.set(k, process.env[k]);
-  for (const k of ['GPUMEM_LIBROCM_SMI', 'GPUMEM_LIBAMD_SMI', 'GPUMEM_LIBHIPRTC']) delete process.env[k];
-  Object.assign(process.env, vars);
+  const restore = useFakeEnvironment({ GPUMEM_LIBAMDHIP64: hip, FAKE_HIP_LOG: log, ...env });
   FakeRocm.takeLog(log);
   const rt = openRuntime({ backend: 'hip' });
   try {
     return fn(rt);
   } finally {
     rt[Symbol.dispose]();
-    for (const [k, v] of saved) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
+    restore();
   }
 }
 

@@ -47,6 +47,26 @@ export function haveCompiler(): boolean {
   }
 }
 
+/** Variables a fake install is used through (GPUMEM_LIBAMDHIP64 among them) and those it must not inherit. */
+const CLEARED = ['GPUMEM_LIBROCM_SMI', 'GPUMEM_LIBAMD_SMI', 'GPUMEM_LIBHIPRTC', 'GPUMEM_BACKEND'];
+
+/**
+ * Points the process at a fake install: sets `vars` (GPUMEM_LIBAMDHIP64 and the fake's own), clears the variables
+ * that would load other libraries, and answers a function that puts the environment back as it was.
+ */
+export function useFakeEnvironment(vars: Record<string, string>): () => void {
+  const saved = new Map<string, string | undefined>();
+  for (const k of [...CLEARED, ...Object.keys(vars)]) saved.set(k, process.env[k]);
+  for (const k of CLEARED) delete process.env[k];
+  Object.assign(process.env, vars);
+  return () => {
+    for (const [k, v] of saved) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  };
+}
+
 /** A temporary folder of fake installs, removed by `dispose`. */
 export class FakeRocm {
   readonly root = mkdtempSync(join(tmpdir(), 'gpumem-fake-rocm-'));
