@@ -115,7 +115,7 @@ test('loadSafetensors reads through rt.uploadFile: a checkpoint cut during the r
   const { loadSafetensors } = await import('./safetensors.js');
   const { holdDeviceCopy } = await import('../transfer/hold.js');
   const { SafetensorsError } = await import('../formats/safetensors.js');
-  const { openFds } = await import('../testing/safetensors-files.js');
+  const { openFds } = await import('../testing/harness.js');
   const dir = mkdtempSync(join(tmpdir(), 'gpumem-st-'));
   try {
     using rt = openRuntime({ backend: 'host', host: { devices: 1, deviceBytes: 256 * MiB } });

@@ -12,7 +12,8 @@ import { test } from 'node:test';
 import { ErrorCode, isGpuError } from '../errors.js';
 import { SafetensorsError, serializeSafetensors, type SafetensorsProblem } from '../formats/safetensors.js';
 import type { Runtime } from './runtime.js';
-import { deviceBytes, hostRuntime, openFds, refused, scratchFolder, sharded, specFile } from '../testing/safetensors-files.js';
+import { openFds } from '../testing/harness.js';
+import { deviceBytes, hostRuntime, refused, scratchFolder, sharded, specFile } from '../testing/safetensors-files.js';
 import { loadSafetensors } from './safetensors.js';
 import { PinnedFileMover, type FileMover } from './safetensors-io.js';
 

@@ -12,7 +12,8 @@ import { ErrorCode, isGpuError } from '../errors.js';
 import { dtypeBits, parseSafetensors, SAFETENSORS_DTYPES, serializeSafetensors, type SafetensorsHostTensor } from '../formats/safetensors.js';
 import { CachingPool, DeviceResource } from '../pool/index.js';
 import { propertyParams } from '../testing/property.js';
-import { deviceBytes, hostRuntime, openFds, scratchFolder, sharded, specFile } from '../testing/safetensors-files.js';
+import { openFds } from '../testing/harness.js';
+import { deviceBytes, hostRuntime, scratchFolder, sharded, specFile } from '../testing/safetensors-files.js';
 import { loadSafetensors, saveSafetensors, type LoadedSafetensors } from './safetensors.js';
 import { PinnedFileMover, verifyLoaded, type FileMover } from './safetensors-io.js';
 

@@ -1,5 +1,5 @@
-/** What tests share: running the CLI in-process, and opening a generated HTML page in a real headless Chromium. */
-import { existsSync } from 'node:fs';
+/** What tests share: running the CLI in-process, opening a generated HTML page in a real headless Chromium, counting open descriptors. */
+import { existsSync, readdirSync, readlinkSync } from 'node:fs';
 import { main } from '../cli/program.js';
 import type { Runtime } from '../runtime/runtime.js';
 
@@ -74,4 +74,23 @@ export async function forEachGpuBackend(suite: string, register: (name: 'cuda' |
     else if (seen) test(`${name}: ${suite}`, () => assert.fail(`${seen}, but the ${name} backend cannot open it: ${why}`));
     else test(`${name}: ${suite}`, { skip: `no ${name} device here (${why})` }, () => {});
   }
+}
+
+/**
+ * Descriptors this process holds open (Linux). With `under`, only those naming a file in that folder (the files a
+ * test gave gpumem): the host copier's threads hold event descriptors and pipes, and read their own modules while
+ * they start, until some time after a stager's disposal returned.
+ */
+export function openFds(under?: string): number {
+  const fds = readdirSync('/proc/self/fd');
+  if (under === undefined) return fds.length;
+  let n = 0;
+  for (const fd of fds) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${fd}`).startsWith(`${under}/`)) n++;
+    } catch {
+      // closed since the listing (the listing's own descriptor among them)
+    }
+  }
+  return n;
 }

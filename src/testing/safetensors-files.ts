@@ -3,7 +3,8 @@
  * format's README describes them, device bytes read back, and the check that a refused load left nothing behind.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { openFds } from './harness.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
@@ -24,9 +25,6 @@ export function scratchFolder(): { dir: string; fresh: (name?: string) => string
   };
   return { dir, folder, fresh: (name = 'model.safetensors') => join(folder(), name) };
 }
-
-/** Open file descriptors of this process. */
-export const openFds = (): number => readdirSync('/proc/self/fd').length;
 
 /** A host runtime with two devices. */
 export const hostRuntime = (): Runtime => openRuntime({ backend: 'host', host: { devices: 2, deviceBytes: 1 << 28 } });

@@ -6,7 +6,7 @@
  * folder; nothing timed.
  */
 import assert from 'node:assert/strict';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { open as openHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,14 +17,10 @@ import { ErrorCode, GpuError } from '../errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { propertyParams } from '../testing/property.js';
 import { holdDeviceCopy } from './hold.js';
+import { openFds } from '../testing/harness.js';
 import { code, pattern } from './transfer.case.js';
 
 const KiB = 1024;
-
-/** Descriptors this process holds open (Linux). */
-export function openFds(): number {
-  return readdirSync('/proc/self/fd').length;
-}
 
 export function fileConformance(label: string, open: () => Runtime): void {
   const withDir = (name: string, fn: (rt: Runtime, dir: string) => Promise<void>): void => {
@@ -41,7 +37,7 @@ export function fileConformance(label: string, open: () => Runtime): void {
 
   withDir('uploadFile lands any range of a file byte-exact at any destination offset, from a path, a FileHandle or a descriptor', async (rt, dir) => {
     const gpu = rt.device(0);
-    const fdsBefore = openFds();
+    const fdsBefore = openFds(dir);
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 300 * KiB }),
@@ -84,7 +80,7 @@ export function fileConformance(label: string, open: () => Runtime): void {
       ),
       propertyParams(30),
     );
-    assert.equal(openFds(), fdsBefore, 'every descriptor gpumem opened was closed');
+    assert.equal(openFds(dir), fdsBefore, 'every descriptor gpumem opened was closed');
   });
 
   withDir('downloadFile writes device memory into a file at an offset and leaves the rest of the file as it was', async (rt, dir) => {
@@ -133,7 +129,7 @@ export function fileConformance(label: string, open: () => Runtime): void {
     const fifo = join(dir, 'fifo');
     execFileSync('mkfifo', [fifo]);
     mkdirSync(join(dir, 'sub'));
-    const fds = openFds();
+    const fds = openFds(dir);
     // A FIFO is refused without blocking (opening one for reading would wait for a writer).
     await assert.rejects(rt.uploadFile(dst, fifo, { bytes: 16 }), (e: unknown) => code(ErrorCode.INVALID_ARGUMENT)(e) && /a FIFO/.test(String(e)));
     const fifoFd = openSync(fifo, 'r+');
@@ -159,7 +155,7 @@ export function fileConformance(label: string, open: () => Runtime): void {
     await assert.rejects(rt.uploadFile(pinned, path, { bytes: 16 }), /expected device or managed memory/);
     await assert.rejects(rt.downloadFile(path, dst, { bytes: 128 * KiB }), code(ErrorCode.OUT_OF_BOUNDS));
     await assert.rejects(rt.downloadFile(join(dir, 'sub'), dst), /a directory/);
-    assert.equal(openFds(), fds, 'no descriptor left open');
+    assert.equal(openFds(dir), fds, 'no descriptor left open');
     const out = new Uint8Array(64 * KiB);
     await rt.download(out, dst);
     assert.ok(
@@ -177,7 +173,7 @@ export function fileConformance(label: string, open: () => Runtime): void {
     writeFileSync(path, data);
     using dst = gpu.alloc(300 * KiB);
     rt.fill(dst, 0xee);
-    const fds = openFds();
+    const fds = openFds(dir);
     // The first chunk's device copy waits while the file is cut to 40 KiB: the reads after it find the end early.
     const hold = holdDeviceCopy(st, 1);
     const p = st.uploadFile(dst, path, { dstOffset: 10 * KiB });
@@ -190,7 +186,7 @@ export function fileConformance(label: string, open: () => Runtime): void {
       assert.match(e.message, /ended at byte 40960\b/);
       return true;
     });
-    assert.equal(openFds(), fds, 'the file was closed');
+    assert.equal(openFds(dir), fds, 'the file was closed');
     assert.equal(dst.busy, false);
     const out = new Uint8Array(300 * KiB);
     await st.download(out, dst);
@@ -219,7 +215,7 @@ export function fileConformance(label: string, open: () => Runtime): void {
       const data = pattern(128 * KiB, 4);
       writeFileSync(path, data);
       using dst = gpu.alloc(128 * KiB);
-      const fds = openFds();
+      const fds = openFds(dir);
       const hold = holdDeviceCopy(st, 1);
       const p = st.uploadFile(dst, path);
       await hold.reached;
@@ -229,7 +225,7 @@ export function fileConformance(label: string, open: () => Runtime): void {
       const out = new Uint8Array(128 * KiB);
       await st.download(out, dst);
       assert.deepEqual(out, data);
-      assert.equal(openFds(), fds, 'the descriptor of the vanished file was closed');
+      assert.equal(openFds(dir), fds, 'the descriptor of the vanished file was closed');
       writeFileSync(path, data);
       rt.fill(dst, 0);
       const ac = new AbortController();
@@ -241,7 +237,7 @@ export function fileConformance(label: string, open: () => Runtime): void {
       await assert.rejects(q, code(ErrorCode.ABORTED));
       await st.download(out, dst);
       assert.ok(out.subarray(16 * KiB).every((x) => x === 0));
-      assert.equal(openFds(), fds);
+      assert.equal(openFds(dir), fds);
     },
   );
 
