@@ -1,12 +1,16 @@
 """What the peak recorders (record_adapter_peaks.py, record_compile_peaks.py) share: the model configs of
 fixtures/plan/configs, a tiny shape of them for a CPU dry run, building a model with random weights, nvidia-smi's used
-memory, the reset between runs, and the three measured training steps."""
+memory, the reset between runs, the three measured training steps, the versions a fixture records and the loop over
+runs; and with the census recorders (record_lora_peaks.py, record_moe_lora_census.py) the module-stack hooks."""
 import gc
+import json
 import os
 import subprocess
+import sys
 import time
 
 import torch
+import transformers
 from transformers import AutoConfig, AutoModelForCausalLM
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -92,3 +96,68 @@ def three_steps(forward, opt, trainable_params, cuda, device, base):
         if step == 0:
             first_step_seconds = round(time.time() - t, 1)
     return phases, grads_ok, reserved_peaks, first_step_seconds
+
+
+def module_stack(model):
+    """Forward hooks on every module of `model` that keep the name of the module running now in stack[-1] ("" outside
+    any); answers the stack and the hooks (remove them when done)."""
+    names, stack, hooks = {}, [""], []
+
+    def enter(mod, args):
+        stack.append(names[mod])
+
+    def leave(mod, args, out):  # returns None: a forward hook that returns a value replaces the module's output
+        stack.pop()
+
+    for n, m in model.named_modules():
+        names[m] = n
+        hooks.append(m.register_forward_pre_hook(enter))
+        hooks.append(m.register_forward_hook(leave))
+    return stack, hooks
+
+
+def versions_of(device, peft):
+    """The device and library versions a fixture records (`peft` the module, or None where it is not installed)."""
+    return {
+        "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu (script check, not a measurement)",
+        "date": time.strftime("%Y-%m-%d"),
+        "torch": torch.__version__, "transformers": transformers.__version__,
+        "peft": getattr(peft, "__version__", None), "cuda": torch.version.cuda,
+    }
+
+
+GiB = 2**30
+
+
+def record_runs(doc, runs, a, run_one, skip=lambda spec: False, saved=lambda: None, after_failure=reset):
+    """Runs `run_one(spec)` -> (row, after, inside) for each spec of `runs` whose family `a.only` names (all when
+    empty) and `skip` does not, until `a.deadline` seconds have passed (later runs are recorded as not started);
+    a failing run is recorded, `after_failure(cuda)` cleans up, and the others go on. Writes `doc` to `a.out` after each run (then calls `saved`), and
+    prints a line per run: its measured figures, `after`, and `inside` the brackets before the seconds."""
+    only = set(filter(None, a.only.split(",")))
+    t0 = time.time()
+    for spec in runs:
+        if only and spec[0] not in only:
+            continue
+        if skip(spec):
+            continue
+        if time.time() - t0 > a.deadline:
+            doc["errors"].append({"run": list(spec), "error": "not started: deadline"})
+            continue
+        t = time.time()
+        try:
+            row, after, inside = run_one(spec)
+            row["details"]["seconds"] = round(time.time() - t, 1)
+            doc["rows"].append(row)
+            m = row["measured"]
+            print(f"{row['id']}: " + ", ".join(f"{x['measures']} {x['value'] / GiB:.3f} GiB" for x in m) + after
+                  + f" ({inside}{time.time() - t:.1f} s)", file=sys.stderr, flush=True)
+        except Exception as e:  # noqa: BLE001 -- one failed run must not lose the others
+            doc["errors"].append({"run": list(spec), "error": f"{type(e).__name__}: {e}"})
+            print(f"{spec}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            after_failure(a.device == "cuda")
+        doc["seconds"] = round(time.time() - t0, 1)
+        with open(a.out, "w") as f:
+            json.dump(doc, f, indent=1)
+        saved()
+    print(f"{len(doc['rows'])} runs, {len(doc['errors'])} errors, {doc['seconds']} s", file=sys.stderr)

@@ -20,13 +20,10 @@ Rows are written in the fixture format tools/plan-accuracy.mjs reads (schema gpu
 still leaves every finished row. --device cpu runs the same code on the CPU with tiny shapes to check the script.
 """
 import argparse
-import json
 import sys
-import time
 
 import torch
-import transformers
-from peak_tools import build, load_config, reset, smi_used_bytes, three_steps
+from peak_tools import build, load_config, record_runs, reset, smi_used_bytes, three_steps, versions_of
 
 try:
     import peft
@@ -34,7 +31,6 @@ try:
 except ImportError:  # recorded as an error on every adapter run
     peft = None
 
-GiB = 2**30
 
 # (family, method, rank, targets, batch, seq, extras): method full | lora | dora; targets default | all-linear;
 # extras: gc (gradient checkpointing), fp32-base (LoRA over an fp32 base). Ordered so that a deadline keeps breadth:
@@ -184,39 +180,11 @@ def main():
     a = ap.parse_args()
     if a.device == "cuda" and not torch.cuda.is_available():
         sys.exit("record_adapter_peaks: no CUDA device (use --device cpu to check the script)")
-    only = set(filter(None, a.only.split(",")))
-    versions = {
-        "device": torch.cuda.get_device_name(0) if a.device == "cuda" else "cpu (script check, not a measurement)",
-        "date": time.strftime("%Y-%m-%d"),
-        "torch": torch.__version__, "transformers": transformers.__version__,
-        "peft": getattr(peft, "__version__", None), "cuda": torch.version.cuda,
-    }
+    versions = versions_of(a.device, peft)
     doc = {"schema": "gpumem.plan-fixture/1", "set": "h200-adapters",
            "description": "PEFT LoRA / DoRA and full fine-tuning runs recorded with benchmarks/pytorch/record_adapter_peaks.py",
            "versions": versions, "rows": [], "errors": []}
-    t0 = time.time()
-    for spec in RUNS:
-        if only and spec[0] not in only:
-            continue
-        if time.time() - t0 > a.deadline:
-            doc["errors"].append({"run": list(spec), "error": "not started: deadline"})
-            continue
-        t = time.time()
-        try:
-            row = run(spec, a.device, versions)
-            row["details"]["seconds"] = round(time.time() - t, 1)
-            doc["rows"].append(row)
-            m = row["measured"]
-            print(f"{row['id']}: " + ", ".join(f"{x['measures']} {x['value'] / GiB:.3f} GiB" for x in m) + f" ({time.time() - t:.1f} s)",
-                  file=sys.stderr, flush=True)
-        except Exception as e:  # noqa: BLE001 -- one failed run must not lose the others
-            doc["errors"].append({"run": list(spec), "error": f"{type(e).__name__}: {e}"})
-            print(f"{spec}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
-            reset(a.device == "cuda")
-        doc["seconds"] = round(time.time() - t0, 1)
-        with open(a.out, "w") as f:
-            json.dump(doc, f, indent=1)
-    print(f"{len(doc['rows'])} runs, {len(doc['errors'])} errors, {doc['seconds']} s", file=sys.stderr)
+    record_runs(doc, RUNS, a, lambda spec: (run(spec, a.device, versions), "", ""))
 
 
 if __name__ == "__main__":

@@ -30,11 +30,9 @@ import json
 import operator
 import os
 import sys
-import time
 
 import torch
-import transformers
-from peak_tools import build, load_config, smi_used_bytes, three_steps
+from peak_tools import GiB, build, load_config, record_runs, smi_used_bytes, three_steps, versions_of
 from peak_tools import reset as reset_memory
 
 try:
@@ -43,7 +41,6 @@ try:
 except ImportError:  # recorded as an error on every adapter run
     peft = None
 
-GiB = 2**30
 FIT_FAMILIES = {"llama-3.2-1b"}
 
 # (family, method, rank, targets, batch, seq, extras): method full | lora; targets default | all-linear; extras: gc.
@@ -241,13 +238,7 @@ def main():
         sys.exit("record_compile_peaks: no CUDA device (use --device cpu to check the script)")
     if a.census:
         install_census()
-    only = set(filter(None, a.only.split(",")))
-    versions = {
-        "device": torch.cuda.get_device_name(0) if a.device == "cuda" else "cpu (script check, not a measurement)",
-        "date": time.strftime("%Y-%m-%d"),
-        "torch": torch.__version__, "transformers": transformers.__version__,
-        "peft": getattr(peft, "__version__", None), "cuda": torch.version.cuda,
-    }
+    versions = versions_of(a.device, peft)
     doc = {"schema": "gpumem.plan-fixture/1", "set": "h200-compile",
            "description": "training runs under torch.compile (no checkpoint unless the id says gc), recorded with benchmarks/pytorch/record_compile_peaks.py; llama-3.2-1b rows fit the model, the other families test it",
            "versions": versions, "rows": [], "errors": []}
@@ -259,36 +250,18 @@ def main():
             with open(a.resume_census) as f:
                 census["runs"] = json.load(f)["runs"]
     done = {r["id"] for r in doc["rows"]}
-    t0 = time.time()
-    for spec in RUNS:
-        if only and spec[0] not in only:
-            continue
-        if f"h200-{run_name(*spec)}" in done:
-            continue
-        if time.time() - t0 > a.deadline:
-            doc["errors"].append({"run": list(spec), "error": "not started: deadline"})
-            continue
-        t = time.time()
-        try:
-            row, graphs = run(spec, a.device, versions)
-            row["details"]["seconds"] = round(time.time() - t, 1)
-            doc["rows"].append(row)
-            census["runs"].append({"id": row["id"], "graphs": graphs})
-            m = row["measured"]
-            print(f"{row['id']}: " + ", ".join(f"{x['measures']} {x['value'] / GiB:.3f} GiB" for x in m)
-                  + f"; saved by the forward {row['details']['phases'].get('after_forward', 0) / GiB:.3f} GiB"
-                  + f" ({len(graphs)} graphs, {time.time() - t:.1f} s)", file=sys.stderr, flush=True)
-        except Exception as e:  # noqa: BLE001 -- one failed run must not lose the others
-            doc["errors"].append({"run": list(spec), "error": f"{type(e).__name__}: {e}"})
-            print(f"{spec}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
-            reset(a.device == "cuda")
-        doc["seconds"] = round(time.time() - t0, 1)
-        with open(a.out, "w") as f:
-            json.dump(doc, f, indent=1)
+
+    def run_one(spec):
+        row, graphs = run(spec, a.device, versions)
+        census["runs"].append({"id": row["id"], "graphs": graphs})
+        return row, f"; saved by the forward {row['details']['phases'].get('after_forward', 0) / GiB:.3f} GiB", f"{len(graphs)} graphs, "
+
+    def save_census():
         if a.census:
             with open(a.census, "w") as f:
                 json.dump(census, f, indent=1)
-    print(f"{len(doc['rows'])} runs, {len(doc['errors'])} errors, {doc['seconds']} s", file=sys.stderr)
+
+    record_runs(doc, RUNS, a, run_one, skip=lambda spec: f"h200-{run_name(*spec)}" in done, saved=save_census, after_failure=reset)
 
 
 if __name__ == "__main__":

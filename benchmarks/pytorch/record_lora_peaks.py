@@ -27,6 +27,7 @@ from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig, Qwen2Con
 
 import peft
 from peft import LoraConfig, get_peft_model
+from peak_tools import module_stack
 
 MODELS = {
     "gpt2-medium": lambda: GPT2Config(n_embd=1024, n_layer=24, n_head=16, n_positions=1024, vocab_size=50257),
@@ -109,20 +110,7 @@ def census(name, kind, lora=None, autocast=False, batch=1, seq=512):
     reset()
     cfg, model, info = setup(name, kind, lora)
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    stack = [""]
-    names = {}
-    hooks = []
-
-    def enter(mod, args):
-        stack.append(names[mod])
-
-    def leave(mod, args, out):  # returns None: a forward hook that returns a value replaces the module's output
-        stack.pop()
-
-    for n, m in model.named_modules():
-        names[m] = n
-        hooks.append(m.register_forward_pre_hook(enter))
-        hooks.append(m.register_forward_hook(leave))
+    stack, hooks = module_stack(model)
     seen = set()
     rows = []
 

@@ -19,9 +19,7 @@ from transformers import AutoConfig, AutoModelForCausalLM
 
 import peft
 from peft import LoraConfig, get_peft_model
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-CONFIGS = os.path.normpath(os.path.join(HERE, "..", "..", "fixtures", "plan", "configs"))
+from peak_tools import CONFIGS, module_stack
 
 
 def census(targets, batch, seq):
@@ -36,18 +34,7 @@ def census(targets, batch, seq):
             wrappers[n] = {"type": type(m).__name__, "base": type(getattr(m, "base_layer", m)).__name__,
                            "parameterName": getattr(m, "parameter_name", None)}
     adapters = [[n, list(p.shape), str(p.dtype)] for n, p in model.named_parameters() if p.requires_grad and ".layers.1." in n]
-    names, stack, hooks = {}, [""], []
-
-    def enter(mod, args):
-        stack.append(names[mod])
-
-    def leave(mod, args, out):  # returns None: a forward hook that returns a value replaces the module's output
-        stack.pop()
-
-    for n, m in model.named_modules():
-        names[m] = n
-        hooks.append(m.register_forward_pre_hook(enter))
-        hooks.append(m.register_forward_hook(leave))
+    stack, hooks = module_stack(model)
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     seen, rows = set(), []
 
