@@ -3,6 +3,8 @@
  * describe it to the runtime's batch call and to the hazard check. See flow.ts.
  */
 import type { HostCopier, NativeCopyBatch } from '../backend/backend.js';
+import { ErrorCode, GpuError } from '../errors.js';
+import { PageableAllocation } from '../memory/allocation.js';
 import type { Chunk, FlowHost, Segment } from './flow-types.js';
 
 /** The host threads fill the chunk's slot: a copy, a gather of several, or a file read. */
@@ -42,10 +44,32 @@ export function drainChunk(host: FlowHost, c: Chunk): Promise<void> {
 }
 
 function hostCopies(copier: HostCopier, dsts: number[], srcs: number[], segs: readonly Segment[]): Promise<void> {
-  if (segs.length === 1) return copier.copy(dsts[0]!, srcs[0]!, segs[0]!.bytes);
+  const gone = detached(segs);
+  if (gone) return Promise.reject(gone);
   const sizes = segs.map((s) => s.bytes);
-  if (copier.copyMany) return copier.copyMany(dsts, srcs, sizes);
-  return Promise.all(sizes.map((n, i) => copier.copy(dsts[i]!, srcs[i]!, n))).then(() => {});
+  let done: Promise<void>;
+  if (segs.length === 1) done = copier.copy(dsts[0]!, srcs[0]!, sizes[0]!);
+  else if (copier.copyMany) done = copier.copyMany(dsts, srcs, sizes);
+  else done = Promise.all(segs.map((s, i) => copier.copy(dsts[i]!, srcs[i]!, s.bytes))).then(() => {});
+  // A buffer detached while the copy was queued: the copier's own failure (a TypeError on the host backend) says less.
+  return done.catch((e: unknown) => {
+    throw detached(segs) ?? e;
+  });
+}
+
+/**
+ * The error for a chunk whose JS buffer was detached (transferred to a worker, `structuredClone` with `transfer`)
+ * while its transfer was in flight: its memory is no longer the program's to read or write. Undefined otherwise.
+ */
+function detached(segs: readonly Segment[]): GpuError | undefined {
+  for (const s of segs) {
+    const buffer = s.key instanceof ArrayBuffer ? s.key : s.key instanceof PageableAllocation ? s.key.buffer : undefined;
+    if (buffer && buffer.byteLength === 0) {
+      const what = s.job.direction === 'upload' ? 'source' : 'destination';
+      return new GpuError(ErrorCode.INVALID_STATE, `${s.job.direction}: the ${what} ArrayBuffer was detached while the transfer was in flight`);
+    }
+  }
+  return undefined;
 }
 
 /** A chunk's host spans per buffer (offsets from the buffer's start; file offsets for a file). */

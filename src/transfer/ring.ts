@@ -7,7 +7,7 @@
  * before any transfer. Without threads that can pin, the ring grows one slot at a time when a transfer finds every
  * slot busy, and `warm()` pins on idle turns of the event loop.
  */
-import { PinnedAllocation } from '../memory/allocation.js';
+import { PinnedAllocation, vouch } from '../memory/allocation.js';
 import type { MemoryRuntime } from '../memory/runtime.js';
 import type { GpuEvent } from '../stream/event.js';
 
@@ -108,7 +108,7 @@ export class Ring {
       return;
     }
     try {
-      const memory = new PinnedAllocation(this.rt, 'pinned', address, this.chunkBytes, undefined, { portable: true });
+      const memory = vouch(new PinnedAllocation(this.rt, 'pinned', address, this.chunkBytes, undefined, { portable: true }));
       this.release(this.slotOf(memory));
     } catch {
       // the runtime went away meanwhile: its disposal freed what it had adopted
