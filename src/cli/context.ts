@@ -4,11 +4,22 @@ import { dirname, resolve } from 'node:path';
 import type { Runtime } from '../runtime/runtime.js';
 import { Interrupted, UsageError } from './errors.js';
 import { fsReason } from '../input/fs-errors.js';
+import { terminalText } from '../render/terminal-text.js';
 
 /** Where a command writes: stdout and stderr, or a test's buffers. */
 export interface Io {
   out: (s: string) => void;
   err: (s: string) => void;
+  /** Terminal control sequences of the command's own (the monitor's redraw), written as they are; never data. */
+  control?: (s: string) => void;
+}
+
+/**
+ * The same output with every control character of the text escaped (render/terminal-text.ts): what a command prints
+ * quotes names from files, which must not act on the terminal. `control` passes the command's own sequences.
+ */
+export function inertIo(io: Io): Io {
+  return { out: (s) => io.out(terminalText(s)), err: (s) => io.err(terminalText(s)), control: io.control ?? io.out };
 }
 
 /** What a command does with the runtime it opens. */

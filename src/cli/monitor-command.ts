@@ -165,7 +165,10 @@ export async function runMonitor(opts: MonitorCliOptions, io: Io, interactive = 
         if (opts.json) io.out(`${JSON.stringify(s)}\n`);
         else if (opts.prometheus) io.out(toPrometheus(s));
         else if (opts.csv) io.out(toCsv(s, n === 0));
-        else io.out(`${redraw ? '\x1b[H\x1b[2J' : n > 0 ? '\n' : ''}${renderFrame(s, { interactive: redraw, width: outputWidth() })}`);
+        else {
+          if (redraw) (io.control ?? io.out)('\x1b[H\x1b[2J');
+          io.out(`${!redraw && n > 0 ? '\n' : ''}${renderFrame(s, { interactive: redraw, width: outputWidth() })}`);
+        }
         if (limit !== undefined && n + 1 >= limit) break;
         await sleep(intervalMs, undefined, { signal: stop.signal }).catch(() => undefined);
       }

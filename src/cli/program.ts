@@ -6,7 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { defineAnalyze } from './analyze-command.js';
 import { defineBench } from './bench-command.js';
-import type { Io } from './context.js';
+import { inertIo, type Io } from './context.js';
 import { exitCodeFor, Interrupted } from './errors.js';
 import { fsReason } from '../input/fs-errors.js';
 import { defineInfo } from './info-command.js';
@@ -29,8 +29,9 @@ function version(): string {
 
 const STDIO: Io = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) };
 
-/** Builds the program. `io` lets tests capture output. */
-export function buildProgram(io: Io = STDIO): Command {
+/** Builds the program. `io` lets tests capture output; whatever it is, control characters in the text are escaped. */
+export function buildProgram(given: Io = STDIO): Command {
+  const io = inertIo(given);
   const program = new Command('gpumem');
   program
     .description("GPU memory management for AMD ROCm (HIP) and NVIDIA CUDA: what this machine's memory system is, what fits, and what to change.")
@@ -73,7 +74,7 @@ Environment:
 /** Runs the CLI with `argv` (without node and script) and answers the exit code. */
 export async function main(argv: string[], io?: Io): Promise<number> {
   const program = buildProgram(io);
-  const err = io?.err ?? STDIO.err;
+  const err = inertIo(io ?? STDIO).err;
   try {
     await program.parseAsync(argv, { from: 'user' });
     return 0;
