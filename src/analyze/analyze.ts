@@ -4,8 +4,9 @@
  * Pure TypeScript: no GPU library is loaded.
  */
 import { BadInputError, isGpuError } from '../errors.js';
-import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { statSync } from 'node:fs';
+import { filesInFolder, type FolderFiles } from '../input/folder.js';
+import { fsReason } from '../input/fs-errors.js';
 import { headBytes, isGzipFile, sniffBytes, fileSize } from '../input/files.js';
 import { ratesForModel, ratesFromBench, type CopyRates } from './bandwidth.js';
 import { AnalysisContext } from './context.js';
@@ -105,17 +106,13 @@ const PROFILER_FORMATS: readonly TraceFormat[] = ['kineto', 'rocpd', 'rocprofv3-
 /** Which profiler format a folder's files are read in when it holds several: the one that records the most. */
 const FOLDER_PREFERENCE: readonly TraceFormat[] = ['rocpd', 'rocprofv3-json', 'nsys-sqlite', 'kineto', 'rocprof-db', 'rocprof-json', 'rocprof-csv'];
 
-/** The files under a folder, depth first, in name order. */
-function filesUnder(dir: string, depth = 0): string[] {
-  if (depth > 4) return [];
-  const out: string[] = [];
-  for (const name of readdirSync(dir).sort()) {
-    const p = join(dir, name);
-    const st = statSync(p);
-    if (st.isDirectory()) out.push(...filesUnder(p, depth + 1));
-    else if (st.isFile() && st.size > 0) out.push(p);
+/** The files of a folder named on the command line, and what was skipped in it. @throws BadInputError when it cannot be listed. */
+function readFolder(path: string): FolderFiles {
+  try {
+    return filesInFolder(path);
+  } catch (e) {
+    throw new BadInputError(`cannot list the folder (${fsReason(e)})`, path);
   }
-  return out;
 }
 
 /**
@@ -141,7 +138,9 @@ export function traceInputs(paths: readonly string[], forced?: TraceFormat): { i
     }
     const found: Array<{ file: string; format: TraceFormat }> = [];
     let skipped = 0;
-    for (const file of filesUnder(path)) {
+    const folder = readFolder(path);
+    notes.push(...folder.notes);
+    for (const file of folder.files) {
       try {
         found.push({ file, format: forced ?? detectTraceFormat(file) });
       } catch {

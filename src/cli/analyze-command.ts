@@ -76,9 +76,11 @@ async function runAnalyze(files: string[], opts: AnalyzeCliOptions, io: Io): Pro
     io.err(`reading ${file}: ${what}\n`);
   };
   const format = opts.format === 'auto' ? undefined : opts.format;
-  const { inputs } = traceInputs(files, format);
+  const { inputs, notes } = traceInputs(files, format);
   const rankFormat = inputs[0]?.format;
   if (inputs.length >= 2 && rankFormat && RANK_FORMATS.includes(rankFormat) && inputs.every((x) => x.format === rankFormat)) {
+    // a single trace's notes go into its result; the ranks' result has no place for the folder's
+    for (const n of notes) io.err(`note: ${n}\n`);
     // several whole-run traces of one profiler: one per rank (or process), analysed each on its own and compared
     if (opts.html) throw new UsageError("--html draws the timeline of one trace: give one rank's file with --html");
     const { analyzeRanks } = await import('../analyze/ranks.js');
