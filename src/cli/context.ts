@@ -2,7 +2,9 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Runtime } from '../runtime/runtime.js';
+import { ErrorCode, isGpuError } from '../errors.js';
 import { Interrupted, UsageError } from './errors.js';
+import { onStopSignal, type StopSignal } from './signals.js';
 import { fsReason } from '../input/fs-errors.js';
 import { terminalText } from '../render/terminal-text.js';
 
@@ -49,26 +51,35 @@ export async function withRuntime<T>(opts: { backend?: string | undefined } & Ru
 }
 
 /**
- * Runs `fn` with an AbortSignal that Ctrl-C fires. `isAbort` tells the error the work throws once it has stopped;
- * such a run reports that everything was freed and ends with {@link Interrupted} (exit code 130).
+ * Runs `fn` with an AbortSignal that SIGINT (Ctrl-C) or SIGTERM fires. `isAbort` tells the error the work throws once
+ * it has stopped; such a run, or one that returns after the signal (a bench that prints the rows it finished, marked
+ * interrupted), reports that everything was freed and ends with {@link Interrupted} (exit code 130, or 143 for SIGTERM).
  */
 export async function interruptible<T>(io: Io, isAbort: (e: unknown) => boolean, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const ac = new AbortController();
-  const onInt = (): void => {
-    io.err('\ninterrupt: stopping after the current measurement and freeing what was allocated...\n');
+  let stoppedBy: StopSignal | undefined;
+  const release = onStopSignal((s) => {
+    if (stoppedBy) return;
+    stoppedBy = s;
+    io.err(`\n${s === 'SIGINT' ? 'interrupt' : 'SIGTERM'}: stopping after the current measurement and freeing what was allocated...\n`);
     ac.abort();
-  };
-  process.once('SIGINT', onInt);
+  });
   try {
-    return await fn(ac.signal);
-  } catch (e) {
-    if (isAbort(e)) {
+    const out = await fn(ac.signal);
+    if (stoppedBy) {
       io.err('interrupted: every allocation was freed\n');
-      throw new Interrupted();
+      throw new Interrupted(stoppedBy);
+    }
+    return out;
+  } catch (e) {
+    if (e instanceof Interrupted) throw stoppedBy ? new Interrupted(stoppedBy) : e;
+    if (isAbort(e) || (stoppedBy && ac.signal.aborted && isGpuError(e, ErrorCode.ABORTED))) {
+      io.err('interrupted: every allocation was freed\n');
+      throw new Interrupted(stoppedBy ?? 'SIGINT');
     }
     throw e;
   } finally {
-    process.removeListener('SIGINT', onInt);
+    release();
   }
 }
 
@@ -101,16 +112,7 @@ export function checkWritable(file: string | undefined, option: string): void {
 export function interruption(): { signal: AbortSignal; done: Promise<void>; abort: () => void; release: () => void } {
   const ac = new AbortController();
   const finish = (): void => ac.abort();
-  process.once('SIGINT', finish);
-  process.once('SIGTERM', finish);
+  const release = onStopSignal(finish);
   const done = new Promise<void>((resolve) => ac.signal.addEventListener('abort', () => resolve(), { once: true }));
-  return {
-    signal: ac.signal,
-    done,
-    abort: finish,
-    release: () => {
-      process.removeListener('SIGINT', finish);
-      process.removeListener('SIGTERM', finish);
-    },
-  };
+  return { signal: ac.signal, done, abort: finish, release };
 }

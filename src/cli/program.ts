@@ -58,7 +58,11 @@ Environment:
                                      exact paths of the vendor libraries
   GPUMEM_HOST_DEVICES, GPUMEM_HOST_DEVICE_BYTES
                                      logical devices and capacity of the host (CPU) backend
-  GPUMEM_CACHE_DIR                   where compiled kernels are cached`,
+  GPUMEM_CACHE_DIR                   where compiled kernels are cached
+  GPUMEM_ALLOWED_HOSTS               host names monitor --serve and plan --serve answer besides localhost
+  GPUMEM_STOP_GRACE_MS               how long a command may take to stop cleanly after Ctrl-C or SIGTERM (1000)
+
+Ctrl-C (SIGINT) and SIGTERM stop every command within a second: exit 130 and 143.`,
   );
   defineInfo(program, io);
   defineBench(program, io);
@@ -79,7 +83,7 @@ export async function main(argv: string[], io?: Io): Promise<number> {
     await program.parseAsync(argv, { from: 'user' });
     return 0;
   } catch (e) {
-    if (e instanceof Interrupted) return 130;
+    if (e instanceof Interrupted) return e.exitCode;
     if (e instanceof CommanderError) {
       if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return 0;
       return 2;
