@@ -7,7 +7,7 @@ import { BadInputError, isGpuError } from '../errors.js';
 import { statSync } from 'node:fs';
 import { filesInFolder, type FolderFiles } from '../input/folder.js';
 import { fsReason } from '../input/fs-errors.js';
-import { headBytes, isGzipFile, sniffBytes, fileSize } from '../input/files.js';
+import { headBytes, inputFileSize, isGzipFile, sniffBytes, fileSize } from '../input/files.js';
 import { ratesForModel, ratesFromBench, type CopyRates } from './bandwidth.js';
 import { AnalysisContext } from './context.js';
 import { inferHostKinds } from './infer.js';
@@ -129,10 +129,12 @@ export function traceInputs(paths: readonly string[], forced?: TraceFormat): { i
     let isDir = false;
     try {
       isDir = statSync(path).isDirectory();
-    } catch {
-      throw new BadInputError('cannot read the file (does it exist?)', path);
+    } catch (e) {
+      throw new BadInputError(`cannot read it (${fsReason(e)})`, path);
     }
     if (!isDir) {
+      // a pipe or a device is refused by what it is, before a reader would wait on it
+      if (inputFileSize(path) === 0) throw new BadInputError('the file is empty', path);
       inputs.push({ file: path, format: forced ?? detectTraceFormat(path) });
       continue;
     }
@@ -234,10 +236,14 @@ export async function loadTraces(files: readonly string[], options: AnalyzeOptio
           break;
       }
     } catch (e) {
+      // a limit of the model (its event budget) names no file: name the one it was reading
+      if (e instanceof BadInputError && e.file === undefined) throw new BadInputError(e.message, file, { cause: e });
       // what reading a file can throw beyond the importers' own errors: the file system's and zlib's; anything else
       // is a bug in gpumem, and goes up as it is
       if (!isFileError(e)) throw e;
-      throw new BadInputError(`cannot read it as ${format}: ${(e as Error).message}`, file, { cause: e });
+      const code = (e as NodeJS.ErrnoException).code ?? '';
+      const why = code.startsWith('Z_') ? 'the gzip data is corrupt or cut short' : /^E[A-Z]+$/.test(code) ? fsReason(e) : (e as Error).message;
+      throw new BadInputError(`cannot read it as ${format} (${why})`, file, { cause: e });
     }
     model.files.push(file);
   }

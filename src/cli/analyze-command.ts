@@ -2,7 +2,7 @@
 import { statSync, writeFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { TRACE_FORMATS, type TraceFormat } from '../analyze/trace-formats.js';
-import { checkWritable, type Io } from './context.js';
+import { checkWritable, progressText, type Io } from './context.js';
 import { UsageError } from './errors.js';
 import { parsePositive } from './options.js';
 import { outputWidth } from '../render/width.js';
@@ -69,10 +69,7 @@ async function runAnalyze(files: string[], opts: AnalyzeCliOptions, io: Io): Pro
     const now = Date.now();
     if (now - lastReport < 1000 || (total < PROGRESS_FROM && opts.progress !== true)) return;
     lastReport = now;
-    const what =
-      file.endsWith('.sqlite') || file.endsWith('.db')
-        ? `${done} rows`
-        : `${Math.min(100, (100 * done) / total).toFixed(0)}% of ${(total / 2 ** 20).toFixed(0)} MiB${done > total ? ' (decompressed)' : ''}`;
+    const what = file.endsWith('.sqlite') || file.endsWith('.db') ? `${done} rows` : progressText(done, total);
     io.err(`reading ${file}: ${what}\n`);
   };
   const format = opts.format === 'auto' ? undefined : opts.format;

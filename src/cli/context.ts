@@ -24,6 +24,15 @@ export function inertIo(io: Io): Io {
   return { out: (s) => io.out(terminalText(s)), err: (s) => io.err(terminalText(s)), control: io.control ?? io.out };
 }
 
+/**
+ * A reader's progress in words: the share of the content read (its inflated size for gzip), or, past a size that
+ * was only a guess (a gzip trailer), the bytes read so far.
+ */
+export function progressText(done: number, total: number): string {
+  const mib = (n: number): string => `${(n / 2 ** 20).toFixed(0)} MiB`;
+  return done <= total ? `${((100 * done) / Math.max(1, total)).toFixed(0)}% of ${mib(total)}` : `${mib(done)} read`;
+}
+
 /** What a command does with the runtime it opens. */
 export interface RuntimeUse {
   /**

@@ -6,7 +6,7 @@
  */
 import { BadInputError } from '../errors.js';
 import { isJsonObject, type Json, type JsonObject, type PathKey } from '../input/json-stream.js';
-import { reqNumber } from '../input/numbers.js';
+import { reqNumber, reqWhole } from '../input/numbers.js';
 import { type SnapshotEncoding, walkSnapshot } from './snapshot-file.js';
 import { EventKind, type Extent, TraceEvents } from './trace-events.js';
 import type { Trace } from './allocator-trace.js';
@@ -110,7 +110,8 @@ const STATES: readonly string[] = ['active_allocated', 'active_pending_free', 'a
  * @throws BadInputError naming the file and what is wrong with it (UnsafePickleError for a pickle that would run code).
  */
 export async function readPytorchSnapshot(file: string, options: { stacks?: boolean; progress?: (bytes: number) => void } = {}): Promise<PytorchSnapshot> {
-  const num = (v: unknown, what: string): number => reqNumber(v, what, file, Number.MAX_SAFE_INTEGER);
+  // sizes, addresses, streams and devices are whole numbers (a fractional one would reach the replay's pool as a size)
+  const num = (v: unknown, what: string): number => reqWhole(v, what, file);
   const devices = new Map<number, DeviceSnapshot>();
   const deviceOf = (d: number): DeviceSnapshot => {
     let s = devices.get(d);
@@ -159,7 +160,7 @@ export async function readPytorchSnapshot(file: string, options: { stacks?: bool
     let time = Number.NaN;
     if (v.time_us === undefined || v.time_us === null) untimed++;
     else {
-      time = num(v.time_us, `${where}.time_us`);
+      time = reqNumber(v.time_us, `${where}.time_us`, file, Number.MAX_SAFE_INTEGER);
       timed++;
     }
     const addr = kind === EventKind.Oom ? 0 : num(v.addr ?? 0, `${where}.addr`);

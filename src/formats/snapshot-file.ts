@@ -6,7 +6,8 @@
  */
 import { BadInputError } from '../errors.js';
 import { sniffBytes } from '../input/files.js';
-import { walkJson, type Json, type PathKey } from '../input/json-stream.js';
+import { walkJsonChunked } from '../input/json-chunks.js';
+import type { Json, PathKey } from '../input/json-stream.js';
 import { isPickle, pickleHead, readPickleFile, walkPickle } from '../input/pickle.js';
 
 /** Top-level keys of a snapshot (PyTorch's, and gpumem's pool snapshot's `allocator`). */
@@ -95,7 +96,8 @@ export async function walkSnapshot(
 ): Promise<SnapshotEncoding> {
   const encoding = snapshotEncoding(file);
   if (encoding === 'json') {
-    await walkJson(file, select, onValue, { progress: options.progress });
+    // device_traces holds one array of events per device: each is cut into chunks as a top-level array would be
+    await walkJsonChunked(file, select, onValue, { progress: options.progress, descend: (p) => p.length === 1 && p[0] === 'device_traces' });
     return encoding;
   }
   const root = await readPickleFile(file, { progress: options.progress, exactInts: false });

@@ -3,7 +3,7 @@
  * configuration, the peaks of requested, allocated and reserved memory, segment allocations, fragmentation at the
  * peak, and the smallest device on which the trace runs without running out of memory.
  */
-import { OutOfMemoryError } from '../errors.js';
+import { BadInputError, GpuError, OutOfMemoryError } from '../errors.js';
 import { CachingPool, type CachingPoolOptions } from '../pool/caching-pool.js';
 import { SimulatedGrowableSource } from '../pool/growable.js';
 import { SimulatedResource } from '../pool/sources.js';
@@ -207,6 +207,8 @@ function runOnce(trace: Trace, start: StartState, config: ReplayConfiguration, c
   let lastPeakReserved = -1;
   let fragAtPeak = 0;
   let ok = true;
+  /** The event being replayed (-1: the blocks live at the start), for an error that names it. */
+  let at = -1;
   try {
     for (const b of start.blocks) {
       if (b.size <= 0) continue;
@@ -215,6 +217,7 @@ function runOnce(trace: Trace, start: StartState, config: ReplayConfiguration, c
     }
     peakRequested = requested;
     for (let i = 0; i < ev.length; i++) {
+      at = i;
       const k = ev.kind[i]!;
       if (k === EventKind.Alloc) {
         const size = ev.size[i]!;
@@ -239,7 +242,7 @@ function runOnce(trace: Trace, start: StartState, config: ReplayConfiguration, c
       }
     }
   } catch (e) {
-    if (!(e instanceof OutOfMemoryError)) throw e;
+    if (!(e instanceof OutOfMemoryError)) throw refusedEvent(trace, at, e);
     ok = false;
   }
   const s = pool.stats();
@@ -252,6 +255,17 @@ function runOnce(trace: Trace, start: StartState, config: ReplayConfiguration, c
     segmentAllocs: s.segmentAllocs,
     fragmentationAtPeak: fragAtPeak,
   };
+}
+
+/** A pool's refusal of an event other than out of memory: the trace's fault, named by its file and event. */
+function refusedEvent(trace: Trace, at: number, e: unknown): unknown {
+  if (!(e instanceof GpuError)) return e;
+  const ev = trace.events;
+  const what =
+    at < 0
+      ? 'a block live at the start of the trace'
+      : `event ${at} (${ev.kind[at] === EventKind.Alloc ? 'an allocation' : 'a free'} of ${ev.size[at]} bytes at 0x${ev.addr[at]!.toString(16)})`;
+  return new BadInputError(`${what}: the pool cannot replay it (${e.message})`, trace.file, { cause: e });
 }
 
 /** The smallest capacity, to `step` bytes, on which the replay succeeds (binary search between lo and hi). */

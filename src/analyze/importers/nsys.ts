@@ -157,7 +157,8 @@ function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: n
     if (v === null || v === undefined) return Number.NaN;
     if (typeof v === 'bigint' && v >= 0n && v <= 2n ** 63n) return Number(v);
     if (typeof v === 'number' && Number.isFinite(v)) return v;
-    throw new BadInputError(`table ${t} column ${c} holds ${typeof v === 'string' ? JSON.stringify(v.slice(0, 30)) : String(v)}, not an integer`, file);
+    const what = typeof v === 'bigint' && v < 0n ? 'a negative number, not a count or size' : typeof v === 'bigint' ? 'a number beyond 2^63' : 'not an integer';
+    throw new BadInputError(`table ${t} column ${c} holds ${typeof v === 'string' ? JSON.stringify(v.slice(0, 30)) : String(v)}: ${what}`, file);
   };
   const stamp = (t: string, c: string, v: unknown): number => {
     if (typeof v === 'bigint' || (typeof v === 'number' && Number.isFinite(v))) return model.time(v);
