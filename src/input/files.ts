@@ -17,10 +17,10 @@ export const MAX_INFLATED_ENV = 'GPUMEM_MAX_INFLATED_BYTES';
  */
 export const MAX_INFLATED_BYTES = 256 * 2 ** 20;
 
-/** The cap on inflated bytes in force: GPUMEM_MAX_INFLATED_BYTES when it is a whole number of bytes, else the default. */
-export function maxInflatedBytes(): number {
+/** The cap on inflated bytes in force: GPUMEM_MAX_INFLATED_BYTES when it is a whole number of bytes, else `fallback`. */
+export function maxInflatedBytes(fallback = MAX_INFLATED_BYTES): number {
   const v = Number(process.env[MAX_INFLATED_ENV]);
-  return Number.isSafeInteger(v) && v > 0 ? v : MAX_INFLATED_BYTES;
+  return Number.isSafeInteger(v) && v > 0 ? v : fallback;
 }
 
 /** The refusal of a gzip file that inflates past the cap. */
@@ -93,13 +93,14 @@ export function isGzipFile(file: string): boolean {
 
 /**
  * A readable stream of the file's bytes, gunzipped when gzip, in pieces of at most `pieceBytes`. A gzip file that
- * inflates past {@link maxInflatedBytes} fails the stream with a BadInputError saying so.
+ * inflates past {@link maxInflatedBytes} (`inflatedCap` for a reader slower than the JSON ones) fails the stream with
+ * a BadInputError saying so.
  */
-export function openInput(file: string, pieceBytes = 1 << 20): Readable {
+export function openInput(file: string, pieceBytes = 1 << 20, inflatedCap = MAX_INFLATED_BYTES): Readable {
   const raw = createReadStream(file, { highWaterMark: pieceBytes });
   if (!isGzipFile(file)) return raw;
   const gz = createGunzip({ chunkSize: Math.max(64, Math.min(pieceBytes, 1 << 20)) });
-  const cap = capped(file, maxInflatedBytes());
+  const cap = capped(file, maxInflatedBytes(inflatedCap));
   raw.on('error', (e) => gz.destroy(e));
   gz.on('error', (e) => cap.destroy(e));
   cap.on('error', () => raw.destroy());
