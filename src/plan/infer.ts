@@ -3,7 +3,9 @@ import { formatCount } from '../units.js';
 import type { ModelConfig } from './model-config.js';
 import { kvBytes, localParams, weightBytes } from './model-states.js';
 import { checkParallel, fieldsOf, fieldsOver, fusedAttention, type Estimate, type InferOptions, type Line } from './options.js';
-import { overheads } from './overheads.js';
+import { CONSTANTS } from './constants.js';
+import { contextLines } from './overheads.js';
+import { commLines } from './strategies/comm.js';
 import { cachedTokenLayers, countParams, kvBytesPerTokenPerLayer } from './params.js';
 import { servedWeightBytes } from './serve.js';
 
@@ -86,7 +88,18 @@ export function estimateInfer(m: ModelConfig, o: InferOptions): Estimate {
   const atDecode = sum(decode) >= sum(prefill);
   const peakLines = (atDecode ? decode : prefill).filter((l) => l.bytes > 0);
   const otherLines = (atDecode ? prefill : decode).filter((l) => l.bytes > 0);
-  const over = overheads(o, P, wb, Math.max(c.denseLayer, c.moeLayer) / p.tp, sum(peakLines));
+  const share = o.fragmentation ?? CONSTANTS.fragmentationShare.value;
+  const over: Line[] = [
+    ...contextLines(o),
+    ...commLines(p.gpus),
+    {
+      name: 'fragmentation allowance',
+      bytes: Math.round(sum(peakLines) * share),
+      note: `${Math.round(share * 100)}% of the estimate for the caching allocator's split blocks (gpumem pool replay measures yours)`,
+      field: 'overheadBytes',
+      cached: true,
+    },
+  ];
   const lines = [...peakLines, ...over];
   const fields = fieldsOver([prefill, decode], over);
   return {
@@ -104,5 +117,7 @@ export function estimateInfer(m: ModelConfig, o: InferOptions): Estimate {
     offloadBytesPerStep: 0,
     params: c,
     localParams: P,
+    allocatedPeakBytes: sum(peakLines),
+    reservedPeakBytes: sum(peakLines) + (over[over.length - 1] as Line).bytes,
   };
 }

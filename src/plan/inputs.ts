@@ -17,8 +17,10 @@ import type {
   PlanOptions,
   Precision,
   Recompute,
+  ShardingName,
   WeightFormat,
 } from './options.js';
+import { frameworkOf } from './frameworks/registry.js';
 import { parseEngineVersion } from './engine-versions.js';
 import { COMPILE_SCOPES } from './options.js';
 import type { Engine } from './serve.js';
@@ -292,6 +294,17 @@ export function checkInputs(i: PlanInputs): void {
   }
 }
 
+/**
+ * The distributed strategy the inputs name: Megatron-LM's own optimizer; --fsdp the framework's FSDP (FSDP2 as
+ * torchtitan and torchtune apply it; LitGPT's FSDPStrategy is FSDP1); --zero N DeepSpeed's ZeRO stage N; else one GPU
+ * or DDP.
+ */
+function shardingFor(i: PlanInputs): ShardingName {
+  if (i.framework === 'megatron') return 'megatron';
+  if (i.fsdp) return frameworkOf(i.framework).fsdp;
+  return i.zero > 0 ? 'deepspeed' : 'ddp';
+}
+
 /** True when release `v` (major.minor[.patch]) comes before `than`. */
 function olderThan(v: string, than: [number, number, number]): boolean {
   const [a = 0, b = 0, c = 0] = v.split('.').map(Number);
@@ -337,6 +350,7 @@ export function planOptionsFrom(i: PlanInputs): PlanOptions {
       recompute: i.recompute,
       attention: i.flashAttention ? 'flash' : i.attention,
       framework: i.framework,
+      sharding: shardingFor(i),
       parallel,
       offload: i.offload,
       fragmentation: i.fragmentation,

@@ -49,6 +49,7 @@ export function measuredOptions(r: MeasuredRow): TrainOptions | InferOptions {
         recompute: (r.recompute as TrainOptions['recompute'] | undefined) ?? 'none',
         attention,
         framework: 'pytorch',
+        sharding: 'ddp',
         parallel: ONE_GPU,
         offload: 'none',
         // the allocated peak is what these runs measured: the flat allowance spares the allocator replay

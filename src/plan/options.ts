@@ -66,6 +66,8 @@ export interface LoraOptions {
   quantKeepsInput?: boolean | undefined;
 }
 export type Framework = 'pytorch' | 'megatron' | 'litgpt';
+/** The distributed strategy (strategies/): one GPU or DDP, DeepSpeed ZeRO, FSDP1, FSDP2, Megatron's distributed optimizer. */
+export type ShardingName = 'ddp' | 'deepspeed' | 'fsdp1' | 'fsdp2' | 'megatron';
 export type WeightFormat = 'fp32' | 'bf16' | 'fp16' | 'fp8' | 'int8' | 'int4';
 export type KvDtype = 'fp32' | 'bf16' | 'fp16' | 'fp8' | 'int8' | 'int4';
 
@@ -93,6 +95,8 @@ export interface TrainOptions {
   recompute: Recompute;
   attention: Attention;
   framework: Framework;
+  /** Where the states live and how they are sharded over the data-parallel GPUs (parallel.zero is the stage). */
+  sharding: ShardingName;
   parallel: Parallelism;
   offload: 'none' | 'optimizer' | 'params';
   /**
@@ -100,8 +104,6 @@ export interface TrainOptions {
    * through PyTorch's caching allocator (step-replay.ts) and what it holds without tensors is counted instead.
    */
   fragmentation?: number | undefined;
-  /** The activation count's correction factor (default: pytorchCorrection, fit on measured runs); for fitting it. */
-  activationCorrection?: number | undefined;
   /** Adapter fine-tuning; undefined = full fine-tuning. */
   lora?: LoraOptions | undefined;
   /** The optimizer step fused into the backward pass (torchtune's optimizer_in_bwd): no gradient outlives its step. */
@@ -246,6 +248,10 @@ export interface Estimate extends PerGpuBytes {
   params: ParamCounts;
   /** Parameters held on this GPU (before ZeRO sharding of the parameters themselves). */
   localParams: number;
+  /** What torch.cuda.max_memory_allocated() reports (tensors in the caching allocator's blocks). */
+  allocatedPeakBytes: number;
+  /** What max_memory_reserved() reports. */
+  reservedPeakBytes: number;
 }
 
 /** Whether the attention kernel stores no s x s matrix, for a model at a precision. */

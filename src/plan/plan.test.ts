@@ -90,6 +90,7 @@ test('activation memory per layer follows Korthikanti et al. 2022, Table 2, in e
     recompute: 'selective',
     attention: 'eager',
     framework: 'megatron',
+    sharding: 'megatron',
     parallel: { gpus: 64, nodes: 8, zero: 1, tp: 8, sp: true, pp: 8, ep: 1, inFlight: 8 },
     offload: 'none',
     fragmentation: 0,

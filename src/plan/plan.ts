@@ -312,7 +312,7 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
     );
   // The suggestions and the largest batch and sequence try many variants: they set aside the share of the peak the
   // replay through the caching allocator found for this plan instead of replaying each variant.
-  const cachedShare = e.lines.filter((l) => l.cached).reduce((a, l) => a + l.bytes, 0) / Math.max(1, allocatorPeaks(e.lines).allocatedPeakBytes);
+  const cachedShare = e.lines.filter((l) => l.cached).reduce((a, l) => a + l.bytes, 0) / Math.max(1, e.allocatedPeakBytes);
   const quick = (x: PlanOptions): PlanOptions => (x.mode === 'train' && x.fragmentation === undefined ? { ...x, fragmentation: cachedShare } : x);
   // rounded once: the fields are sums of the rounded lines, so the JSON, the text and the page add up alike
   const lines = e.lines.map(rounded);
@@ -405,7 +405,7 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
     model: modelSummary(m, e.params),
     options: o,
     machine: mc,
-    perGpu: { ...roundedFields(e), ...allocatorPeaks(lines) },
+    perGpu: { ...roundedFields(e), allocatedPeakBytes: e.allocatedPeakBytes, reservedPeakBytes: e.reservedPeakBytes },
     atPeak: fieldsOf(lines),
     peakPhase: e.peakPhase,
     sumBytes: e.sumBytes,

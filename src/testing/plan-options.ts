@@ -34,6 +34,7 @@ export function trainOptions(over: Partial<TrainOptions> = {}): TrainOptions {
     recompute: 'none',
     attention: 'sdpa',
     framework: 'pytorch',
+    sharding: 'ddp',
     parallel: { ...ONE_GPU },
     offload: 'none',
     fragmentation: 0.05,

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { roundSize, segmentSize, TorchAllocatorModel } from './torch-allocator.js';
+import { roundSize, segmentSize, TorchAllocatorModel } from './torch-caching.js';
 
 const MiB = 1024 * 1024;
 
