@@ -15,7 +15,7 @@ test('bad input: unknown names list the closest, bad configs name the field, imp
   const unknown = await cli(['plan', '--model', 'llama-2-8b']);
   assert.equal(unknown.code, 2);
   assert.match(unknown.err, /Closest: .*llama-2-7b/);
-  const gpu = await cli(['plan', '--model', 'llama-2-7b', '--gpu', 'h20']);
+  const gpu = await cli(['plan', '--model', 'llama-2-7b', '--gpu', 'h300']);
   assert.equal(gpu.code, 2);
   assert.match(gpu.err, /h200/);
   const dir = mkdtempSync(join(tmpdir(), 'gpumem-plan-'));
