@@ -212,7 +212,7 @@ test('bad inputs are refused with the reason by the one check the CLI and the pa
     [{ fsdp: true, zero: 1, given: ['fsdp', 'zero'] }, /--fsdp is ZeRO stage 3: it contradicts --zero 1/],
     [{ flashAttention: true, attention: 'eager', given: ['attention', 'flashAttention'] }, /--flash-attention contradicts --attention eager/],
     [{ lora: 8, framework: 'megatron' }, /contradicts --framework megatron/],
-    [{ hostMemoryBytes: 0 }, /--host-memory/],
+    [{ hostMemory: 0 }, /--host-memory/],
   ];
   for (const [i, why] of bad) assert.throws(() => planOptionsFrom({ ...DEFAULT_INPUTS, ...i }), why, JSON.stringify(i));
   const m = catalogueModel('llama-2-7b');

@@ -3,7 +3,7 @@
  * GPU, compares it with the GPU's capacity, places each part (device, pinned host, NVMe, managed), prices
  * offloading from the link's bandwidth, and when it does not fit, tries the cheapest changes that make it fit.
  */
-import { catalogueGpu, type GpuSpec } from '../catalogue/gpus.js';
+import { catalogueGpu, type GpuSpec, gpuFromMemory } from '../catalogue/gpus.js';
 import { InvalidArgumentError } from '../errors.js';
 import {
   compilesLoss,
@@ -82,18 +82,24 @@ export interface PlanResult {
   notes: string[];
 }
 
-export function machineFromCatalogue(name: string): Machine {
-  const g: GpuSpec = catalogueGpu(name);
+/** A machine of the GPU `g` from the catalogue, or of a capacity given. */
+function machineOf(g: GpuSpec): Machine {
   return {
     name: g.name,
     capacityBytes: g.memoryBytes,
     capacitySource: g.memorySource,
     hostLinkGBps: g.hostLinkGBps,
-    hostLinkSource: 'catalogue: theoretical host link, one way',
+    hostLinkSource: g.assumed[0] ?? 'catalogue: theoretical host link, one way',
     hostMemoryBytes: undefined,
     nvmeGBps: 5,
   };
 }
+
+/** A catalogue GPU's machine. @throws BadInputError for a name the catalogue lacks, listing the closest. */
+export const machineFromCatalogue = (name: string): Machine => machineOf(catalogueGpu(name));
+
+/** A machine for any other GPU: the capacity its runtime reports (`--gpu-memory 24GiB`), the host link assumed. */
+export const machineFromMemory = (text: string): Machine => machineOf(gpuFromMemory(text));
 
 function placements(m: ModelConfig, o: PlanOptions, e: Estimate, mc: Machine): Placement[] {
   const link = mc.hostLinkGBps * 1e9;

@@ -121,6 +121,21 @@ export const litgpt: Framework = {
   cublasWorkspace: true,
   replay: true,
   fsdp: 'fsdp1',
+  refuse: (i, given) => {
+    // LitGPT's fine-tuning scripts always chunk the output layer and the loss (finetune/lora.py, full.py at 00af8b0)
+    if (given('loss') && i.loss !== 'chunked') return `--framework litgpt runs its own chunked loss: it contradicts --loss ${i.loss}`;
+    const refused: Array<[boolean, string]> = [
+      [!!i.compile, i.compile === 'blocks' ? '--compile blocks' : '--compile'],
+      [i.activationOffload, '--activation-offload'],
+      [i.optimizerInBackward, '--optimizer-in-backward'],
+      [i.recompute === 'op', '--recompute op'],
+      [i.precision === 'fp8-torchao', '--precision fp8-torchao'],
+    ];
+    const hit = refused.find(([on]) => on);
+    return hit ? `${hit[1]} is not something LitGPT's fine-tuning scripts do: it contradicts --framework litgpt` : undefined;
+  },
+  // the chunked loss; adapters made under fabric.init_module in the precision's dtype; the bitsandbytes it pins
+  defaults: (i) => ({ loss: 'chunked', loraDtype: i.precision === 'bf16-pure' ? 'bf16' : undefined, bnbVersion: '0.42' }),
   note: () => "LitGPT's fine-tuning scripts: its model code, its 128-token chunked loss, Lightning's bitsandbytes handling",
 };
 

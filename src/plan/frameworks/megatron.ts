@@ -46,6 +46,19 @@ export const megatron: Framework = {
   cublasWorkspace: false,
   replay: false,
   fsdp: 'fsdp2',
+  refuse: (i) => {
+    const compile = i.compile === 'blocks' ? '--compile blocks' : '--compile';
+    const refused: Array<[boolean, string]> = [
+      [i.lora !== undefined, '--lora follows PEFT on PyTorch: it contradicts --framework megatron'],
+      [i.recompute === 'op', "--recompute op is torchtitan's per-op checkpointing: it contradicts --framework megatron"],
+      [i.activationOffload, "--activation-offload is torchtune's: it contradicts --framework megatron"],
+      [!!i.compile, `${compile} is for --framework pytorch`],
+      [i.loss !== 'standard', `--loss ${i.loss} is for --framework pytorch`],
+      [i.precision === 'fp8-torchao', '--precision fp8-torchao is for --framework pytorch (Megatron-style fp8 is --precision fp8)'],
+      [i.fsdp !== false, "--fsdp is PyTorch's: Megatron-LM shards with its distributed optimizer (--zero 1)"],
+    ];
+    return refused.find(([on]) => on)?.[1];
+  },
   note: () => undefined,
 };
 

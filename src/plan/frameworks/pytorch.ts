@@ -31,5 +31,6 @@ export const pytorch: Framework = {
   cublasWorkspace: true,
   replay: true,
   fsdp: 'fsdp2',
+  refuse: () => undefined,
   note: () => 'activations follow PyTorch eager with Hugging Face blocks (see the note on each line); --framework megatron uses Korthikanti et al. 2022',
 };

@@ -4,7 +4,8 @@
  * loop holds between micro-batches, and which options it refuses. One file each (registry.ts lists them).
  */
 import type { ModelConfig } from '../model-config.js';
-import type { TrainOptions } from '../options.js';
+import type { LoraOptions, TrainOptions } from '../options.js';
+import type { InputName, PlanInputs } from '../schema.js';
 import type { BlockContext } from '../program/block-context.js';
 import type { GradStore } from '../program/linear.js';
 import type { LossState } from '../program/loss.js';
@@ -42,6 +43,10 @@ export interface Framework {
    * from its forward to its backward pass, held as one tensor. Undefined: transformers' blocks (program/block.ts).
    */
   formulaBlock?: ((x: BlockContext, o: TrainOptions, moe: boolean) => number) | undefined;
+  /** What the framework refuses of the inputs a person set (`given`), with the reason; undefined: nothing. */
+  refuse(i: PlanInputs, given: (k: InputName) => boolean): string | undefined;
+  /** The defaults the framework's scripts set where the inputs leave them. */
+  defaults?(i: PlanInputs): { loss?: TrainOptions['loss']; loraDtype?: LoraOptions['dtype']; bnbVersion?: string };
   /** A note on how the blocks' activations are counted. */
   note(o: TrainOptions): string | undefined;
 }
