@@ -101,7 +101,7 @@ export const SCHEMA = {
   loraTargets: {
     kind: 'text',
     arg: '<list>',
-    pattern: /^[A-Za-z_][\w.]*(,[A-Za-z_][\w.]*)*$/,
+    pattern: /^(all-linear|[A-Za-z_][\w.]*(\s*,\s*[A-Za-z_][\w.]*)*)$/,
     example: 'q_proj,v_proj or all-linear',
     help: "module names as PEFT takes them (q_proj,v_proj) or all-linear (default: PEFT's default for the model: q_proj,v_proj for Llama-style models, c_attn for GPT-2)",
     applies: ADAPTERS,
@@ -191,7 +191,7 @@ export const SCHEMA = {
   inFlight: { kind: 'int', limit: LIMITS.steps, arg: '<n>', help: 'micro-batches in flight on the first stage (1F1B: --pp)', applies: TRAIN, page: { label: 'micro-batches in flight' } },
   ep: { kind: 'int', default: 1, limit: LIMITS.gpus, arg: '<n>', help: 'expert parallel size', page: { label: 'expert parallel' } },
   offload: { kind: 'choice', choices: ['none', 'optimizer', 'params'], default: 'none', help: 'offload to pinned host memory', applies: TRAIN, page: { label: 'offload' } },
-  hostMemory: { kind: 'bytes', arg: '<size>', help: 'host memory available for offloading, e.g. 512GiB', page: { label: 'host memory (e.g. 512GiB; empty: not checked)' } },
+  hostMemory: { kind: 'bytes', arg: '<size>', help: 'host memory available for offloading, e.g. 512GiB', page: { label: 'host memory, GiB (empty: not checked)' } },
   fragmentation: {
     kind: 'percent',
     arg: '<percent>',
