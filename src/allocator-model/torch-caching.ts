@@ -102,6 +102,14 @@ export class TorchAllocatorModel {
   private reserved = 0;
   private peakAllocated = 0;
   private peakReserved = 0;
+  /** A request found no room even after the cache was released (PyTorch would raise OutOfMemoryError). */
+  outOfMemory = false;
+
+  /**
+   * `capacityBytes`: what cudaMalloc can hand out (the device less what lies outside the allocator); undefined: no
+   * limit, so the cache is never released.
+   */
+  constructor(private readonly capacityBytes?: number) {}
 
   private pool(small: boolean, stream: number): FreeBlocks {
     const key = `${stream}:${small ? 's' : 'l'}`;
@@ -192,6 +200,11 @@ export class TorchAllocatorModel {
 
   private newSegment(size: number, small: boolean, stream: number): Block {
     const bytes = segmentSize(size);
+    // cudaMalloc failing: the allocator frees its cached segments and tries again (release_cached_blocks)
+    if (this.capacityBytes !== undefined && this.reserved + bytes > this.capacityBytes) {
+      this.emptyCache();
+      if (this.reserved + bytes > this.capacityBytes) this.outOfMemory = true;
+    }
     const segment = this.nextSegment++;
     const head: Block = { address: this.nextAddress, size: bytes, segment, stream, small, free: true, prev: undefined, next: undefined };
     // segments lie apart: a gap keeps the model from ever treating two of them as one run

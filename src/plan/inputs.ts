@@ -6,7 +6,7 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import { adapterRefusal } from './adapters.js';
-import { parseEngineVersion } from './engine-versions.js';
+import { parseEngineVersion } from './engines/registry.js';
 import { frameworkOf } from './frameworks/registry.js';
 import type { InferOptions, LoraOptions, Parallelism, PlanOptions, ShardingName, TrainOptions } from './options.js';
 import { checkInputs, DEFAULT_INPUTS, type InputName, LIMITS, type PlanInputs } from './schema.js';

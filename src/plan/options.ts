@@ -2,7 +2,7 @@
 import { InvalidArgumentError } from '../errors.js';
 import type { ModelConfig } from './model-config.js';
 import type { ParamCounts } from './params.js';
-import type { Engine, ServeOptions } from './serve.js';
+import type { Engine, ServeEstimate, ServeOptions } from './serve.js';
 
 export type Precision = 'fp32' | 'amp-bf16' | 'bf16' | 'bf16-pure' | 'fp8' | 'fp8-torchao';
 /** Which tensors hold which dtype under each precision (the CLI's help prints these). */
@@ -252,6 +252,8 @@ export interface Estimate extends PerGpuBytes {
   allocatedPeakBytes: number;
   /** What max_memory_reserved() reports. */
   reservedPeakBytes: number;
+  /** vLLM or SGLang: the KV cache the engine sizes at start-up. */
+  serving?: ServeEstimate | undefined;
 }
 
 /** Whether the attention kernel stores no s x s matrix, for a model at a precision. */

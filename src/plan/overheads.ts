@@ -26,3 +26,7 @@ export function contextLines(o: PlanOptions): Line[] {
     });
   return lines;
 }
+
+/** What cudaMalloc can hand PyTorch's allocator on a GPU of `capacityBytes`: less the context and the loaded kernels. */
+export const allocatorCapacity = (capacityBytes: number | undefined): number | undefined =>
+  capacityBytes === undefined ? undefined : capacityBytes - CONSTANTS.cudaContextBytes.value - CONSTANTS.loadedKernelsBytes.value;

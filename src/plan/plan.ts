@@ -167,7 +167,7 @@ function placements(m: ModelConfig, o: PlanOptions, e: Estimate, mc: Machine): P
 /** The estimate, or undefined for a layout the model does not divide (a variant tried for a suggestion). */
 function tryEstimate(m: ModelConfig, o: PlanOptions, mc?: Machine): Estimate | undefined {
   try {
-    const e = estimate(m, o);
+    const e = estimate(m, o, mc && { name: mc.name, capacityBytes: mc.capacityBytes });
     return mc?.hostMemoryBytes !== undefined && e.hostBytes > mc.hostMemoryBytes ? undefined : e;
   } catch (err) {
     if (err instanceof InvalidArgumentError) return undefined;
@@ -230,9 +230,9 @@ const gibText = (b: number): string => `${(b / 2 ** 30).toFixed(2)} GiB`;
 
 /** The KV cache vLLM or SGLang would give the model on this machine, and what would let it start or hold more. */
 function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' | 'sglang'): PlanResult {
-  estimate(m, o); // checks the parallel layout
-  const s = estimateServe(m, o, engine, o.serve, mc.capacityBytes, mc.name);
-  const lines = s.lines.map(rounded);
+  const e = estimate(m, o, { name: mc.name, capacityBytes: mc.capacityBytes });
+  const s = e.serving!;
+  const lines = e.lines;
   const total = lines.reduce((a, l) => a + l.bytes, 0);
   const c = countParams(m);
   const suggestions: Suggestion[] = [];
@@ -305,7 +305,7 @@ function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' 
 /** Plans `m` under `o` on `mc`. @throws InvalidArgumentError for layouts that do not divide the model. */
 export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
   if (o.mode === 'infer' && o.engine !== 'hf') return planServe(m, o, mc, o.engine);
-  const e = estimate(m, o);
+  const e = estimate(m, o, { name: mc.name, capacityBytes: mc.capacityBytes });
   if (mc.hostMemoryBytes !== undefined && e.hostBytes > mc.hostMemoryBytes)
     throw new InvalidArgumentError(
       `offloading places ${gibText(e.hostBytes)} in pinned host memory (${[

@@ -11,6 +11,8 @@ import { contextLines } from './overheads.js';
 import type { PhasePeak } from './program/walk.js';
 import { Walk } from './program/walk.js';
 import { Replay } from './program/replay.js';
+import { TorchAllocatorModel } from '../allocator-model/torch-caching.js';
+import { allocatorCapacity } from './overheads.js';
 import { type StepSetup, stepSetup } from './program/step-setup.js';
 import { trainProgram } from './program/train-step.js';
 import { tensorsOf } from './program/params-table.js';
@@ -32,16 +34,16 @@ function linesOf(p: PhasePeak | undefined): Line[] {
 const sum = (lines: readonly Line[]): number => lines.reduce((a, l) => a + l.bytes, 0);
 
 /** The allocator replay's figures for the run, or undefined where its framework's tensors are not replayed. */
-export function replayRun(model: ModelConfig, o: TrainOptions, fp32Cast = false): ReturnType<Replay['figures']> | undefined {
+export function replayRun(model: ModelConfig, o: TrainOptions, fp32Cast = false, capacityBytes?: number): ReturnType<Replay['figures']> | undefined {
   const s = setupOf(model, o);
   if (!s.framework.replay) return undefined;
-  const r = new Replay();
+  const r = new Replay(new TorchAllocatorModel(allocatorCapacity(capacityBytes)));
   trainProgram(r, s, { steps: 3, steadyState: false, fp32Cast, beforeLastStep: () => r.resetPeaks() });
   return r.figures();
 }
 
 /** The training estimate for the most-loaded GPU. */
-export function estimateTrain(model: ModelConfig, o: TrainOptions): Estimate {
+export function estimateTrain(model: ModelConfig, o: TrainOptions, capacityBytes?: number): Estimate {
   checkParallel(model, o.parallel);
   const s = setupOf(model, o);
   const walk = new Walk();
@@ -56,7 +58,7 @@ export function estimateTrain(model: ModelConfig, o: TrainOptions): Estimate {
   const other = moments.find((x) => x !== peak);
   const tensors = sum(peak.lines);
   const outside = sum(peak.lines.filter((l) => l.outsideAllocator));
-  const replay = o.fragmentation === undefined ? replayRun(model, o) : undefined;
+  const replay = o.fragmentation === undefined ? replayRun(model, o, false, capacityBytes) : undefined;
   const allocated = replay ? replay.peakAllocatedBytes : tensors - outside;
   const cached = replay
     ? Math.max(0, replay.peakReservedBytes - (tensors - outside))

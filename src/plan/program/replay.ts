@@ -18,7 +18,7 @@ export class Replay implements Mem {
   private live = 0;
   private peakLive = 0;
 
-  constructor(allocator = new TorchAllocatorModel()) {
+  constructor(allocator: TorchAllocatorModel = new TorchAllocatorModel()) {
     this.allocator = allocator;
   }
 
