@@ -10,7 +10,7 @@
  */
 import { BadInputError, isGpuError } from '../../errors.js';
 import { columnsOf, openSqlite, tablesOf, type SqliteDb } from '../../input/sqlite.js';
-import { AllocLevel, Direction, MemKind, SyncKind, classifyApi, type TraceModel } from '../model.js';
+import { AllocLevel, Direction, MemKind, MigrationCause, SyncKind, classifyApi, type TraceModel } from '../model.js';
 
 /** Nsight's copy kinds when the export has no ENUM_CUDA_MEMCPY_OPER table. */
 const COPY_KIND: Record<number, number> = {
@@ -74,6 +74,68 @@ function syncLabel(label: string): number {
   return SyncKind.unknown;
 }
 
+/** A migration cause from an enum label ("User prefetch", "CUDA_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE"). */
+function migrationLabel(label: string): number {
+  const l = label.toUpperCase().replace(/[^A-Z]/g, '');
+  if (/USER/.test(l)) return MigrationCause.userPrefetch;
+  if (/SPECUL|CAUSEPREFETCH$/.test(l)) return MigrationCause.speculativePrefetch;
+  if (/PAGEFAULT|COHERENCE/.test(l)) return MigrationCause.pageFault;
+  if (/EVICT/.test(l)) return MigrationCause.eviction;
+  if (/ACCESSCOUNTER/.test(l)) return MigrationCause.accessCounters;
+  return MigrationCause.unknown;
+}
+
+/** CUPTI's migration causes when the export has no ENUM_CUDA_UNIF_MEM_MIGRATION table (the numbering is CUPTI's). */
+const MIGRATION_CAUSE: Record<number, number> = { 0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 5 };
+
+/** Copy kinds that are unified-memory migrations, by the export's label ("Unified Host-to-Device", "..._UVM_HTOD"). */
+const isUnifiedLabel = (label: string): boolean => /UVM|UNIFIED/i.test(label);
+
+/** A small integer id as the binding gives it (a bigint), or undefined. */
+const smallId = (v: unknown): number | undefined =>
+  typeof v === 'bigint' && v >= 0n && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : typeof v === 'number' && Number.isSafeInteger(v) ? v : undefined;
+
+/**
+ * The GPUs an export names: TARGET_INFO_GPU (id and totalMemory; exports before about 2021 name the device under
+ * deviceId and give no memory), with the memory from TARGET_INFO_CUDA_GPU (globalMemorySize) where that is all
+ * there is.
+ */
+function readDevices(db: SqliteDb, tables: Set<string>, model: TraceModel): void {
+  const pick = (c: Set<string>, ...names: string[]): string | undefined => names.find((n) => c.has(n));
+  for (const [t, idCols, memCols] of [
+    ['TARGET_INFO_GPU', ['id', 'deviceId', 'cuDevice'], ['totalMemory']],
+    ['TARGET_INFO_CUDA_GPU', ['deviceId', 'id'], ['globalMemorySize', 'totalMemory']],
+  ] as const) {
+    if (!tables.has(t)) continue;
+    const c = columnsOf(db, t);
+    const idCol = pick(c, ...idCols);
+    const memCol = pick(c, ...memCols);
+    if (!idCol || !c.has('name')) continue;
+    for (const r of db.all(`SELECT "${idCol}" AS id, name, ${memCol ? `"${memCol}"` : 'NULL'} AS mem FROM "${t}"`)) {
+      const k = smallId(r.id);
+      if (k === undefined || typeof r.name !== 'string' || r.name === '') continue;
+      if (!model.devices.has(k)) model.devices.set(k, r.name);
+      const mem = smallId(r.mem);
+      if (mem !== undefined && mem > 0 && !model.deviceMemory.has(k)) model.deviceMemory.set(k, mem);
+    }
+  }
+}
+
+/**
+ * Whether the run recorded unified-memory page faults: the capture settings say so (META_DATA_CAPTURE's
+ * COLLECT_UVM_CPU_PAGE_FAULTS / COLLECT_UVM_GPU_PAGE_FAULTS, nsys profile --cuda-um-cpu-page-faults /
+ * --cuda-um-gpu-page-faults), whatever the fault tables hold. Older exports create every table whether or not its
+ * activity was traced, so an empty fault table alone does not say that faults were recorded.
+ */
+function faultsTraced(db: SqliteDb, tables: Set<string>): boolean {
+  if (!tables.has('META_DATA_CAPTURE')) return false;
+  const c = columnsOf(db, 'META_DATA_CAPTURE');
+  if (!c.has('name') || !c.has('value')) return false;
+  return db
+    .all("SELECT value FROM META_DATA_CAPTURE WHERE name LIKE '%COLLECT_UVM_%PAGE_FAULTS'")
+    .some((r) => typeof r.value === 'string' && r.value.toLowerCase() === 'true');
+}
+
 /** SQLite files start with this 16-byte header. */
 export const SQLITE_MAGIC = 'SQLite format 3\0';
 
@@ -104,43 +166,41 @@ function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: n
     );
   // nsys --trace=cuda records kernels, copies and runtime calls together (a table is written only where events were)
   model.traced('kernels', 'copies', 'runtime');
+  if (faultsTraced(db, tables)) model.traced('faults');
   const columns = (t: string): Set<string> => columnsOf(db, t);
-  /** A small integer id as the binding gives it (a bigint), or undefined. */
-  const id = (v: unknown): number | undefined =>
-    typeof v === 'bigint' && v >= 0n && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : typeof v === 'number' && Number.isSafeInteger(v) ? v : undefined;
+  const id = smallId;
   const strings = new Map<number, string>();
   if (tables.has('StringIds'))
     for (const r of db.iterate('SELECT id, value FROM StringIds')) {
       const k = id(r.id);
       if (k !== undefined && typeof r.value === 'string') strings.set(k, r.value);
     }
-  if (tables.has('TARGET_INFO_GPU')) {
-    const c = columns('TARGET_INFO_GPU');
-    if (c.has('id') && c.has('name'))
-      for (const r of db.all(`SELECT id, name, ${c.has('totalMemory') ? 'totalMemory' : 'NULL'} AS mem FROM TARGET_INFO_GPU`)) {
-        const k = id(r.id);
-        if (k === undefined || typeof r.name !== 'string') continue;
-        model.devices.set(k, r.name);
-        const mem = id(r.mem);
-        if (mem !== undefined && mem > 0) model.deviceMemory.set(k, mem);
-      }
-  }
+  readDevices(db, tables, model);
   // The export's own enumerations, by label, where it carries them.
-  const enumTable = (t: string, fromLabel: (label: string) => number, fallback: Record<number, number>): Record<number, number> => {
-    if (!tables.has(t)) return fallback;
+  /** An enumeration's labels by id, where the export carries the table. */
+  const labels = (t: string): Map<number, string> | undefined => {
+    if (!tables.has(t)) return undefined;
     const c = columns(t);
     const label = c.has('label') ? 'label' : c.has('name') ? 'name' : undefined;
-    if (!c.has('id') || !label) return fallback;
-    const out: Record<number, number> = {};
+    if (!c.has('id') || !label) return undefined;
+    const out = new Map<number, string>();
     for (const r of db.all(`SELECT id, "${label}" AS label FROM "${t}"`)) {
       const k = id(r.id);
-      if (k !== undefined && typeof r.label === 'string') out[k] = fromLabel(r.label);
+      if (k !== undefined && typeof r.label === 'string') out.set(k, r.label);
     }
     return out;
+  };
+  const enumTable = (t: string, fromLabel: (label: string) => number, fallback: Record<number, number>): Record<number, number> => {
+    const l = labels(t);
+    return l ? Object.fromEntries([...l].map(([k, v]) => [k, fromLabel(v)])) : fallback;
   };
   const memKinds = enumTable('ENUM_CUDA_MEM_KIND', memKindLabel, MEM_KIND);
   const copyKinds = enumTable('ENUM_CUDA_MEMCPY_OPER', copyKindLabel, COPY_KIND);
   const syncTypes = enumTable('ENUM_CUPTI_SYNC_TYPE', syncLabel, SYNC_TYPE);
+  const causes = enumTable('ENUM_CUDA_UNIF_MEM_MIGRATION', migrationLabel, MIGRATION_CAUSE);
+  const copyLabels = labels('ENUM_CUDA_MEMCPY_OPER');
+  // unified-memory copy kinds: by the export's labels, else Nsight's numbering (11-13)
+  const unified = (kind: number): boolean => (copyLabels ? isUnifiedLabel(copyLabels.get(kind) ?? '') : kind >= 11 && kind <= 13);
   let rows = 0;
   /** Rows of a table with the wanted columns (missing optional ones read as NULL); start/end as bigints. */
   const each = function* (t: string, need: string[], optional: string[] = []): Generator<Record<string, unknown>> {
@@ -175,10 +235,22 @@ function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: n
     const [start, end] = span(T, r);
     const copyKind = int(T, 'copyKind', r.copyKind);
     const dir = copyKinds[copyKind] ?? Direction.unknown;
-    // a unified-memory migration (its cause recorded, or a UVM copy kind) moves managed pages, whatever the kinds say
-    const migration = int(T, 'migrationCause', r.migrationCause) > 0 || copyKind >= 11;
-    const src = migration ? MemKind.managed : (memKinds[int(T, 'srcKind', r.srcKind)] ?? MemKind.unknown);
-    const dst = migration ? MemKind.managed : (memKinds[int(T, 'dstKind', r.dstKind)] ?? MemKind.unknown);
+    const cause = int(T, 'migrationCause', r.migrationCause);
+    // a unified-memory migration (a UVM copy kind, or its cause recorded) is the driver moving managed pages: not
+    // one of the program's copies, kept apart from them
+    if (unified(copyKind) || cause > 0) {
+      model.migrations.push({
+        start,
+        end,
+        bytes: int(T, 'bytes', r.bytes),
+        dir,
+        cause: causes[cause] ?? MigrationCause.unknown,
+        device: int(T, 'deviceId', r.deviceId) || 0,
+      });
+      continue;
+    }
+    const src = memKinds[int(T, 'srcKind', r.srcKind)] ?? MemKind.unknown;
+    const dst = memKinds[int(T, 'dstKind', r.dstKind)] ?? MemKind.unknown;
     if ((dir === Direction.HtoD && src === MemKind.unknown) || (dir === Direction.DtoH && dst === MemKind.unknown)) model.hostKindUnknown++;
     model.copies.push({
       start,
@@ -273,7 +345,7 @@ function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: n
   for (const r of each(T, ['start'], ['address']))
     model.faults.push({ time: stamp(T, 'start', r.start), duration: 0, bytes: Number.NaN, kind: 0, address: int(T, 'address', r.address) });
   progress?.(rows);
-  if (model.kernels.length + model.copies.length + model.memsets.length === 0)
+  if (model.kernels.length + model.copies.length + model.memsets.length + model.migrations.length === 0)
     model.note(
       `${file}: the export holds no GPU activity (no kernel, copy or memset; ${model.runtime.length} CUDA API calls): did the GPU work fall outside the profiled range?`,
     );
