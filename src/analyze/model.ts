@@ -109,7 +109,7 @@ export function classifyApi(name: string): number {
   if (/^MemcpyWithStream$/.test(n)) return Api.memcpySync;
   if (/^Memcpy.*Async$/i.test(n)) return Api.memcpyAsync;
   if (/^StreamSynchronize$/i.test(n)) return Api.streamSync;
-  if (/^(Device|Ctx)Synchronize$/i.test(n)) return Api.deviceSync;
+  if (/^(Device|Ctx|Thread)Synchronize$/i.test(n)) return Api.deviceSync;
   if (/^EventSynchronize$/i.test(n)) return Api.eventSync;
   // cuMemCreate / cuMemRelease take and give back physical memory as malloc and free do (virtual memory management)
   if (/^(Malloc|MemAlloc|ExtMallocWithFlags|MallocPitch|MemCreate)$/i.test(n)) return Api.malloc;
@@ -123,8 +123,10 @@ export function classifyApi(name: string): number {
   if (/^(FreeAsync|MemFreeAsync)$/i.test(n)) return Api.freeAsync;
   if (/^(HostRegister|MemHostRegister)$/i.test(n)) return Api.hostRegister;
   if (/^MemPrefetch(Async|BatchAsync)$/i.test(n)) return Api.memPrefetch;
-  if (/^(LaunchKernel|LaunchKernelExC|LaunchKernelEx|ModuleLaunchKernel|ExtLaunchKernel|LaunchCooperativeKernel|GraphLaunch)/i.test(n)) return Api.launch;
-  if (/^Memset/i.test(n)) return Api.memset;
+  if (/^(Launch$|LaunchKernel|LaunchKernelExC|LaunchKernelEx|ModuleLaunchKernel|ExtLaunchKernel|LaunchCooperativeKernel|GraphLaunch)/i.test(n))
+    return Api.launch;
+  // case matters: cudaMemSetAccess and cudaMemSetMemPool set attributes, they fill nothing
+  if (/^Memset/.test(n)) return Api.memset;
   return Api.other;
 }
 
@@ -237,7 +239,7 @@ export class TraceModel {
   /** Whose GPU the trace comes from, by its formats and device names; undefined when it does not say. */
   vendor(): 'amd' | 'nvidia' | undefined {
     if ([...this.formats].some((f) => f.startsWith('rocprof'))) return 'amd';
-    if (this.formats.has('nsys-sqlite')) return 'nvidia';
+    if (['nsys-sqlite', 'nvvp', 'nvprof-csv'].some((f) => this.formats.has(f))) return 'nvidia';
     const names = [...this.devices.values()].join(' ');
     if (/\b(AMD|Instinct|Radeon|gfx\d)/i.test(names)) return 'amd';
     if (/\b(NVIDIA|Tesla|GeForce|Quadro|A100|H100|H200|B200|V100|A10G|L40)/i.test(names)) return 'nvidia';
