@@ -104,17 +104,7 @@ export interface AnalyzeOptions {
 }
 
 /** Formats that record the same activity (kernels, copies, API calls), each with its own clock. */
-const PROFILER_FORMATS: readonly TraceFormat[] = [
-  'kineto',
-  'rocpd',
-  'rocprofv3-json',
-  'rocprof-csv',
-  'rocprof-json',
-  'rocprof-db',
-  'nsys-sqlite',
-  'nvvp',
-  'nvprof-csv',
-];
+const PROFILER_FORMATS: readonly TraceFormat[] = TRACE_FORMATS.filter((f) => f !== 'memory-snapshot' && f !== 'alloc-log');
 /** Which profiler format a folder's files are read in when it holds several: the one that records the most. */
 const FOLDER_PREFERENCE: readonly TraceFormat[] = [
   'rocpd',

@@ -8,26 +8,14 @@
  * types 1 event, 2 stream wait, 3 stream, 4 context (ENUM_CUPTI_SYNC_TYPE). Recent exports carry these tables and
  * they are read where present (by their labels); older exports do not, and get the numbering above.
  */
-import { BadInputError, isGpuError } from '../../errors.js';
-import { columnsOf, openSqlite, tablesOf, type SqliteDb } from '../../input/sqlite.js';
+import { BadInputError } from '../../errors.js';
+import { columnsOf, tablesOf, type SqliteDb } from '../../input/sqlite.js';
+import { readDatabase, sqliteRows } from './sqlite-rows.js';
+import { CUPTI_COPY_KIND, CUPTI_SYNC_TYPE, pushCopy, readKernels, readMemsets, readSyncs } from './cupti-records.js';
 import { AllocLevel, Direction, MemKind, MigrationCause, SyncKind, classifyApi, type TraceModel } from '../model.js';
 
-/** Nsight's copy kinds when the export has no ENUM_CUDA_MEMCPY_OPER table. */
-const COPY_KIND: Record<number, number> = {
-  1: Direction.HtoD,
-  2: Direction.DtoH,
-  3: Direction.HtoD,
-  4: Direction.DtoH,
-  5: Direction.DtoD,
-  6: Direction.DtoD,
-  7: Direction.DtoD,
-  8: Direction.DtoD,
-  9: Direction.HtoH,
-  10: Direction.PtoP,
-  11: Direction.HtoD,
-  12: Direction.DtoH,
-  13: Direction.DtoD,
-};
+/** Nsight's copy kinds when the export has no ENUM_CUDA_MEMCPY_OPER table: CUPTI's, and 11-13 for unified memory. */
+const COPY_KIND: Record<number, number> = { ...CUPTI_COPY_KIND, 11: Direction.HtoD, 12: Direction.DtoH, 13: Direction.DtoD };
 /** Nsight's memory kinds when the export has no ENUM_CUDA_MEM_KIND table. */
 const MEM_KIND: Record<number, number> = {
   0: MemKind.pageable,
@@ -39,8 +27,6 @@ const MEM_KIND: Record<number, number> = {
   6: MemKind.managed,
   7: MemKind.unknown,
 };
-/** Nsight's synchronisation types when the export has no ENUM_CUPTI_SYNC_TYPE table. */
-const SYNC_TYPE: Record<number, number> = { 1: SyncKind.event, 2: SyncKind.streamWait, 3: SyncKind.stream, 4: SyncKind.device };
 
 /** A memory kind from an enum label ("Pageable", "CUDA_MEMOPR_MEMORY_KIND_PINNED", "Managed Static"). */
 function memKindLabel(label: string): number {
@@ -144,15 +130,7 @@ export const SQLITE_MAGIC = 'SQLite format 3\0';
  * @throws BadInputError when the file is not SQLite or not an nsys export, or holds values of the wrong type.
  */
 export async function importNsys(file: string, model: TraceModel, progress?: (rows: number) => void): Promise<void> {
-  const db = openSqlite(file, { what: 'an Nsight Systems export' });
-  try {
-    read(db, file, model, progress);
-  } catch (e) {
-    if (isGpuError(e)) throw e;
-    throw new BadInputError(`cannot read it as an nsys export: ${(e as Error).message}`, file, { cause: e });
-  } finally {
-    db.close();
-  }
+  readDatabase(file, 'an Nsight Systems export', (db) => read(db, file, model, progress));
   model.formats.add('nsys-sqlite');
 }
 
@@ -196,39 +174,13 @@ function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: n
   };
   const memKinds = enumTable('ENUM_CUDA_MEM_KIND', memKindLabel, MEM_KIND);
   const copyKinds = enumTable('ENUM_CUDA_MEMCPY_OPER', copyKindLabel, COPY_KIND);
-  const syncTypes = enumTable('ENUM_CUPTI_SYNC_TYPE', syncLabel, SYNC_TYPE);
+  const syncTypes = enumTable('ENUM_CUPTI_SYNC_TYPE', syncLabel, CUPTI_SYNC_TYPE);
   const causes = enumTable('ENUM_CUDA_UNIF_MEM_MIGRATION', migrationLabel, MIGRATION_CAUSE);
   const copyLabels = labels('ENUM_CUDA_MEMCPY_OPER');
   // unified-memory copy kinds: by the export's labels, else Nsight's numbering (11-13)
   const unified = (kind: number): boolean => (copyLabels ? isUnifiedLabel(copyLabels.get(kind) ?? '') : kind >= 11 && kind <= 13);
-  let rows = 0;
-  /** Rows of a table with the wanted columns (missing optional ones read as NULL); start/end as bigints. */
-  const each = function* (t: string, need: string[], optional: string[] = []): Generator<Record<string, unknown>> {
-    if (!tables.has(t)) return;
-    const have = columns(t);
-    for (const c of need) if (!have.has(c)) throw new BadInputError(`table ${t} has no ${c} column`, file);
-    const cols = [...need, ...optional].map((c) => (have.has(c) ? `"${c}"` : `NULL AS "${c}"`)).join(', ');
-    for (const r of db.iterate(`SELECT ${cols} FROM "${t}"`)) {
-      if (++rows % 200_000 === 0) progress?.(rows);
-      yield r;
-    }
-  };
-  const int = (t: string, c: string, v: unknown): number => {
-    if (v === null || v === undefined) return Number.NaN;
-    if (typeof v === 'bigint' && v >= 0n && v <= 2n ** 63n) return Number(v);
-    if (typeof v === 'number' && Number.isFinite(v)) return v;
-    throw new BadInputError(`table ${t} column ${c} holds ${typeof v === 'string' ? JSON.stringify(v.slice(0, 30)) : String(v)}, not an integer`, file);
-  };
-  const stamp = (t: string, c: string, v: unknown): number => {
-    if (typeof v === 'bigint' || (typeof v === 'number' && Number.isFinite(v))) return model.time(v);
-    throw new BadInputError(`table ${t} column ${c} holds ${String(v).slice(0, 30)}, not a timestamp`, file);
-  };
-  const span = (t: string, r: Record<string, unknown>): [number, number] => {
-    const s = stamp(t, 'start', r.start);
-    const e = stamp(t, 'end', r.end);
-    if (e < s) throw new BadInputError(`table ${t}: a row ends before it starts`, file);
-    return [s, e];
-  };
+  const rows = sqliteRows(db, tables, file, model, progress);
+  const { each, int, stamp, span } = rows;
 
   let T = 'CUPTI_ACTIVITY_KIND_MEMCPY';
   for (const r of each(T, ['start', 'end', 'bytes', 'copyKind'], ['srcKind', 'dstKind', 'streamId', 'deviceId', 'correlationId', 'migrationCause'])) {
@@ -251,39 +203,12 @@ function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: n
     }
     const src = memKinds[int(T, 'srcKind', r.srcKind)] ?? MemKind.unknown;
     const dst = memKinds[int(T, 'dstKind', r.dstKind)] ?? MemKind.unknown;
-    if ((dir === Direction.HtoD && src === MemKind.unknown) || (dir === Direction.DtoH && dst === MemKind.unknown)) model.hostKindUnknown++;
-    model.copies.push({
-      start,
-      end,
-      dir,
-      src,
-      dst,
-      bytes: int(T, 'bytes', r.bytes),
-      stream: int(T, 'streamId', r.streamId) || 0,
-      device: int(T, 'deviceId', r.deviceId) || 0,
-      correlation: int(T, 'correlationId', r.correlationId),
-      hostAddr: Number.NaN,
-      op: -1,
-    });
+    pushCopy(model, rows, T, r, { start, end, dir, src, dst });
   }
-  T = 'CUPTI_ACTIVITY_KIND_MEMSET';
-  for (const r of each(T, ['start', 'end'], ['bytes', 'streamId', 'deviceId'])) {
-    const [start, end] = span(T, r);
-    model.memsets.push({
-      start,
-      end,
-      bytes: int(T, 'bytes', r.bytes),
-      stream: int(T, 'streamId', r.streamId) || 0,
-      device: int(T, 'deviceId', r.deviceId) || 0,
-    });
-  }
-  T = 'CUPTI_ACTIVITY_KIND_KERNEL';
-  for (const r of each(T, ['start', 'end'], ['shortName', 'demangledName', 'streamId', 'deviceId'])) {
-    const [start, end] = span(T, r);
-    model.kernels.push({ start, end, stream: int(T, 'streamId', r.streamId) || 0, device: int(T, 'deviceId', r.deviceId) || 0 });
-    const id = r.shortName ?? r.demangledName;
-    model.addKernelName(strings.get(int(T, 'shortName', id)) ?? 'kernel', end - start);
-  }
+  readMemsets(model, rows, 'CUPTI_ACTIVITY_KIND_MEMSET');
+  readKernels(model, rows, 'CUPTI_ACTIVITY_KIND_KERNEL', ['shortName', 'demangledName'], (r) =>
+    strings.get(int('KERNEL', 'shortName', r.shortName ?? r.demangledName)),
+  );
   T = 'CUPTI_ACTIVITY_KIND_RUNTIME';
   // Exports taken with --cudabacktrace hold some calls twice, an outer row with the call chain and an inner one, both
   // with the call's correlation id: one call is kept once.
@@ -305,19 +230,7 @@ function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: n
       correlation,
     });
   }
-  T = 'CUPTI_ACTIVITY_KIND_SYNCHRONIZATION';
-  for (const r of each(T, ['start', 'end'], ['streamId', 'syncType', 'correlationId'])) {
-    const [start, end] = span(T, r);
-    const stream = int(T, 'streamId', r.streamId);
-    const type = int(T, 'syncType', r.syncType);
-    model.syncs.push({
-      start,
-      end,
-      stream: Number.isNaN(stream) ? -1 : stream,
-      kind: syncTypes[type] ?? SyncKind.unknown,
-      correlation: int(T, 'correlationId', r.correlationId),
-    });
-  }
+  readSyncs(model, rows, 'CUPTI_ACTIVITY_KIND_SYNCHRONIZATION', 'syncType', syncTypes);
   T = 'CUDA_GPU_MEMORY_USAGE_EVENTS';
   for (const r of each(T, ['start', 'bytes', 'memoryOperationType'], ['address', 'deviceId', 'memKind'])) {
     const op = int(T, 'memoryOperationType', r.memoryOperationType);
@@ -344,7 +257,7 @@ function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: n
   T = 'CUDA_UM_CPU_PAGE_FAULT_EVENTS';
   for (const r of each(T, ['start'], ['address']))
     model.faults.push({ time: stamp(T, 'start', r.start), duration: 0, bytes: Number.NaN, kind: 0, address: int(T, 'address', r.address) });
-  progress?.(rows);
+  progress?.(rows.rows);
   if (model.kernels.length + model.copies.length + model.memsets.length + model.migrations.length === 0)
     model.note(
       `${file}: the export holds no GPU activity (no kernel, copy or memset; ${model.runtime.length} CUDA API calls): did the GPU work fall outside the profiled range?`,

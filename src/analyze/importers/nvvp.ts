@@ -7,24 +7,13 @@
  * 10 PtoP (CUpti_ActivityMemcpyKind). Unified memory is CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER: bytes moved per
  * direction (the flags hold the migration cause) and page faults.
  */
-import { BadInputError, isGpuError } from '../../errors.js';
-import { columnsOf, openSqlite, tablesOf, type SqliteDb } from '../../input/sqlite.js';
-import { Direction, MemKind, MigrationCause, SyncKind, classifyApi, type TraceModel } from '../model.js';
+import { BadInputError } from '../../errors.js';
+import { columnsOf, tablesOf, type SqliteDb } from '../../input/sqlite.js';
+import { Direction, MemKind, MigrationCause, classifyApi, type TraceModel } from '../model.js';
 import { DRIVER_CBID, RUNTIME_CBID } from './cupti-cbid.js';
+import { readDatabase, sqliteRows, type SqliteRows } from './sqlite-rows.js';
+import { CUPTI_COPY_KIND, CUPTI_SYNC_TYPE, pushCopy, readKernels, readMemsets, readSyncs } from './cupti-records.js';
 
-/** CUpti_ActivityMemcpyKind. */
-const COPY_KIND: Record<number, number> = {
-  1: Direction.HtoD,
-  2: Direction.DtoH,
-  3: Direction.HtoD,
-  4: Direction.DtoH,
-  5: Direction.DtoD,
-  6: Direction.DtoD,
-  7: Direction.DtoD,
-  8: Direction.DtoD,
-  9: Direction.HtoH,
-  10: Direction.PtoP,
-};
 /** CUpti_ActivityMemoryKind. */
 const MEM_KIND: Record<number, number> = {
   0: MemKind.unknown,
@@ -36,8 +25,6 @@ const MEM_KIND: Record<number, number> = {
   6: MemKind.device,
   7: MemKind.managed,
 };
-/** CUpti_ActivitySynchronizationType. */
-const SYNC_TYPE: Record<number, number> = { 1: SyncKind.event, 2: SyncKind.streamWait, 3: SyncKind.stream, 4: SyncKind.device };
 /** CUpti_ActivityUnifiedMemoryCounterKind: the byte counters, as directions. */
 const UM_BYTES: Record<number, number> = { 1: Direction.HtoD, 2: Direction.DtoH, 8: Direction.DtoD };
 const UM_CPU_PAGE_FAULT = 3;
@@ -60,15 +47,7 @@ export function isNvprofDatabase(db: SqliteDb, tables: Set<string>): boolean {
  * @throws BadInputError when it holds no activity gpumem reads, or values of the wrong type.
  */
 export async function importNvvp(file: string, model: TraceModel, progress?: (rows: number) => void): Promise<void> {
-  const db = openSqlite(file, { what: 'an nvprof database' });
-  try {
-    read(db, file, model, progress);
-  } catch (e) {
-    if (isGpuError(e)) throw e;
-    throw new BadInputError(`cannot read it as an nvprof database: ${(e as Error).message}`, file, { cause: e });
-  } finally {
-    db.close();
-  }
+  readDatabase(file, 'an nvprof database', (db) => read(db, file, model, progress));
   model.formats.add('nvvp');
 }
 
@@ -90,35 +69,10 @@ function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: n
     model.note(
       `${file}: the run collected metrics or events (nvprof --metrics / --events), which replays each kernel: kernel times are those of the replays, and copies and API calls are recorded only where their tables hold rows`,
     );
-  let rows = 0;
+  const rows = sqliteRows(db, tables, file, model, progress);
+  const { each, int, span } = rows;
   const strings = new Map<number, string>();
-  if (tables.has('StringTable'))
-    for (const r of db.iterate('SELECT _id_ AS id, value FROM StringTable')) if (typeof r.value === 'string') strings.set(num(r.id), r.value);
-  const each = function* (t: string, need: string[], optional: string[] = []): Generator<Record<string, unknown>> {
-    if (!tables.has(t)) return;
-    const have = columnsOf(db, t);
-    for (const c of need) if (!have.has(c)) throw new BadInputError(`table ${t} has no ${c} column`, file);
-    const cols = [...need, ...optional].map((c) => (have.has(c) ? `"${c}"` : `NULL AS "${c}"`)).join(', ');
-    for (const r of db.iterate(`SELECT ${cols} FROM "${t}"`)) {
-      if (++rows % 200_000 === 0) progress?.(rows);
-      yield r;
-    }
-  };
-  const int = (t: string, c: string, v: unknown): number => {
-    if (v === null || v === undefined) return Number.NaN;
-    const n = num(v);
-    if (Number.isNaN(n)) throw new BadInputError(`table ${t} column ${c} holds ${String(v).slice(0, 30)}, not an integer`, file);
-    return n;
-  };
-  const span = (t: string, r: Record<string, unknown>): [number, number] => {
-    for (const c of ['start', 'end'] as const)
-      if (typeof r[c] !== 'bigint' && typeof r[c] !== 'number')
-        throw new BadInputError(`table ${t} column ${c} holds ${String(r[c]).slice(0, 30)}, not a timestamp`, file);
-    const s = model.time(r.start as bigint);
-    const e = model.time(r.end as bigint);
-    if (e < s) throw new BadInputError(`table ${t}: a row ends before it starts`, file);
-    return [s, e];
-  };
+  for (const r of each('StringTable', ['_id_', 'value'])) if (typeof r.value === 'string') strings.set(int('StringTable', '_id_', r._id_), r.value);
   for (const r of each('CUPTI_ACTIVITY_KIND_DEVICE', ['id', 'name'], ['globalMemorySize'])) {
     const name = strings.get(int('DEVICE', 'name', r.name));
     const id = int('DEVICE', 'id', r.id);
@@ -130,41 +84,14 @@ function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: n
   for (const T of ['CUPTI_ACTIVITY_KIND_MEMCPY', 'CUPTI_ACTIVITY_KIND_MEMCPY2'])
     for (const r of each(T, ['start', 'end', 'bytes', 'copyKind'], ['srcKind', 'dstKind', 'streamId', 'deviceId', 'correlationId'])) {
       const [start, end] = span(T, r);
-      const dir = COPY_KIND[int(T, 'copyKind', r.copyKind)] ?? Direction.unknown;
+      const dir = CUPTI_COPY_KIND[int(T, 'copyKind', r.copyKind)] ?? Direction.unknown;
       const src = MEM_KIND[int(T, 'srcKind', r.srcKind)] ?? MemKind.unknown;
       const dst = MEM_KIND[int(T, 'dstKind', r.dstKind)] ?? MemKind.unknown;
-      if ((dir === Direction.HtoD && src === MemKind.unknown) || (dir === Direction.DtoH && dst === MemKind.unknown)) model.hostKindUnknown++;
-      model.copies.push({
-        start,
-        end,
-        dir,
-        src,
-        dst,
-        bytes: int(T, 'bytes', r.bytes),
-        stream: int(T, 'streamId', r.streamId) || 0,
-        device: int(T, 'deviceId', r.deviceId) || 0,
-        correlation: int(T, 'correlationId', r.correlationId),
-        hostAddr: Number.NaN,
-        op: -1,
-      });
+      pushCopy(model, rows, T, r, { start, end, dir, src, dst });
     }
-  let T = 'CUPTI_ACTIVITY_KIND_MEMSET';
-  for (const r of each(T, ['start', 'end'], ['bytes', 'streamId', 'deviceId'])) {
-    const [start, end] = span(T, r);
-    model.memsets.push({
-      start,
-      end,
-      bytes: int(T, 'bytes', r.bytes),
-      stream: int(T, 'streamId', r.streamId) || 0,
-      device: int(T, 'deviceId', r.deviceId) || 0,
-    });
-  }
+  readMemsets(model, rows, 'CUPTI_ACTIVITY_KIND_MEMSET');
   for (const K of ['CUPTI_ACTIVITY_KIND_KERNEL', 'CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL'])
-    for (const r of each(K, ['start', 'end'], ['name', 'streamId', 'deviceId'])) {
-      const [start, end] = span(K, r);
-      model.kernels.push({ start, end, stream: int(K, 'streamId', r.streamId) || 0, device: int(K, 'deviceId', r.deviceId) || 0 });
-      model.addKernelName(strings.get(int(K, 'name', r.name)) ?? 'kernel', end - start);
-    }
+    readKernels(model, rows, K, ['name'], (r) => strings.get(int(K, 'name', r.name)));
   for (const [A, names] of [
     ['CUPTI_ACTIVITY_KIND_RUNTIME', RUNTIME_CBID],
     ['CUPTI_ACTIVITY_KIND_DRIVER', DRIVER_CBID],
@@ -180,31 +107,15 @@ function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: n
         correlation: int(A, 'correlationId', r.correlationId),
       });
     }
-  T = 'CUPTI_ACTIVITY_KIND_SYNCHRONIZATION';
-  for (const r of each(T, ['start', 'end'], ['type', 'streamId', 'correlationId'])) {
-    const [start, end] = span(T, r);
-    const stream = int(T, 'streamId', r.streamId);
-    model.syncs.push({
-      start,
-      end,
-      stream: Number.isNaN(stream) || stream === 0xffffffff ? -1 : stream,
-      kind: SYNC_TYPE[int(T, 'type', r.type)] ?? SyncKind.unknown,
-      correlation: int(T, 'correlationId', r.correlationId),
-    });
-  }
-  readUnifiedMemory(each, int, span, model);
-  progress?.(rows);
+  readSyncs(model, rows, 'CUPTI_ACTIVITY_KIND_SYNCHRONIZATION', 'type', CUPTI_SYNC_TYPE);
+  readUnifiedMemory(rows, model);
+  progress?.(rows.rows);
   if (model.kernels.length + model.copies.length + model.memsets.length + model.migrations.length === 0)
     model.note(`${file}: the database holds no GPU activity (no kernel, copy or memset; ${model.runtime.length} CUDA API calls)`);
 }
 
 /** Unified-memory counters: bytes moved as migrations (the flags hold the cause), and page faults. */
-function readUnifiedMemory(
-  each: (t: string, need: string[], optional?: string[]) => Generator<Record<string, unknown>>,
-  int: (t: string, c: string, v: unknown) => number,
-  span: (t: string, r: Record<string, unknown>) => [number, number],
-  model: TraceModel,
-): void {
+function readUnifiedMemory({ each, int, span }: SqliteRows, model: TraceModel): void {
   const T = 'CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER';
   let any = false;
   for (const r of each(T, ['start', 'end', 'counterKind', 'value'], ['address', 'flags'])) {
@@ -225,10 +136,4 @@ function readUnifiedMemory(
   }
   // nvprof's unified-memory profiling records transfers and faults together: counters in the table say it was on
   if (any) model.traced('faults');
-}
-
-/** A number from an SQLite integer (bigint), or NaN. */
-function num(v: unknown): number {
-  if (typeof v === 'bigint') return v >= -(2n ** 63n) && v <= 2n ** 63n ? Number(v) : Number.NaN;
-  return typeof v === 'number' && Number.isFinite(v) ? v : Number.NaN;
 }
