@@ -77,11 +77,11 @@ export function detectTraceFormat(file: string): TraceFormat {
   if (rocprofCsvKind(headerOf(first))) return 'rocprof-csv';
   if (text.includes('\0'))
     throw new BadInputError(
-      'a binary file gpumem does not read (formats: Kineto JSON, rocprofv3 database, CSV or JSON, rocprof CSV or JSON, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation logs)',
+      'a binary file gpumem does not read (formats: Kineto JSON, rocprofv3 database, CSV or JSON, rocprof CSV or JSON, nsys SQLite export, nvprof CSV or .nvvp, PyTorch memory snapshot, gpumem/RMM allocation logs)',
       file,
     );
   throw new BadInputError(
-    `not a trace gpumem reads (first line: ${JSON.stringify(first.slice(0, 80))}); formats: Kineto JSON, rocprofv3 database, CSV or JSON, rocprof CSV or JSON, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation logs`,
+    `not a trace gpumem reads (first line: ${JSON.stringify(first.slice(0, 80))}); formats: Kineto JSON, rocprofv3 database, CSV or JSON, rocprof CSV or JSON, nsys SQLite export, nvprof CSV or .nvvp, PyTorch memory snapshot, gpumem/RMM allocation logs`,
     file,
   );
 }

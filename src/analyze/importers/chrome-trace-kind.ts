@@ -109,6 +109,13 @@ export class ChromeTraceSignature {
     return this.apiCalls;
   }
 
+  /** Events named as copies by their direction ("[MEMCPY] HtoD", "Memcpy DtoH"), which are not CUDA calls. */
+  private copyRecords(): number {
+    let n = 0;
+    for (const [name, k] of this.names) if (/memcpy|\bcopy\b/i.test(name) && /\b(HtoD|DtoH|DtoD|H2D|D2H|D2D)\b/.test(name) && !GPU_API_NAME.test(name)) n += k;
+    return n;
+  }
+
   /** What the trace is, when it is not Kineto's and holds no GPU calls: for the refusal. */
   describe(): string {
     const has = (re: RegExp): boolean => [...this.names.keys()].some((n) => re.test(n));
@@ -132,6 +139,8 @@ export class ChromeTraceSignature {
     else if (proc(/^\/(device|host):/i)) tool = 'a TensorFlow or JAX profiler trace (the trace viewer JSON of TensorBoard)';
     else if (cat(/devtools\.timeline|^blink|^toplevel|^disabled-by-default-/)) tool = 'a Chromium browser performance trace';
     else if (cat(/^node(\.|$)|^v8(\.|$)/)) tool = 'a Node.js trace-events log';
+    else if (this.copyRecords() > 0)
+      tool = `a Chrome trace of GPU activity from a tool other than the PyTorch profiler, with ${this.copyRecords()} copy records named by direction but no byte counts (what gpumem's copy rules rest on)`;
     else tool = 'a Chrome trace from a tool other than the PyTorch profiler';
     return `${tool}: ${what}, none of them PyTorch profiler (Kineto) events or CUDA / HIP calls. gpumem reads the PyTorch profiler's trace (torch.profiler export_chrome_trace), an nsys SQLite export, rocprof output, or Chrome traces of CUDA calls with byte counts`;
   }

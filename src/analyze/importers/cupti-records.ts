@@ -84,7 +84,7 @@ export function readSyncs(model: TraceModel, { each, int, span }: SqliteRows, T:
     model.syncs.push({
       start,
       end,
-      stream: Number.isNaN(stream) || stream === 0xffffffff ? -1 : stream,
+      stream: Number.isNaN(stream) || stream < 0 || stream === 0xffffffff ? -1 : stream,
       kind: types[int(T, typeColumn, r[typeColumn])] ?? SyncKind.unknown,
       correlation: int(T, 'correlationId', r.correlationId),
     });

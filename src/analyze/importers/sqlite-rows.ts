@@ -46,7 +46,8 @@ export function sqliteRows(db: SqliteDb, tables: Set<string>, file: string, mode
     },
     int(t, c, v) {
       if (v === null || v === undefined) return Number.NaN;
-      if (typeof v === 'bigint' && v >= 0n && v <= 2n ** 63n) return Number(v);
+      // signed: nvprof stores thread and stream ids as signed 32-bit integers (-1 for none)
+      if (typeof v === 'bigint' && v >= -(2n ** 63n) && v <= 2n ** 63n) return Number(v);
       if (typeof v === 'number' && Number.isFinite(v)) return v;
       throw new BadInputError(`table ${t} column ${c} holds ${typeof v === 'string' ? JSON.stringify(v.slice(0, 30)) : String(v)}, not an integer`, file);
     },
