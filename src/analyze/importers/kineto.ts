@@ -1,7 +1,8 @@
 /**
  * PyTorch profiler (Kineto) Chrome traces, .json or .json.gz, read as a stream: the CUDA flavour names copies
  * "Memcpy HtoD (Pageable -> Device)", the ROCm flavour "Memcpy HtoD (Host -> Device)" or "CopyHostToDevice", which
- * does not say whether the host side was pinned. Timestamps are microseconds with fractions.
+ * does not say whether the host side was pinned. Timestamps are microseconds with fractions. A Chrome trace that
+ * another tool wrote is told apart (chrome-trace-kind.ts): read as its CUDA / HIP calls, or refused naming it.
  */
 import { BadInputError } from '../../errors.js';
 import { walkJsonChunked } from '../../input/json-chunks.js';

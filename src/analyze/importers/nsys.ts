@@ -6,7 +6,8 @@
  * static, 6 managed static, 7 unknown (ENUM_CUDA_MEM_KIND); copy kinds 1 HtoD, 2 DtoH, 3 HtoA, 4 AtoH, 5 AtoA, 6 AtoD,
  * 7 DtoA, 8 DtoD, 9 HtoH, 10 PtoP, 11-13 unified-memory HtoD / DtoH / DtoD (ENUM_CUDA_MEMCPY_OPER); synchronisation
  * types 1 event, 2 stream wait, 3 stream, 4 context (ENUM_CUPTI_SYNC_TYPE). Recent exports carry these tables and
- * they are read where present (by their labels); older exports do not, and get the numbering above.
+ * they are read where present (by their labels); older exports do not, and get the numbering above. Copies of the
+ * unified-memory kinds are the driver's page migrations, kept apart from the program's copies (model.migrations).
  */
 import { BadInputError } from '../../errors.js';
 import { columnsOf, tablesOf, type SqliteDb } from '../../input/sqlite.js';
