@@ -22,12 +22,14 @@ export { estimateInfer } from './infer.js';
 export interface EstimateDevice {
   name: string;
   capacityBytes: number;
+  /** GPUs joined by NVLink (a serving engine's collectives take more memory there); default true. */
+  nvlink?: boolean;
 }
 
 /** The GPU a plan is made for when none is named: the CLI's default. */
 export const DEFAULT_DEVICE = (): EstimateDevice => {
   const g = catalogueGpu('h200');
-  return { name: g.name, capacityBytes: g.memoryBytes };
+  return { name: g.name, capacityBytes: g.memoryBytes, nvlink: true };
 };
 
 /**

@@ -90,7 +90,7 @@ export function estimateInfer(m: ModelConfig, o: InferOptions, capacityBytes?: n
         },
   ];
   const lines = [...peakLines, ...over];
-  const fields = fieldsOver([prefill, decode], over);
+  const fields = { ...fieldsOver([peakLines], over), ...Object.fromEntries(Object.entries(walk.fieldMaxima()).filter(([k]) => k !== 'overheadBytes')) };
   return {
     ...fields,
     totalBytes: Math.round(fields.totalBytes),
@@ -106,6 +106,7 @@ export function estimateInfer(m: ModelConfig, o: InferOptions, capacityBytes?: n
     offloadBytesPerStep: 0,
     params: c,
     localParams: localParams(c, m, p),
+    fullLines: [...walk.tagMaxima().entries()].sort(([a], [b]) => a.id - b.id).map(([t, bytes]) => ({ name: t.name, bytes, note: t.note(bytes), field: t.field })),
     allocatedPeakBytes: replay ? replay.peakAllocatedBytes : Math.round(tensors),
     reservedPeakBytes: replay ? replay.peakReservedBytes : Math.round(tensors + cached),
   };

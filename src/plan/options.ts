@@ -254,6 +254,8 @@ export interface Estimate extends PerGpuBytes {
   reservedPeakBytes: number;
   /** vLLM or SGLang: the KV cache the engine sizes at start-up. */
   serving?: ServeEstimate | undefined;
+  /** Every line at its full size: the most it held at any moment of the step (empty for a serving engine). */
+  fullLines: Line[];
 }
 
 /** Whether the attention kernel stores no s x s matrix, for a model at a precision. */

@@ -33,6 +33,8 @@ export interface Machine {
   hostLinkSource: string;
   hostMemoryBytes: number | undefined;
   nvmeGBps: number;
+  /** GPU to GPU bandwidth one way, GB/s, where GPUs are joined by NVLink or Infinity Fabric; undefined: over PCIe. */
+  peerGBps?: number | undefined;
 }
 
 export interface Placement {
@@ -92,8 +94,12 @@ function machineOf(g: GpuSpec): Machine {
     hostLinkSource: g.assumed[0] ?? 'catalogue: theoretical host link, one way',
     hostMemoryBytes: undefined,
     nvmeGBps: 5,
+    peerGBps: g.peerGBps,
   };
 }
+
+/** The estimate's view of a machine. */
+const deviceOf = (mc: Machine) => ({ name: mc.name, capacityBytes: mc.capacityBytes, nvlink: (mc.peerGBps ?? 0) > mc.hostLinkGBps });
 
 /** A catalogue GPU's machine. @throws BadInputError for a name the catalogue lacks, listing the closest. */
 export const machineFromCatalogue = (name: string): Machine => machineOf(catalogueGpu(name));
@@ -167,7 +173,7 @@ function placements(m: ModelConfig, o: PlanOptions, e: Estimate, mc: Machine): P
 /** The estimate, or undefined for a layout the model does not divide (a variant tried for a suggestion). */
 function tryEstimate(m: ModelConfig, o: PlanOptions, mc?: Machine): Estimate | undefined {
   try {
-    const e = estimate(m, o, mc && { name: mc.name, capacityBytes: mc.capacityBytes });
+    const e = estimate(m, o, mc && deviceOf(mc));
     return mc?.hostMemoryBytes !== undefined && e.hostBytes > mc.hostMemoryBytes ? undefined : e;
   } catch (err) {
     if (err instanceof InvalidArgumentError) return undefined;
@@ -230,7 +236,7 @@ const gibText = (b: number): string => `${(b / 2 ** 30).toFixed(2)} GiB`;
 
 /** The KV cache vLLM or SGLang would give the model on this machine, and what would let it start or hold more. */
 function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' | 'sglang'): PlanResult {
-  const e = estimate(m, o, { name: mc.name, capacityBytes: mc.capacityBytes });
+  const e = estimate(m, o, deviceOf(mc));
   const s = e.serving!;
   const lines = e.lines;
   const total = lines.reduce((a, l) => a + l.bytes, 0);
@@ -305,7 +311,7 @@ function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' 
 /** Plans `m` under `o` on `mc`. @throws InvalidArgumentError for layouts that do not divide the model. */
 export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
   if (o.mode === 'infer' && o.engine !== 'hf') return planServe(m, o, mc, o.engine);
-  const e = estimate(m, o, { name: mc.name, capacityBytes: mc.capacityBytes });
+  const e = estimate(m, o, deviceOf(mc));
   if (mc.hostMemoryBytes !== undefined && e.hostBytes > mc.hostMemoryBytes)
     throw new InvalidArgumentError(
       `offloading places ${gibText(e.hostBytes)} in pinned host memory (${[

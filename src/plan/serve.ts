@@ -80,7 +80,15 @@ export function servedWeightBytes(m: ModelConfig, o: InferOptions): number {
  * depend on it), following the engine release in o.serve.engineVersion.
  * @throws InvalidArgumentError for a release gpumem does not follow.
  */
-export function estimateServe(m: ModelConfig, o: InferOptions, engine: 'vllm' | 'sglang', s: ServeOptions, capacityBytes: number, gpuName = ''): ServeEstimate {
+export function estimateServe(
+  m: ModelConfig,
+  o: InferOptions,
+  engine: 'vllm' | 'sglang',
+  s: ServeOptions,
+  capacityBytes: number,
+  gpuName = '',
+  nvlink = true,
+): ServeEstimate {
   const v = parseEngineVersion(engine, s.engineVersion);
   const e = ENGINES[engine];
   const p = o.parallel;
@@ -90,7 +98,7 @@ export function estimateServe(m: ModelConfig, o: InferOptions, engine: 'vllm' | 
   const kvBytesPerToken = perLayer * layersHere;
   const weights = servedWeightBytes(m, o);
   const asked = s.maxModelLen ?? m.maxPositions ?? o.prompt + o.newTokens;
-  const mem = e.memory({ m, o: { ...o, serve: s }, weightsBytes: weights, capacityBytes, gpuName, version: v, maxModelLen: asked });
+  const mem = e.memory({ m, o: { ...o, serve: s }, weightsBytes: weights, capacityBytes, gpuName, nvlink, version: v, maxModelLen: asked });
   const maxModelLen = mem.maxModelLen;
   const held = mem.inside.reduce((a, l) => a + l.bytes, 0);
   const kv = Math.max(0, mem.budgetBytes - held);
@@ -142,9 +150,9 @@ export function estimateServe(m: ModelConfig, o: InferOptions, engine: 'vllm' | 
  * the budget; the device's peak is their sum.
  * @throws InvalidArgumentError for a layout the model does not divide or a release gpumem does not follow
  */
-export function serveEstimate(m: ModelConfig, o: InferOptions, engine: 'vllm' | 'sglang', device: { name: string; capacityBytes: number }): Estimate {
+export function serveEstimate(m: ModelConfig, o: InferOptions, engine: 'vllm' | 'sglang', device: { name: string; capacityBytes: number; nvlink?: boolean }): Estimate {
   checkParallel(m, o.parallel);
-  const s = estimateServe(m, o, engine, o.serve, device.capacityBytes, device.name);
+  const s = estimateServe(m, o, engine, o.serve, device.capacityBytes, device.name, device.nvlink ?? true);
   const lines = s.lines.map((l) => ({ ...l, bytes: Math.round(l.bytes) }));
   const fields = fieldsOf(lines);
   const c = countParams(m);
@@ -166,5 +174,6 @@ export function serveEstimate(m: ModelConfig, o: InferOptions, engine: 'vllm' | 
     allocatedPeakBytes: allocated,
     reservedPeakBytes: allocated,
     serving: s,
+    fullLines: [],
   };
 }

@@ -65,10 +65,8 @@ export function estimateTrain(model: ModelConfig, o: TrainOptions, capacityBytes
     : (tensors - outside) * (o.fragmentation ?? CONSTANTS.fragmentationShare.value);
   const over = [...contextLines(o), ...s.strategy.overheads(s), cachedLine(cached, replay !== undefined, o.fragmentation)];
   const lines = [...peak.lines, ...over];
-  const fields = fieldsOver(
-    moments.map((x) => x.lines),
-    over,
-  );
+  // each kind at its full size: the most the walk saw of it at any moment of the step
+  const fields = { ...fieldsOver([peak.lines], over), ...Object.fromEntries(Object.entries(walk.fieldMaxima()).filter(([k]) => k !== 'overheadBytes')) };
   return {
     ...fields,
     totalBytes: Math.round(fields.totalBytes),
@@ -85,6 +83,7 @@ export function estimateTrain(model: ModelConfig, o: TrainOptions, capacityBytes
     offloadBytesPerStep: s.layout.offloadBytesPerStep + 2 * offloadedBytes(s),
     params: s.c,
     localParams: tensorsOf(s.table).reduce((a, { t, count }) => a + (t.adapter ? 0 : t.numel * count), 0),
+    fullLines: [...walk.tagMaxima().entries()].sort(([a], [b]) => a.id - b.id).map(([t, bytes]) => ({ name: t.name, bytes, note: t.note(bytes), field: t.field })),
     allocatedPeakBytes: Math.round(allocated),
     reservedPeakBytes: Math.round(allocated + cached),
   };

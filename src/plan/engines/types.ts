@@ -34,6 +34,8 @@ export interface EngineRequest {
   weightsBytes: number;
   capacityBytes: number;
   gpuName: string;
+  /** The GPUs are joined by NVLink (peer copies faster than the host link). */
+  nvlink: boolean;
   version: EngineVersion;
   maxModelLen: number;
 }

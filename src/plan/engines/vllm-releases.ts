@@ -55,24 +55,28 @@ const BY_MEMORY: Scheduler = { kind: 'v1-memory', excludeA100: true, b200Tier: f
 /** The releases gpumem follows, oldest first. */
 export const VLLM_RELEASES: readonly VllmRelease[] = [
   // worker.py l.171 init_gpu_memory after set_device, before the distributed init; l.231 a free-memory difference
-  // (reserved) after profile_run; sampler.py: sort, mask, softmax, cumsum, scatter: ~8 copies on the driver rank
-  { ...V0, from: '0.6', nonTorch: 'before-nccl', activation: 'reserved', scheduler: { kind: 'v0', chunk: 512 }, sampler: { copies: 8, tritonBuffer: false }, windows: 'gemma2-capped' },
+  // (reserved) after profile_run. The sampler (sampler.py: the fp32 logits, sort, masks, softmax, cumsum, scatter,
+  // then log-softmax and probabilities) on the driver rank, whose block count the engine takes: 10 copies, as
+  // vllm-project/vllm#10511's log printed it (a 1.26 GiB peak for 256 requests of a 128256-token vocabulary: 10.3
+  // copies; the sort alone keeps about 8 alive, the rest not traced)
+  { ...V0, from: '0.6', nonTorch: 'before-nccl', activation: 'reserved', scheduler: { kind: 'v0', chunk: 512 }, sampler: { copies: 10, tritonBuffer: false }, windows: 'gemma2-capped' },
   // worker.py l.201 allocated_bytes.all.peak, l.211 the device's whole use less PyTorch's (context included)
-  { ...V0, from: '0.6.4', nonTorch: 'whole-device', scheduler: { kind: 'v0', chunk: 512 }, sampler: { copies: 8, tritonBuffer: false }, windows: 'uniform' },
+  { ...V0, from: '0.6.4', nonTorch: 'whole-device', scheduler: { kind: 'v0', chunk: 512 }, sampler: { copies: 10, tritonBuffer: false }, windows: 'uniform' },
   // #10511: baseline_memory_in_bytes taken in init_device, before NCCL; chunked prefill's default 2048 (#10544)
-  { ...V0, from: '0.6.5', nonTorch: 'before-nccl', scheduler: { kind: 'v0', chunk: 2048 }, sampler: { copies: 8, tritonBuffer: false }, windows: 'uniform' },
-  // V1: gpu_worker.py l.169-183 total x util - allocated peak - (device used - torch allocated); all-gathered logits on every rank
-  { ...V1, from: '0.8', nonTorch: 'whole-device', scheduler: { kind: 'v1-name' }, sampler: { copies: 8, tritonBuffer: false }, windows: 'uniform' },
-  // #15478: the cumulative sum in place (7 copies)
-  { ...V1, from: '0.8.3', nonTorch: 'whole-device', scheduler: { kind: 'v1-name' }, sampler: { copies: 7, tritonBuffer: false }, windows: 'uniform' },
+  { ...V0, from: '0.6.5', nonTorch: 'before-nccl', scheduler: { kind: 'v0', chunk: 2048 }, sampler: { copies: 10, tritonBuffer: false }, windows: 'uniform' },
+  // V1: gpu_worker.py l.169-183 total x util - allocated peak - (device used - torch allocated); all-gathered logits on
+  // every rank. The sort-based top-k/top-p (topk_topp_sampler.py) keeps 8 copies alive in the code (7 from #15478's
+  // in-place cumulative sum); the start-ups published with their figures show about 10 (vllm-project/vllm#21348 at
+  // 0.9.2: 8.11 GiB of KV cache), as V0's did: the planner follows the start-ups until the Triton kernel
+  { ...V1, from: '0.8', nonTorch: 'whole-device', scheduler: { kind: 'v1-name' }, sampler: { copies: 10, tritonBuffer: false }, windows: 'uniform' },
   // #17073: the scheduler's defaults by device memory
-  { ...V1, from: '0.8.5', nonTorch: 'whole-device', scheduler: { kind: 'v1-memory', excludeA100: false, b200Tier: false }, sampler: { copies: 7, tritonBuffer: false }, windows: 'uniform' },
-  // #17885: A100s out of the large tier; the pip wheel has no FlashInfer (its sampler needs it): the native 7 copies
-  { ...V1, from: '0.9', nonTorch: 'whole-device', scheduler: BY_MEMORY, sampler: { copies: 7, tritonBuffer: false }, windows: 'uniform' },
+  { ...V1, from: '0.8.5', nonTorch: 'whole-device', scheduler: { kind: 'v1-memory', excludeA100: false, b200Tier: false }, sampler: { copies: 10, tritonBuffer: false }, windows: 'uniform' },
+  // #17885: A100s out of the large tier; the pip wheel has no FlashInfer (its sampler needs it): the native path
+  { ...V1, from: '0.9', nonTorch: 'whole-device', scheduler: BY_MEMORY, sampler: { copies: 10, tritonBuffer: false }, windows: 'uniform' },
   // #19312: init_snapshot before init_worker_distributed_environment; #17996: the hybrid KV cache manager
-  { ...V1, from: '0.9.1', nonTorch: 'before-nccl', scheduler: BY_MEMORY, sampler: { copies: 7, tritonBuffer: false } },
+  { ...V1, from: '0.9.1', nonTorch: 'before-nccl', scheduler: BY_MEMORY, sampler: { copies: 10, tritonBuffer: false } },
   // #25359: the snapshot after NCCL's initialisation; NCCL's buffers for large all-reduces appear in the profiling pass
-  { ...V1, from: '0.11', nonTorch: 'after-nccl', scheduler: BY_MEMORY, sampler: { copies: 7, tritonBuffer: false } },
+  { ...V1, from: '0.11', nonTorch: 'after-nccl', scheduler: BY_MEMORY, sampler: { copies: 10, tritonBuffer: false } },
   // #33538: Triton top-k/top-p in place for 8 requests or more (3.5 copies and its cached buffer)
   { ...V1, from: '0.16', nonTorch: 'after-nccl', scheduler: BY_MEMORY, sampler: { copies: 3.5, tritonBuffer: true } },
   // #38284: utilisation 0.92, CUDA graphs estimated before sizing; #40376: FlashInfer's sampler on; #41069: printed tokens

@@ -24,8 +24,10 @@ const GiB = 2 ** 30;
 export const VLLM_CONSTANTS = {
   /** The CUDA context and what loads with it (cuBLAS, kernels): the device's non-torch use at TP 1 less its growth. */
   contextBytes: { value: 1.59 * GiB, source: 'estimate: 1.79 GiB non-torch at TP 1 on an H100 (vllm-project/vllm#10511) less the 0.2 GiB growth below' },
-  /** NCCL's and the custom all-reduce's buffers at TP 2 or more. */
+  /** NCCL's and the custom all-reduce's buffers at TP 2 or more between GPUs joined by NVLink. */
   ncclBytes: { value: 1.79 * GiB, source: 'estimate: 3.58 - 1.79 GiB non-torch at TP 2 and TP 1 on H100s (vllm-project/vllm#10511)' },
+  /** The same over PCIe, where vLLM's custom all-reduce is off (it needs peer access) and NCCL's buffers are small. */
+  ncclPcieBytes: { value: 0.25 * GiB - 0.2 * GiB, source: 'estimate: 0.25 GiB non-torch at TP 2 on RTX 4090s (vllm-project/vllm#13061) less the growth below' },
   /** What appears outside PyTorch during the profiling pass at TP 1. */
   growthBytes: { value: 0.2 * GiB, source: 'estimate: 0.09-0.35 GiB in published start-up logs' },
   /** CUDA graphs of the default capture sizes. */
@@ -70,9 +72,9 @@ function profilePeak(m: ModelConfig, o: InferOptions, row: VllmRelease, T: numbe
 }
 
 /** What the release counts outside PyTorch inside its budget, and what lies outside it. */
-function outsideTorch(row: VllmRelease, tp: number): { counted: number; outside: number; note: string } {
+function outsideTorch(row: VllmRelease, tp: number, nvlink: boolean): { counted: number; outside: number; note: string } {
   const c = VLLM_CONSTANTS;
-  const nccl = tp > 1 ? c.ncclBytes.value : 0;
+  const nccl = tp > 1 ? (nvlink ? c.ncclBytes.value : c.ncclPcieBytes.value) : 0;
   switch (row.nonTorch) {
     case 'whole-device':
       return { counted: c.contextBytes.value + c.growthBytes.value + nccl, outside: 0, note: "the device's use less PyTorch's: context, cuBLAS, NCCL" };
@@ -101,7 +103,7 @@ function vllmMemory(r: EngineRequest): EngineMemory {
   const T = s.maxNumBatchedTokens ?? defaults.tokens;
   const S = Math.min(s.maxNumSeqs ?? defaults.seqs, T);
   const peak = profilePeak(m, o, row, T, S);
-  const nonTorch = outsideTorch(row, o.parallel.tp);
+  const nonTorch = outsideTorch(row, o.parallel.tp, r.nvlink);
   const graphs = s.enforceEager ? 0 : VLLM_CONSTANTS.graphsBytes.value;
   const graphsInside = row.graphs === 'inside' && !usesV2(row, m);
   const inside: Line[] = [

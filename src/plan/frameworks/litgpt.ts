@@ -52,6 +52,7 @@ function dequantisedOutput(mem: Mem, s: StepSetup): H {
 
 /** The previous micro-batch's tensors the loop holds: its logits, and its quantised layers' inputs before 0.43.2. */
 function holdPrevious(mem: Mem, s: StepSetup, logits: H): void {
+  mem.retag(logits, previousLogitsTag(s));
   const held = [logits];
   if (quantisedBase(s.o.lora) && s.o.lora?.quantKeepsInput) {
     const perToken = s.table.denseLayers * quantInputsPerToken(s.x.m, computeBytes(s.o));
@@ -90,14 +91,14 @@ export const litgpt: Framework = {
     const C = computeBytes(s.o);
     const final = finalNorm(mem, s, hidden);
     const d = dequantisedOutput(mem, s);
-    const logits = mem.alloc(C * V * s.tokens, previousLogitsTag(s));
+    const logits = mem.alloc(C * V * s.tokens, s.tags.line('loss: logits (LitGPT, 128-token chunks)', 'logitsBytes', "the loop's `logits` list, in the logits' dtype"));
     mem.free(d);
     // the loop's `logits` is reassigned once the forward pass returns, `loss` once the new loss exists
     mem.free(...(previous.get(s) ?? []));
     previous.delete(s);
     const logprobs = mem.alloc(
       C * V * s.tokens,
-      s.tags.line('loss: logits and log-probabilities (LitGPT, 128-token chunks)', 'logitsBytes', "cross_entropy's log_softmax output, in the logits' dtype"),
+      s.tags.line('loss: log-probabilities (LitGPT, in the logits\' dtype)', 'logitsBytes', "cross_entropy's log_softmax output: no fp32 upcast"),
     );
     return { kind: 'chunked', chunks: [logprobs, logits], final, lse: 0 };
   },
@@ -140,5 +141,5 @@ export const litgpt: Framework = {
 };
 
 function previousLogitsTag(s: StepSetup) {
-  return s.tags.line('logits (LitGPT: held by the loop until the next forward pass returns)', 'logitsBytes', "the loop's `logits` list, reassigned only after the next forward pass");
+  return s.tags.line('previous micro-batch: its logits (LitGPT loop)', 'logitsBytes', "the loop's `logits` list is reassigned only after the next forward pass returns");
 }

@@ -19,6 +19,8 @@ export interface LossState {
   final: H[];
   /** The compiled loss's log-sum-exp. */
   lse: H;
+  /** Liger's fused loss: the output layer's gradient, made in the forward pass. */
+  weightGrad?: H | undefined;
 }
 
 /** The tags of the loss's lines. */
@@ -41,14 +43,29 @@ export function finalNorm(mem: Mem, s: StepSetup, input: H): H[] {
   const h = m.hidden;
   const gpt = m.family === 'gpt';
   const ln = gpt ? (x.autocast ? 4 : R) : R;
-  // LayerNorm keeps its input (fp32 under autocast); RMSNorm its fp32 copy and, when its weight trains, its output
-  const norm = gpt ? ln * h : 4 * h + (full ? R * h : 0);
-  const output = keptInputBytes(h, ln, [{ trains: full, adapted: !!x.lora?.output }], x);
-  const kept = [mem.alloc((norm + output) * x.tokens, s.tags.final)];
+  // LayerNorm keeps its input (fp32 under autocast); RMSNorm its fp32 copy and, when its weight trains, its output;
+  // compiled with the blocks and the loss as one graph (no checkpoint), what the partitioner keeps (compiledFinal)
+  const perToken =
+    compilesLoss(s.o) && s.policy.forward === 'compiled'
+      ? compiledFinal(s)
+      : (gpt ? ln * h : 4 * h + (full ? R * h : 0)) + keptInputBytes(h, ln, [{ trains: full, adapted: !!x.lora?.output }], x);
+  const kept = [mem.alloc(perToken * x.tokens, s.tags.final)];
   mem.free(input);
   // autocast's bf16 copy of an fp32 output layer, kept by its matmul
   if (x.autocast && x.weightBytes === 4 && full) kept.push(mem.alloc((2 * m.vocab * h) / x.tp, x.tags.autocast));
   return kept;
+}
+
+/**
+ * What the compiled model keeps once, after the last block, per token: the final norm's statistics and, when the
+ * output layer trains, its input; and the causal mask transformers materialises for SDPA under tracing (2 bytes x
+ * seq per token, one per distinct mask: two with sliding-window layers).
+ */
+function compiledFinal(s: StepSetup): number {
+  const { C, m } = s.x;
+  const output = s.x.full || !!s.x.lora?.output;
+  const masks = m.slidingWindow !== undefined && m.slidingLayers > 0 ? 2 : 1;
+  return 4 + (output ? C * m.hidden : 0) + masks * 2 * s.o.seq;
 }
 
 /** The loss's forward pass from the last block's output `hidden`. */
@@ -64,7 +81,11 @@ export function lossForward(mem: Mem, s: StepSetup, hidden: H): LossState {
     // Liger: logits a chunk at a time, the input's gradient (and the output layer's) made in the forward pass
     const chunk = Math.max(1, Math.ceil((V * C) / (m.hidden * C)));
     mem.free(mem.alloc((C * V * T) / chunk, x.tags.transient), mem.alloc((4 * V * T) / chunk, x.tags.transient));
-    return { kind, chunks: [mem.alloc(x.R * m.hidden * x.tokens, tags.fused)], final, lse: 0 };
+    const out = s.table.ends.find((t) => t.key === 'lm_head') ?? s.table.ends.find((t) => t.key === 'embed');
+    const weightGrad = out?.trains
+      ? mem.alloc(out.numel * x.gradBytes, s.tags.line("loss: the output layer's gradient, computed in the forward pass", 'logitsBytes', 'Liger saves it for the backward pass'))
+      : 0;
+    return { kind, chunks: [mem.alloc(x.R * m.hidden * x.tokens, tags.fused)], final, lse: 0, weightGrad };
   }
   const n = kind === 'chunked' ? CONSTANTS.chunkedLossChunks.value : 1;
   const logits: H[] = [];
@@ -94,8 +115,10 @@ export function lossBackward(mem: Mem, s: StepSetup, loss: LossState, grads: Gra
   const T = s.tokens;
   const h = m.hidden;
   const tags = lossTags(s);
-  if (loss.kind === 'fused') mem.free(...loss.chunks);
-  else if (loss.kind === 'compiled') {
+  if (loss.kind === 'fused') {
+    mem.free(...loss.chunks);
+    adoptWeightGrad(mem, s, loss.weightGrad ?? 0, grads);
+  } else if (loss.kind === 'compiled') {
     // the compiled loss's backward: the logits' 16-bit gradient from the logits and the log-sum-exp; run in the
     // model's graph without a checkpoint, two logit-sized buffers (measured on an H200: fixtures/plan/
     // measured-peaks-h200-compile.json's fit rows)
@@ -111,6 +134,17 @@ export function lossBackward(mem: Mem, s: StepSetup, loss: LossState, grads: Gra
   } else chunkedBackward(mem, s, loss.chunks, tags.grads);
   outputGrads(mem, s, grads, loss.kind === 'fused');
   mem.free(...loss.final);
+}
+
+/** The fused loss's output-layer gradient becomes param.grad in the backward pass (or is added into it). */
+function adoptWeightGrad(mem: Mem, s: StepSetup, h: H, grads: GradStore): void {
+  if (!h) return;
+  const key = s.table.ends.some((t) => t.key === 'lm_head') ? 'lm_head' : 'embed';
+  if (grads.has(key) || s.x.gradsLeave || s.x.gradSink) mem.free(h);
+  else {
+    mem.retag(h, s.x.tags.paramGrads);
+    grads.set(key, h);
+  }
 }
 
 /** The cross-entropy's backward pass a chunk at a time: two fp32 logit-sized tensors, the 16-bit gradient, the input's. */
@@ -137,9 +171,10 @@ function chunkedBackward(mem: Mem, s: StepSetup, chunks: H[], tag: Tag): void {
 /** The output layer's weight gradient (a tied output layer's is the embedding's) and its adapter's. */
 export function outputGrads(mem: Mem, s: StepSetup, grads: GradStore, inForward: boolean): void {
   const x = s.x;
-  void inForward;
   const out = s.table.ends.find((t) => t.key === 'lm_head') ?? s.table.ends.find((t) => t.key === 'embed');
-  if (out?.trains) weightGrad(mem, x, out.key, out.numel * x.gradBytes, 0, grads);
+  if (out?.trains && !inForward) weightGrad(mem, x, out.key, out.numel * x.gradBytes, 0, grads);
+  const norm = s.table.ends.find((t) => t.key === 'norm');
+  if (norm?.trains) weightGrad(mem, x, 'norm', norm.numel * x.gradBytes, 0, grads);
   const adapter = s.table.ends.find((t) => t.key === 'lm_head.lora');
   if (adapter) weightGrad(mem, x, adapter.key, adapter.numel * (x.lora?.adapterBytes ?? 4), 0, grads);
 }

@@ -219,7 +219,8 @@ function formulaBackward(mem: Mem, s: StepSetup, run: StepSetup['layers'][number
 /** Another micro-batch in flight on this pipeline stage: what its blocks keep, held until its backward pass. */
 function otherInFlight(mem: Mem, s: StepSetup): H[] {
   const perToken = s.layers.reduce((a, r) => a + r.count * r.keptPerToken, 0);
-  return [mem.alloc(perToken * s.x.tokens, s.policy.keepsInput ? s.tags.checkpoint : s.tags.kept)];
+  const tag = s.framework.formulaBlock ? s.tags.formula : s.policy.keepsInput ? s.tags.checkpoint : s.tags.kept;
+  return [mem.alloc(perToken * s.x.tokens, tag)];
 }
 
 function releaseInFlight(mem: Mem, hs: H[]): void {

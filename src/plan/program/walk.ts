@@ -3,6 +3,7 @@
  * live then, by tag. Repeats are folded (mem.ts): a body runs once, its peak and net bytes count for every iteration,
  * so a 126-layer model costs what one layer costs. `exact` unrolls them instead (the check that folding is exact).
  */
+import { LINE_FIELDS, type LineField } from '../options.js';
 import { type H, type Mem, type Phase, type Runs, type Tag, unrolled } from './mem.js';
 
 /** The peak of one moment: its bytes and the bytes of each tag then. */
@@ -13,15 +14,22 @@ export interface PhasePeak {
 
 const PHASES: readonly Phase[] = ['load', 'forward', 'backward', 'optimizer-step', 'prefill', 'decode'];
 const PHASE_INDEX = new Map(PHASES.map((p, i) => [p, i]));
+const FIELD_INDEX = new Map(LINE_FIELDS.map((f, i) => [f, i]));
 
 /** One level of repeats being walked: bytes relative to its start, by tag id; each phase's peak and tags then. */
 class Frame {
   cur = 0;
+  /** Bytes of each field now, and the most each held (relative to the frame's start). */
+  readonly fields = new Float64Array(LINE_FIELDS.length);
+  readonly fieldMax = new Float64Array(LINE_FIELDS.length);
   tags: Float64Array;
+  /** The most each tag held (relative to the frame's start). */
+  tagMax: Float64Array;
   readonly peak = new Float64Array(PHASES.length).fill(Number.NEGATIVE_INFINITY);
   readonly peakTags: Float64Array[] = [];
   constructor(size: number) {
     this.tags = new Float64Array(size);
+    this.tagMax = new Float64Array(size);
   }
 
   /** Records the current bytes as phase `i`'s peak. */
@@ -41,6 +49,7 @@ export class Walk implements Mem {
   private tagOf = new Int32Array(1024);
   private count = 1;
   private readonly tagList: Tag[] = [];
+  private readonly fieldOfTag: number[] = [];
   private current = 0;
 
   constructor(private readonly exact = false) {
@@ -70,7 +79,15 @@ export class Walk implements Mem {
     const from = this.tagOf[h] as number;
     f.tags[from] = (f.tags[from] as number) - b;
     f.tags[tag.id] = (f.tags[tag.id] as number) + b;
+    if ((f.tags[tag.id] as number) > (f.tagMax[tag.id] as number)) f.tagMax[tag.id] = f.tags[tag.id] as number;
+    this.moveField(f, this.fieldOfTag[from] as number, -b);
+    this.moveField(f, this.fieldOfTag[tag.id] as number, b);
     this.tagOf[h] = tag.id;
+  }
+
+  private moveField(f: Frame, i: number, bytes: number): void {
+    f.fields[i] = (f.fields[i] as number) + bytes;
+    if ((f.fields[i] as number) > (f.fieldMax[i] as number)) f.fieldMax[i] = f.fields[i] as number;
   }
 
   phase(p: Phase): void {
@@ -107,6 +124,23 @@ export class Walk implements Mem {
     return out;
   }
 
+  /** The most each tag held at any moment of the run: each line at its full size. */
+  tagMaxima(): Map<Tag, number> {
+    const top = this.top();
+    const out = new Map<Tag, number>();
+    top.tagMax.forEach((b, id) => {
+      const tag = this.tagList[id];
+      if (b > 0.5 && tag) out.set(tag, b);
+    });
+    return out;
+  }
+
+  /** The most each field held at any moment of the run: each kind at its full size. */
+  fieldMaxima(): Record<LineField, number> {
+    const top = this.top();
+    return Object.fromEntries(LINE_FIELDS.map((f, i) => [f, top.fieldMax[i] as number])) as Record<LineField, number>;
+  }
+
   /** Bytes live now (at the end of a run: what outlives the step). */
   get liveBytes(): number {
     return this.top().cur;
@@ -118,12 +152,16 @@ export class Walk implements Mem {
 
   private see(tag: Tag): void {
     this.tagList[tag.id] = tag;
+    this.fieldOfTag[tag.id] = FIELD_INDEX.get(tag.field) as number;
     if (tag.id < this.size) return;
     while (tag.id >= this.size) this.size *= 2;
     for (const f of this.frames) {
       const t = new Float64Array(this.size);
       t.set(f.tags);
       f.tags = t;
+      const tm = new Float64Array(this.size);
+      tm.set(f.tagMax);
+      f.tagMax = tm;
       f.peakTags.forEach((p, i) => {
         const q = new Float64Array(this.size);
         q.set(p);
@@ -145,6 +183,8 @@ export class Walk implements Mem {
     const f = this.top();
     f.cur += bytes;
     f.tags[tag] = (f.tags[tag] as number) + bytes;
+    if ((f.tags[tag] as number) > (f.tagMax[tag] as number)) f.tagMax[tag] = f.tags[tag] as number;
+    this.moveField(f, this.fieldOfTag[tag] as number, bytes);
     if (bytes > 0 && f.cur > (f.peak[this.current] as number)) f.mark(this.current);
   }
 
@@ -165,6 +205,17 @@ export class Walk implements Mem {
       parent.peakTags[i] = tags;
     }
     parent.cur += child.cur * n;
-    for (let j = 0; j < child.tags.length; j++) parent.tags[j] = (parent.tags[j] as number) + (child.tags[j] as number) * n;
+    for (let j = 0; j < child.tags.length; j++) {
+      const d = child.tags[j] as number;
+      const most = (parent.tags[j] as number) + (child.tagMax[j] as number) + Math.max(0, d) * (n - 1);
+      if (most > (parent.tagMax[j] as number)) parent.tagMax[j] = most;
+      parent.tags[j] = (parent.tags[j] as number) + d * n;
+    }
+    for (let i = 0; i < LINE_FIELDS.length; i++) {
+      const d = child.fields[i] as number;
+      const most = (parent.fields[i] as number) + (child.fieldMax[i] as number) + Math.max(0, d) * (n - 1);
+      if (most > (parent.fieldMax[i] as number)) parent.fieldMax[i] = most;
+      parent.fields[i] = (parent.fields[i] as number) + d * n;
+    }
   }
 }
