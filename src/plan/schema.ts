@@ -205,7 +205,8 @@ export const SCHEMA = {
  * of inputs a person set (given, or a switch turned on).
  */
 export const RULES: ReadonlyArray<(i: PlanInputs, given: (k: InputName) => boolean) => string | undefined> = [
-  (i, g) => (i.fsdp !== false && g('zero') && i.zero !== 0 ? `--fsdp and --zero ${i.zero} are two strategies: choose one` : undefined),
+  // FSDP shards what ZeRO's stage 3 does: --zero 3 beside it says the same; another stage is DeepSpeed's
+  (i, g) => (i.fsdp !== false && g('zero') && i.zero !== 3 ? `--fsdp and --zero ${i.zero} are two strategies: choose one` : undefined),
   (i, g) => (i.flashAttention && g('attention') && i.attention !== 'flash' ? `--flash-attention contradicts --attention ${i.attention}` : undefined),
   (i) => (i.context !== undefined && i.mode === 'infer' && i.context <= i.newTokens ? `--context ${i.context} must exceed --new-tokens ${i.newTokens}` : undefined),
   (i) =>

@@ -216,6 +216,20 @@ export class Keeper {
     return this.mode === 'eager';
   }
 
+  /**
+   * A keeper for layers whose inputs another op keeps (a one-norm parallel block's MLP): their own per-token saves are
+   * dropped, what is kept by the weight (an autocast copy) stays this keeper's.
+   */
+  withoutInputs(): Keeper {
+    const outer = this;
+    const inner = new Keeper(this.mem, this.x, this.mode, this.borrowed);
+    inner.keep = (h: H): void => {
+      if (h !== outer.borrowed) outer.pending.push(h);
+    };
+    inner.keepBytes = (h: H, bytes: number, stage: Stage, tag?: Tag): void => outer.keepBytes(h, bytes, stage, tag);
+    return inner;
+  }
+
   /** Frees what a pass without autograd held (a no-op when recording). */
   flush(): void {
     this.f(...this.pending);

@@ -222,10 +222,7 @@ function gptAttention(k: Keeper, outs: H[], d: ReturnType<typeof blockDims>): vo
 
 /** Linear layers reading an input another op keeps, keeping nothing of their own (a one-norm parallel block's MLP). */
 function linearsKeepingNothing(k: Keeper, input: H, xb: number, ls: Lin[], extras: MatmulExtras): H[] {
-  const none = new Keeper(k.mem, k.x, 'nograd', -1);
-  const outs = linears(none, input, xb, ls, 'mlp-in', extras, true);
-  none.flush();
-  return outs;
+  return linears(k.withoutInputs(), input, xb, ls, 'mlp-in', extras, true);
 }
 
 /** GELU and the down projection: transformers' Python formula (four tensors, three kept) or one fused kernel. */
