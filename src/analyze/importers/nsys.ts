@@ -9,7 +9,7 @@
  * they are read where present (by their labels); older exports do not, and get the numbering above.
  */
 import { BadInputError, isGpuError } from '../../errors.js';
-import { columnsOf, openSqlite, tablesOf, type SqliteDb } from '../../input/sqlite.js';
+import { columnsOf, expectTables, openSqlite, tablesOf, type SqliteDb } from '../../input/sqlite.js';
 import { AllocLevel, Direction, MemKind, SyncKind, classifyApi, type TraceModel } from '../model.js';
 
 /** Nsight's copy kinds when the export has no ENUM_CUDA_MEMCPY_OPER table. */
@@ -74,6 +74,19 @@ function syncLabel(label: string): number {
   return SyncKind.unknown;
 }
 
+/** The other tables the reader reads, besides the four activity tables that mark an export. */
+const NSYS_TABLES = [
+  'StringIds',
+  'TARGET_INFO_GPU',
+  'ENUM_CUDA_MEM_KIND',
+  'ENUM_CUDA_MEMCPY_OPER',
+  'ENUM_CUPTI_SYNC_TYPE',
+  'CUPTI_ACTIVITY_KIND_SYNCHRONIZATION',
+  'CUDA_GPU_MEMORY_USAGE_EVENTS',
+  'CUDA_UM_CPU_PAGE_FAULT_EVENTS',
+  'CUDA_UM_GPU_PAGE_FAULT_EVENTS',
+];
+
 /** SQLite files start with this 16-byte header. */
 export const SQLITE_MAGIC = 'SQLite format 3\0';
 
@@ -95,8 +108,11 @@ export async function importNsys(file: string, model: TraceModel, progress?: (ro
 }
 
 function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: number) => void): void {
-  const tables = tablesOf(db);
   const known = ['CUPTI_ACTIVITY_KIND_MEMCPY', 'CUPTI_ACTIVITY_KIND_KERNEL', 'CUPTI_ACTIVITY_KIND_RUNTIME', 'CUPTI_ACTIVITY_KIND_MEMSET'];
+  // nsys writes every object read here as a table: a view of one of those names is not an nsys export (and a view
+  // can hold a query that never ends)
+  expectTables(db, file, [...known, ...NSYS_TABLES], 'Nsight Systems');
+  const tables = tablesOf(db, ['table']);
   if (!known.some((t) => tables.has(t)))
     throw new BadInputError(
       `an Nsight Systems export with no CUDA activity (no CUPTI_ACTIVITY_KIND_* table${tables.has('OSRT_API') ? '; it holds OS runtime calls' : ''}): the run was recorded without --trace=cuda, or its CUDA work fell outside the profiled range`,
