@@ -1,7 +1,7 @@
 /** Reading PyTorch memory snapshots: pickle and JSON alike, every device, and files that are not snapshots refused from their first bytes. */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
