@@ -10,7 +10,7 @@
  * unified-memory kinds are the driver's page migrations, kept apart from the program's copies (model.migrations).
  */
 import { BadInputError } from '../../errors.js';
-import { columnsOf, tablesOf, type SqliteDb } from '../../input/sqlite.js';
+import { columnsOf, expectTables, tablesOf, type SqliteDb } from '../../input/sqlite.js';
 import { readDatabase, sqliteRows } from './sqlite-rows.js';
 import { CUPTI_COPY_KIND, CUPTI_SYNC_TYPE, pushCopy, readKernels, readMemsets, readSyncs } from './cupti-records.js';
 import { AllocLevel, Direction, MemKind, MigrationCause, SyncKind, classifyApi, type TraceModel } from '../model.js';
@@ -123,6 +123,22 @@ function faultsTraced(db: SqliteDb, tables: Set<string>): boolean {
     .some((r) => typeof r.value === 'string' && r.value.toLowerCase() === 'true');
 }
 
+/** The other tables the reader reads, besides the four activity tables that mark an export. */
+const NSYS_TABLES = [
+  'StringIds',
+  'TARGET_INFO_GPU',
+  'TARGET_INFO_CUDA_GPU',
+  'META_DATA_CAPTURE',
+  'ENUM_CUDA_MEM_KIND',
+  'ENUM_CUDA_MEMCPY_OPER',
+  'ENUM_CUPTI_SYNC_TYPE',
+  'ENUM_CUDA_UNIF_MEM_MIGRATION',
+  'CUPTI_ACTIVITY_KIND_SYNCHRONIZATION',
+  'CUDA_GPU_MEMORY_USAGE_EVENTS',
+  'CUDA_UM_CPU_PAGE_FAULT_EVENTS',
+  'CUDA_UM_GPU_PAGE_FAULT_EVENTS',
+];
+
 /** SQLite files start with this 16-byte header. */
 export const SQLITE_MAGIC = 'SQLite format 3\0';
 
@@ -136,8 +152,11 @@ export async function importNsys(file: string, model: TraceModel, progress?: (ro
 }
 
 function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: number) => void): void {
-  const tables = tablesOf(db);
   const known = ['CUPTI_ACTIVITY_KIND_MEMCPY', 'CUPTI_ACTIVITY_KIND_KERNEL', 'CUPTI_ACTIVITY_KIND_RUNTIME', 'CUPTI_ACTIVITY_KIND_MEMSET'];
+  // nsys writes every object read here as a table: a view of one of those names is not an nsys export (and a view
+  // can hold a query that never ends)
+  expectTables(db, file, [...known, ...NSYS_TABLES], 'Nsight Systems');
+  const tables = tablesOf(db, ['table']);
   if (!known.some((t) => tables.has(t)))
     throw new BadInputError(
       `an Nsight Systems export with no CUDA activity (no CUPTI_ACTIVITY_KIND_* table${tables.has('OSRT_API') ? '; it holds OS runtime calls' : ''}): the run was recorded without --trace=cuda, or its CUDA work fell outside the profiled range`,
