@@ -47,7 +47,7 @@ function linesOf(p: PhasePeak | undefined): Line[] {
 
 /** Reserved memory over the run: every decode step replayed through the caching allocator. */
 function replayGenerate(m: ModelConfig, o: InferOptions, capacityBytes?: number): ReturnType<Replay['figures']> {
-  const r = new Replay(new TorchAllocatorModel(allocatorCapacity(capacityBytes)));
+  const r = new Replay(new TorchAllocatorModel({ capacityBytes: allocatorCapacity(capacityBytes), conf: o.allocConf }));
   generateProgram(r, generateSetup(m, o), true);
   return r.figures();
 }

@@ -4,7 +4,8 @@
  * the module the rule belongs to: the schema's kinds and cross-option rules, the adapters', the framework's, the
  * engine's.
  */
-import { InvalidArgumentError } from '../errors.js';
+import { type AllocConf, parseAllocConf } from '../allocator-model/alloc-conf.js';
+import { InvalidArgumentError, isGpuError } from '../errors.js';
 import { adapterRefusal } from './adapters.js';
 import { parseEngineVersion } from './engines/registry.js';
 import { frameworkOf } from './frameworks/registry.js';
@@ -68,6 +69,7 @@ function trainOptions(i: PlanInputs, parallel: Parallelism): TrainOptions {
     parallel,
     offload: i.offload,
     fragmentation: i.fragmentation,
+    allocConf: allocConfOf(i),
     lora: loraOf(i),
     optimizerInBackward: i.optimizerInBackward,
     activationOffload: i.activationOffload,
@@ -100,7 +102,19 @@ function inferOptions(i: PlanInputs, parallel: Parallelism): InferOptions {
     },
     parallel,
     fragmentation: i.fragmentation,
+    allocConf: allocConfOf(i),
   };
+}
+
+/** --alloc-conf read as PyTorch reads PYTORCH_CUDA_ALLOC_CONF. @throws InvalidArgumentError naming the option */
+function allocConfOf(i: PlanInputs): AllocConf | undefined {
+  if (i.allocConf === undefined || i.allocConf === '') return undefined;
+  try {
+    return parseAllocConf(i.allocConf);
+  } catch (e) {
+    if (isGpuError(e)) throw new InvalidArgumentError(`--alloc-conf: ${e.message}`);
+    throw e;
+  }
 }
 
 /**

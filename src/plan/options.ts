@@ -1,4 +1,5 @@
 /** What a plan is asked about: precision, optimizer, parallel layout, and the estimate's shape. */
+import type { AllocConf } from '../allocator-model/alloc-conf.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { ModelConfig } from './model-config.js';
 import type { ParamCounts } from './params.js';
@@ -104,6 +105,8 @@ export interface TrainOptions {
    * through PyTorch's caching allocator (step-replay.ts) and what it holds without tensors is counted instead.
    */
   fragmentation?: number | undefined;
+  /** PYTORCH_CUDA_ALLOC_CONF's settings the step is replayed under (undefined: PyTorch's defaults). */
+  allocConf?: AllocConf | undefined;
   /** Adapter fine-tuning; undefined = full fine-tuning. */
   lora?: LoraOptions | undefined;
   /** The optimizer step fused into the backward pass (torchtune's optimizer_in_bwd): no gradient outlives its step. */
@@ -139,6 +142,8 @@ export interface InferOptions {
   parallel: Parallelism;
   /** Share of the estimate set aside for allocator fragmentation (5% when undefined). */
   fragmentation?: number | undefined;
+  /** PYTORCH_CUDA_ALLOC_CONF's settings generate is replayed under (undefined: PyTorch's defaults). */
+  allocConf?: AllocConf | undefined;
 }
 
 export type PlanOptions = TrainOptions | InferOptions;

@@ -192,6 +192,13 @@ export const SCHEMA = {
   ep: { kind: 'int', default: 1, limit: LIMITS.gpus, arg: '<n>', help: 'expert parallel size', page: { label: 'expert parallel' } },
   offload: { kind: 'choice', choices: ['none', 'optimizer', 'params'], default: 'none', help: 'offload to pinned host memory', applies: TRAIN, page: { label: 'offload' } },
   hostMemory: { kind: 'bytes', arg: '<size>', help: 'host memory available for offloading, e.g. 512GiB', page: { label: 'host memory, GiB (empty: not checked)' } },
+  allocConf: {
+    kind: 'text',
+    arg: '<settings>',
+    example: 'PYTORCH_CUDA_ALLOC_CONF settings such as expandable_segments:True',
+    help: "PYTORCH_CUDA_ALLOC_CONF as the run sets it (expandable_segments, max_split_size_mb, roundup_power2_divisions, garbage_collection_threshold): the step is replayed through the allocator so set (default: none, PyTorch's defaults)",
+    page: { label: 'PYTORCH_CUDA_ALLOC_CONF' },
+  },
   fragmentation: {
     kind: 'percent',
     arg: '<percent>',

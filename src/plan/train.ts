@@ -11,6 +11,7 @@ import { contextLines } from './overheads.js';
 import type { PhasePeak } from './program/walk.js';
 import { Walk } from './program/walk.js';
 import { Replay } from './program/replay.js';
+import { type AllocConf, formatAllocConf } from '../allocator-model/alloc-conf.js';
 import { TorchAllocatorModel } from '../allocator-model/torch-caching.js';
 import { allocatorCapacity } from './overheads.js';
 import { type StepSetup, stepSetup } from './program/step-setup.js';
@@ -37,7 +38,7 @@ const sum = (lines: readonly Line[]): number => lines.reduce((a, l) => a + l.byt
 export function replayRun(model: ModelConfig, o: TrainOptions, fp32Cast = false, capacityBytes?: number): ReturnType<Replay['figures']> | undefined {
   const s = setupOf(model, o);
   if (!s.framework.replay) return undefined;
-  const r = new Replay(new TorchAllocatorModel(allocatorCapacity(capacityBytes)));
+  const r = new Replay(new TorchAllocatorModel({ capacityBytes: allocatorCapacity(capacityBytes), conf: o.allocConf }));
   trainProgram(r, s, { steps: 3, steadyState: false, fp32Cast, beforeLastStep: () => r.resetPeaks() });
   return r.figures();
 }
@@ -63,7 +64,7 @@ export function estimateTrain(model: ModelConfig, o: TrainOptions, capacityBytes
   const cached = replay
     ? Math.max(0, replay.peakReservedBytes - (tensors - outside))
     : (tensors - outside) * (o.fragmentation ?? CONSTANTS.fragmentationShare.value);
-  const over = [...contextLines(o), ...s.strategy.overheads(s), cachedLine(cached, replay !== undefined, o.fragmentation)];
+  const over = [...contextLines(o), ...s.strategy.overheads(s), cachedLine(cached, replay !== undefined, o.fragmentation, o.allocConf)];
   const lines = [...peak.lines, ...over];
   // each kind at its full size: the most the walk saw of it at any moment of the step
   const fields = { ...fieldsOver([peak.lines], over), ...Object.fromEntries(Object.entries(walk.fieldMaxima()).filter(([k]) => k !== 'overheadBytes')) };
@@ -95,12 +96,15 @@ function offloadedBytes(s: StepSetup): number {
 }
 
 /** What the caching allocator holds without a tensor in it at the peak: replayed, or a flat allowance. */
-function cachedLine(bytes: number, replayed: boolean, share: number | undefined): Line {
+function cachedLine(bytes: number, replayed: boolean, share: number | undefined, conf: AllocConf | undefined): Line {
+  const settings = conf ? formatAllocConf(conf) : '';
   return replayed
     ? {
         name: 'caching allocator: reserved, no tensor in it',
         bytes,
-        note: "PyTorch's caching allocator replayed through the step (its 2 MiB and 20 MiB segments, blocks rounded and split, never merged across segments): what max_memory_reserved() holds above the tensors",
+        note: settings
+          ? `PyTorch's caching allocator under PYTORCH_CUDA_ALLOC_CONF=${settings}, replayed through the step: what max_memory_reserved() holds above the tensors`
+          : "PyTorch's caching allocator replayed through the step (its 2 MiB and 20 MiB segments, blocks rounded and split, never merged across segments): what max_memory_reserved() holds above the tensors",
         field: 'overheadBytes',
         cached: true,
       }
