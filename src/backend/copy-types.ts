@@ -30,9 +30,7 @@ export interface HostCopier {
   dropCache?(fd: number, offset: number, bytes: number): boolean;
   /** Waits on this thread until the work already posted has finished (the threads keep running). */
   waitIdle?(): void;
-  /** Lets the threads pin memory with the runtime's allocator (the library's path as the backend loaded it). */
-  configurePinning?(library: string, symbol: 'cudaHostAlloc' | 'hipHostMalloc'): void;
-  /** Whether pinHost works (configurePinning was called). */
+  /** Whether pinHost works (the backend told the threads how its runtime pins memory). */
   readonly canPin?: boolean;
   /**
    * Portable pinned host memory allocated on a copier thread; free it with the backend's hostFree. `landed` is called

@@ -22,7 +22,6 @@ import { captureGraph, type CapturedGraph, type CaptureScope } from '../transfer
 import type { HostBuffer } from '../transfer/host-buffer.js';
 import { runPipeline, type PipelineOptions, type PipelineResult } from '../transfer/pipeline.js';
 import { transferDefaults } from '../transfer/defaults.js';
-import { enablePinning } from '../transfer/stager-host.js';
 import type { FileRef } from '../transfer/file-source.js';
 import {
   Stager,
@@ -70,8 +69,8 @@ export class Runtime extends MemoryRuntime {
   /** Prefer {@link openRuntime}. */
   constructor(selection: BackendSelection, options: { warmTransfers?: boolean | undefined } = {}) {
     super(selection);
-    // The host backend's copier copies on the JS thread: nothing to start ahead of time there.
-    this.warmTransfers = this.devices.length > 0 && (options.warmTransfers ?? this.backend.name !== 'host');
+    // A copier that copies on the JS thread (the host backend's) has nothing to start ahead of time.
+    this.warmTransfers = this.devices.length > 0 && (options.warmTransfers ?? this.backend.capabilities.hostCopierThreads);
     if (this.warmTransfers) this.copier();
     // With one device there is no wrong device to pin for: its ring starts now, while the program makes its context
     // and its first allocation (hundreds of milliseconds on a GPU). With several, at the first allocation on each.
@@ -101,7 +100,6 @@ export class Runtime extends MemoryRuntime {
   private copier(): HostCopier {
     if (!this.sharedCopier) {
       this.sharedCopier = this.backend.createHostCopier(transferDefaults().threads);
-      enablePinning(this, this.sharedCopier);
     }
     return this.sharedCopier;
   }
@@ -198,7 +196,8 @@ export class Runtime extends MemoryRuntime {
     const index = this.device(device).index;
     let st = this.defaultStagers.get(index);
     if (!st) {
-      st = this.createStager({ device: index, copier: this.backend.name === 'host' ? undefined : this.copier() });
+      // Threads of their own are shared by every device's stager; a copier on the JS thread is each stager's own.
+      st = this.createStager({ device: index, copier: this.backend.capabilities.hostCopierThreads ? this.copier() : undefined });
       this.defaultStagers.set(index, st);
     }
     return st;

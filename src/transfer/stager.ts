@@ -146,7 +146,7 @@ export class Stager implements Disposable {
       const noDirect = copier.readFile ? undefined : `the ${this.rt.backend.name} backend reads files through Node's fs, into memory not aligned for O_DIRECT`;
       const cached = copier.cachedShare ? (fd: number, r: { offset: number; bytes: number }) => copier.cachedShare?.(fd, r.offset, r.bytes) : undefined;
       const ask = options.path ?? 'auto';
-      const noCufile = ask === 'cufile' || ask === 'auto' ? cufileUnavailable(this.rt.backend.name, dev.allocation, ask === 'auto') : 'not asked';
+      const noCufile = ask === 'cufile' || ask === 'auto' ? cufileUnavailable(this.rt.backend, dev.allocation, ask === 'auto') : 'not asked';
       const way = noCufile === undefined ? 'direct' : ask === 'cufile' ? 'buffered' : ask;
       const opened = openForRead(file, {
         offset: options.offset,
