@@ -13,7 +13,7 @@
  */
 import type { HostCopier } from '../backend/backend.js';
 import { openBackend, type BackendSelection, type OpenBackendOptions } from '../backend/select.js';
-import type { Allocation } from '../memory/allocation.js';
+import { Allocation } from '../memory/allocation.js';
 import type { MemoryRef } from '../memory/copy.js';
 import { MemoryRuntime } from '../memory/runtime.js';
 import type { Stream } from '../stream/stream.js';
@@ -222,7 +222,9 @@ export class Runtime extends MemoryRuntime {
   }
 
   private stagerFor(ref: MemoryRef | undefined, what: string): Stager {
-    return this.defaultStager(this.resolve(ref as MemoryRef, what).allocation.device ?? 0);
+    // An allocation names its device; the stager checks the rest (whose it is, that it is live) as it takes the item.
+    const device = ref instanceof Allocation && ref.owner.backend === this.backend ? ref.device : this.resolve(ref as MemoryRef, what).allocation.device;
+    return this.defaultStager(device ?? 0);
   }
 
   /** Stops the transfers (their threads first), then frees everything else. A second call does nothing. */
