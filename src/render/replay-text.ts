@@ -25,7 +25,7 @@ export function renderReplay(r: ReplayReport): string {
     out.push(`note: the trace holds GPUs ${t.devices.join(', ')}; this is GPU ${t.device} alone (each GPU has its own memory; --device N for another)`);
   if (t.expandableSegments)
     out.push(
-      'note: the recording allocator had expandable segments on (it mapped and unmapped pieces of growable segments); pytorch-like replays the default fixed segments, gpumem-growable is the nearer match',
+      'note: the recording allocator had expandable segments on (it mapped and unmapped pieces of growable segments); pytorch-expandable replays that setting, pytorch-like the default fixed segments',
     );
   if (t.untrackedFrees > 0) out.push(`note: ${t.untrackedFrees} frees of memory allocated before the trace began were ignored`);
   out.push('');
