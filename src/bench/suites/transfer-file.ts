@@ -100,7 +100,7 @@ export async function fileTransfers(ctx: BenchContext, bytes: number, quick: boo
         ctx.addBandwidth(row('file-cold', engine), ms, bytes, 'one-way', await verify());
       }
     }
-    if (rt.backend.name === 'cuda') await cufileRows(ctx, path, bytes, reps);
+    if (rt.backend.capabilities.gpuDirectStorage) await cufileRows(ctx, path, bytes, reps);
     // Back into a file (the page cache absorbs the writes).
     const out = join(dir, 'out.bin');
     await rt.upload(dst, readFileSync(path));
