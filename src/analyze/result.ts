@@ -89,7 +89,7 @@ export interface Summary {
   faults: { gpu: number; cpu: number };
   cpuOps: Record<string, number>;
   /** A tool's totals per name (rocprof --stats), where the trace kept those; the figures above include them. */
-  aggregates: { copies: AggregateCopy[]; apis: AggregateApi[]; kernels: AggregateApi[] } | null;
+  aggregates: { copies: AggregateCopy[]; apis: AggregateApi[]; kernels: AggregateApi[]; memsets: AggregateApi[] } | null;
   rates: CopyRates;
   notes: string[];
   /** Rules that could not judge this trace, and why. */
