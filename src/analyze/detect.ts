@@ -8,6 +8,7 @@
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { BadInputError, ErrorCode, isGpuError } from '../errors.js';
 import { columnsOf, openSqlite, tablesOf, type SqliteDb } from '../input/sqlite.js';
+import { isSegmentList } from '../formats/snapshot-file.js';
 import { isRocprofV1Db } from './importers/rocprof-db.js';
 
 /** The JSON and SQLite formats detect.ts tells apart (the rest of TraceFormat is recognised in analyze.ts). */
@@ -102,6 +103,7 @@ export function refuseNonTrace(file: string, head: Buffer, gzip: boolean): void 
 
 /** A top-level JSON array is a trace only when its elements are Chrome trace events. */
 function refuseJsonArray(file: string, t: string): void {
+  if (isSegmentList(t)) return; // torch.cuda.memory_snapshot()'s list of segments
   if (/^\[\s*\[/.test(t))
     throw new BadInputError(
       'a JSON array of arrays, not a trace: this is the shape of torch.profiler export_memory_timeline output ([time, action, bytes, category] rows); analyze reads the profiler trace itself (export_chrome_trace) or a memory snapshot',

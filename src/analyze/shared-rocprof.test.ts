@@ -37,6 +37,10 @@ for (const name of RUNS) {
       const got = Object.fromEntries(s.copies.groups.map((g) => [g.direction, g.bytes]));
       assert.deepEqual(got, expected, `${name}/${file}`);
       assert.equal(s.kernels.count, 1, `${name}/${file}: one kernel`);
+      // three hipMalloc and three hipFree calls: allocations counted, so fragmentation says what it lacks instead
+      assert.equal(s.allocations.mallocCalls, 3);
+      const why = s.notApplicable.find((n) => n.rule === 'fragmentation')?.reason ?? '';
+      assert.match(why, /records 6 allocation events but not what the allocator reserved/, `${name}/${file}`);
     }
   });
 

@@ -6,6 +6,7 @@
 import { statSync } from 'node:fs';
 import { BadInputError } from '../errors.js';
 import { sniffBytes } from '../input/files.js';
+import { fsReason } from '../input/fs-errors.js';
 import { isPickle } from '../input/pickle.js';
 import { readLines } from '../input/lines.js';
 import { reqNumber } from '../input/numbers.js';
@@ -52,8 +53,8 @@ export async function detectFormat(file: string): Promise<TraceFormat> {
     .trimStart();
   if (/^Thread\s*,\s*Time\s*,\s*Action/i.test(t)) return 'rmm';
   if (/^\{\s*"t"\s*:/.test(t)) return 'gpumem';
-  if (t.startsWith('{') || t.startsWith('[') || isPickle(head)) {
-    snapshotEncoding(file); // refuses JSON and pickles that are not snapshots, naming what they are
+  if (t.startsWith('{') || t.startsWith('[') || t.startsWith('<') || isPickle(head)) {
+    snapshotEncoding(file); // refuses JSON, pickles and HTML pages that are not snapshots, naming what they are
     return 'pytorch';
   }
   throw new BadInputError(
@@ -129,9 +130,17 @@ export async function readTrace(
 ): Promise<Trace> {
   let size: number;
   try {
-    size = statSync(file).size;
-  } catch {
-    throw new BadInputError('cannot read the file', file);
+    const st = statSync(file);
+    // one trace is one file: a folder (a profiler's output directory) holds none to pick from by itself
+    if (st.isDirectory())
+      throw new BadInputError(
+        'a folder, not a trace file: pool replay reads one allocation trace (a memory snapshot, a gpumem NDJSON log or an RMM CSV log); give the file itself',
+        file,
+      );
+    size = st.size;
+  } catch (e) {
+    if (e instanceof BadInputError) throw e;
+    throw new BadInputError(`cannot read the file: ${fsReason(e)}`, file);
   }
   if (size === 0) throw new BadInputError('the file is empty', file);
   let trace: Trace;

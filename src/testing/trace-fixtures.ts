@@ -287,11 +287,7 @@ export function v1CallArgs(e: RunEvent, opOf: ReadonlyMap<number, RunEvent>): st
  * tables of HIP's operations hold beside kernels and copies: the fills (FillBuffer, in copy_stats), barrier packets
  * and commands HIP has no name for (in the kernel table, as its OPS statistics list them).
  */
-export function writeRocprofV1Stats(
-  prefix: string,
-  run: Run,
-  o: { bare?: boolean; hipOps?: boolean } = {},
-): { kernels: string; hip: string; copies: string } {
+export function writeRocprofV1Stats(prefix: string, run: Run, o: { bare?: boolean; hipOps?: boolean } = {}): { kernels: string; hip: string; copies: string } {
   const table = (events: RunEvent[], key: (e: RunEvent) => string): string => {
     const by = new Map<string, [number, bigint]>();
     for (const e of events) {

@@ -140,17 +140,20 @@ test('copy and fill sizes come from the sizeBytes of the HIP call of the same In
   assert.deepEqual(
     order.map((i) => m.copies.get(i, 'bytes')),
     [...run.copies].sort((a, b) => start(a.start, b.start)).map((e) => e.bytes),
-    'each copy has its own call\'s size',
+    "each copy has its own call's size",
   );
   const s = (await analyzeFiles([file])).summary;
-  assert.equal(s.memsets.bytes, run.memsets.reduce((t, e) => t + e.bytes, 0));
+  assert.equal(
+    s.memsets.bytes,
+    run.memsets.reduce((t, e) => t + e.bytes, 0),
+  );
   // the host kinds the CUDA trace recorded, inferred from the calls' host addresses against the one pinned buffer
   const byKind = Object.fromEntries(s.copies.groups.map((g) => [`${g.direction}/${g.hostKind}`, g.count]));
   assert.deepEqual(byKind, { 'HtoD/pageable': 1216, 'DtoH/pinned': 6 });
   assert.ok(s.notes.some((n) => /sizes taken from the sizeBytes argument of the HIP call/.test(n)));
 });
 
-test('a results.db with a table of its own beside rocprof\'s, or its kernel table named A (before 2022), is read', async () => {
+test("a results.db with a table of its own beside rocprof's, or its kernel table named A (before 2022), is read", async () => {
   const file = join(dir, 'extra.db');
   writeRocprofV1Db(file, run, { kernTable: 'A', extra: 'CREATE TABLE notes (id INTEGER, text TEXT)', unknown: 4 });
   assert.equal(detectTraceFormat(file), 'rocprof-db');
@@ -170,11 +173,7 @@ test('HIP commands that are neither kernels nor copies ("Unknown command type") 
   const s = (await analyzeFiles([file])).summary;
   assert.equal(s.kernels.count, run.kernels.length, 'kernels from OPS, the unnamed commands left out');
   assert.equal(s.copies.count, run.copies.length);
-  assert.deepEqual(
-    s.copies.groups.map((g) => g.direction).sort(),
-    ['DtoH', 'HtoD'],
-    'no copy of unknown direction',
-  );
+  assert.deepEqual(s.copies.groups.map((g) => g.direction).sort(), ['DtoH', 'HtoD'], 'no copy of unknown direction');
   assert.ok(s.notes.some((n) => /3 "Unknown command type" in OPS/.test(n)));
   assert.ok(s.notes.some((n) => /1 "Unknown command type" in COPY/.test(n)));
 });

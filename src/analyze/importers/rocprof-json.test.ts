@@ -72,9 +72,12 @@ test('rocprof --stats tables count as what they total: kernels as kernels, copie
     assert.match(na.get(rule) ?? '', /aggregate statistics/, rule);
 });
 
-test('--stats tables as rocprof wrote them before 2022 (C++ names unquoted) and with HIP\'s own commands: read right', async () => {
+test("--stats tables as rocprof wrote them before 2022 (C++ names unquoted) and with HIP's own commands: read right", async () => {
   const files = writeRocprofV1Stats(join(dir, 'bare'), run, { bare: true, hipOps: true });
-  assert.ok(run.kernels.some((k) => k.name.includes(',')), 'the run has kernel names with commas');
+  assert.ok(
+    run.kernels.some((k) => k.name.includes(',')),
+    'the run has kernel names with commas',
+  );
   const r = await analyzeFiles([files.kernels, files.copies]);
   const s = r.summary;
   // every kernel by its whole name, the barrier packet and the unnamed command left out of the kernels
@@ -97,7 +100,10 @@ test('HIP commands on the GPU lanes that are not kernels ("Unknown command type"
   const at = run.kernels[0]!.start;
   const odd = (pid: number, name: string): string =>
     `,{"ph":"X","name":"${name}","pid":${pid},"tid":0,"ts":"1","dur":"0","args":{"BeginNs":"${at}","EndNs":"${at}","Name":"${name}"}}`;
-  const text = readFileSync(file, 'utf8').replace('],\n"otherData"', `${odd(6, 'Unknown command type')}${odd(6, 'Unknown command type')}${odd(1, 'Unknown command type')}],\n"otherData"`);
+  const text = readFileSync(file, 'utf8').replace(
+    '],\n"otherData"',
+    `${odd(6, 'Unknown command type')}${odd(6, 'Unknown command type')}${odd(1, 'Unknown command type')}],\n"otherData"`,
+  );
   writeFileSync(file, text);
   const s = (await analyzeFiles([file])).summary;
   assert.equal(s.kernels.count, run.kernels.length);
