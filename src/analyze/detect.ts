@@ -139,6 +139,11 @@ export function refuseObjectWithoutEvents(file: string, text: string, sizeBytes:
     return; // gzip, or not JSON: the reader names what is wrong
   }
   if (v === null || typeof v !== 'object' || Array.isArray(v) || 'traceEvents' in v) return;
+  if ('ph' in v && 'name' in v)
+    throw new BadInputError(
+      `one Chrome trace event (ph ${JSON.stringify((v as { ph: unknown }).ph)}) alone, not a trace: a trace holds its events in "traceEvents" (a legacy rocprof results.json cut short holds only its first lane label)`,
+      file,
+    );
   const keys = Object.keys(v).slice(0, 6);
   throw new BadInputError(`a JSON object with keys ${keys.join(', ') || '(none)'}, not a trace (a Chrome or Kineto trace holds "traceEvents")`, file);
 }

@@ -186,6 +186,17 @@ test('without KERN (no --timestamp) the kernels come from OPS', async () => {
   assert.equal(s.copies.count, run.copies.length);
 });
 
+test('a results.db of a run rocprof saw no dispatch in (an empty KERN of two columns) is refused as that, not as counters', async () => {
+  const file = join(dir, 'empty.db');
+  const db = openSqlite(file, { write: true });
+  db.exec('CREATE TABLE KERN ("Index" INTEGER, "KernelName" TEXT)');
+  db.close();
+  await assert.rejects(
+    analyzeFiles([file]),
+    (e: unknown) => isGpuError(e, ErrorCode.BAD_INPUT) && /no timed table and an empty KERN: rocprof saw no kernel dispatch/.test((e as Error).message),
+  );
+});
+
 test('a counters-only results.db (KERN without times) is refused as what it is, exit 2 and nothing printed', async () => {
   const file = join(dir, 'pmc.db');
   const db = openSqlite(file, { write: true });

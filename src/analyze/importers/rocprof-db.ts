@@ -88,6 +88,12 @@ class Tables {
     this.kern = ['KERN', 'A'].find((t) => this.cols.get(t)?.has('KernelName'));
   }
 
+  /** Rows of a table. */
+  count(table: string): number {
+    for (const r of this.db.iterate(`SELECT count(*) AS n FROM "${table}"`)) return Number(r.n);
+    return 0;
+  }
+
   timed(t: string | undefined): boolean {
     return t !== undefined && this.cols.get(t)?.has('BeginNs') === true && this.cols.get(t)?.has('EndNs') === true;
   }
@@ -132,6 +138,11 @@ const text = (v: unknown): string => (typeof v === 'string' ? v.replace(/^"(.*)"
 function read(t: Tables, file: string, model: TraceModel): void {
   const activity = [t.kern, 'OPS', 'COPY', 'HIP', 'HSA'].filter((x): x is string => t.timed(x));
   if (activity.length === 0) {
+    if (t.kern && t.count(t.kern) === 0)
+      throw new BadInputError(
+        `a legacy rocprof (v1) results.db with no timed table and an empty ${t.kern}: rocprof saw no kernel dispatch in the run (nothing ran on the GPU, or the program exited before rocprof wrote its data)`,
+        file,
+      );
     if (t.kern)
       throw new BadInputError(
         `a legacy rocprof (v1) results.db whose ${t.kern} table has no BeginNs / EndNs: hardware counters per dispatch, without times (rocprof --pmc); record with --timestamp on, --stats or --hip-trace`,

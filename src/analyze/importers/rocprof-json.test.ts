@@ -127,3 +127,9 @@ test('statistics beside the trace of the same activity are left out, so nothing 
   assert.equal(both.summary.kernels.count, run.kernels.length);
   assert.ok(both.summary.notes.some((n) => n.includes(stats.kernels) && /counted twice/.test(n)));
 });
+
+test('a results.json cut short to its first lane label is refused as one trace event, not read as empty', async () => {
+  const file = join(dir, 'cut.json');
+  writeFileSync(file, '{"args":{"name":"COPY"},"ph":"M","pid":1,"name":"process_name","sort_index":0}\n');
+  await assert.rejects(analyzeFiles([file]), (e: Error) => /one Chrome trace event \(ph "M"\) alone, not a trace/.test(e.message));
+});
