@@ -27,14 +27,8 @@ type Block = { address?: number; size: number; requested_size?: number; state: s
 type Snap = { segments: Array<{ address: number; total_size: number; blocks: Block[] }>; device_traces: unknown[][] };
 const load = (): Snap => JSON.parse(gunzipSync(readFileSync(shared)).toString()) as Snap;
 
-const withDir = async (fn: (dir: string) => Promise<void>): Promise<void> => {
-  const dir = mkdtempSync(join(tmpdir(), 'gpumem-snap-variants-'));
-  try {
-    await fn(dir);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-};
+const dir = mkdtempSync(join(tmpdir(), 'gpumem-snap-variants-'));
+test.after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** The snapshot as PyTorch 2.0 wrote it: no block address, a live block's frames in its history (a list of its allocations). */
 function asPytorch20(s: Snap): Snap {
@@ -53,62 +47,56 @@ function memoryVizPage(pickle: Buffer): string {
 }
 
 test('a PyTorch 2.0 snapshot (blocks without addresses) reads as the recording does: analyze and pool replay', { skip }, async () => {
-  await withDir(async (dir) => {
-    const file = join(dir, 'snapshot-2.0.pickle');
-    writeFileSync(file, writePickle(asPytorch20(load()) as unknown as PickleInput));
-    const [a, b] = await Promise.all([readPytorchSnapshot(shared), readPytorchSnapshot(file)]);
-    // every block placed where it was: its segment's address plus the blocks before it
-    assert.deepEqual(
-      b.devices.map((d) => d.segments),
-      a.devices.map((d) => d.segments),
-    );
-    assert.equal(
-      b.derivedAddresses,
-      a.devices[0]!.segments.reduce((n, s) => n + s.blocks.length, 0),
-    );
-    const [ra, rb] = await Promise.all([analyzeFiles([shared]), analyzeFiles([file])]);
-    assert.deepEqual(rb.summary.allocations, ra.summary.allocations);
-    assert.ok(rb.summary.notes.some((n) => /blocks carry no address \(PyTorch 2\.0 and before/.test(n)));
-    const [pa, pb] = [replay(await readTrace(shared)), replay(await readTrace(file))];
-    assert.deepEqual({ ...pb.trace, file: '' }, { ...pa.trace, file: '' });
-    assert.deepEqual(pb.configurations, pa.configurations);
-    const cli = await runCli(['pool', 'replay', file]);
-    assert.equal(cli.code, 0, cli.err);
-  });
+  const file = join(dir, 'snapshot-2.0.pickle');
+  writeFileSync(file, writePickle(asPytorch20(load()) as unknown as PickleInput));
+  const [a, b] = await Promise.all([readPytorchSnapshot(shared), readPytorchSnapshot(file)]);
+  // every block placed where it was: its segment's address plus the blocks before it
+  assert.deepEqual(
+    b.devices.map((d) => d.segments),
+    a.devices.map((d) => d.segments),
+  );
+  assert.equal(
+    b.derivedAddresses,
+    a.devices[0]!.segments.reduce((n, s) => n + s.blocks.length, 0),
+  );
+  const [ra, rb] = await Promise.all([analyzeFiles([shared]), analyzeFiles([file])]);
+  assert.deepEqual(rb.summary.allocations, ra.summary.allocations);
+  assert.ok(rb.summary.notes.some((n) => /blocks carry no address \(PyTorch 2\.0 and before/.test(n)));
+  const [pa, pb] = [replay(await readTrace(shared)), replay(await readTrace(file))];
+  assert.deepEqual({ ...pb.trace, file: '' }, { ...pa.trace, file: '' });
+  assert.deepEqual(pb.configurations, pa.configurations);
+  const cli = await runCli(['pool', 'replay', file]);
+  assert.equal(cli.code, 0, cli.err);
 });
 
 test("memory_viz's HTML page is read as the snapshot it embeds; a page without one is refused by what it is", { skip }, async () => {
-  await withDir(async (dir) => {
-    const pickle = writePickle(load() as unknown as PickleInput);
-    const page = join(dir, 'memory_timeline.html');
-    writeFileSync(page, memoryVizPage(pickle));
-    const [a, b] = await Promise.all([analyzeFiles([shared]), analyzeFiles([page])]);
-    assert.deepEqual(b.summary.allocations, a.summary.allocations);
-    assert.deepEqual(b.findings, a.findings);
-    const [pa, pb] = [replay(await readTrace(shared)), replay(await readTrace(page))];
-    assert.deepEqual(pb.configurations, pa.configurations);
-    const other = join(dir, 'other.html');
-    writeFileSync(other, '<!DOCTYPE html><html><body><img src="data:image/png;base64,iVBORw0KGgo="></body></html>');
-    for (const args of [
-      ['analyze', other],
-      ['pool', 'replay', other],
-    ]) {
-      const cli = await runCli(args);
-      assert.equal(cli.code, 2);
-      assert.match(cli.err, /an HTML page without a memory snapshot in it/);
-      assert.equal(cli.out, '');
-    }
-  });
+  const pickle = writePickle(load() as unknown as PickleInput);
+  const page = join(dir, 'memory_timeline.html');
+  writeFileSync(page, memoryVizPage(pickle));
+  const [a, b] = await Promise.all([analyzeFiles([shared]), analyzeFiles([page])]);
+  assert.deepEqual(b.summary.allocations, a.summary.allocations);
+  assert.deepEqual(b.findings, a.findings);
+  const [pa, pb] = [replay(await readTrace(shared)), replay(await readTrace(page))];
+  assert.deepEqual(pb.configurations, pa.configurations);
+  const other = join(dir, 'other.html');
+  writeFileSync(other, '<!DOCTYPE html><html><body><img src="data:image/png;base64,iVBORw0KGgo="></body></html>');
+  for (const args of [
+    ['analyze', other],
+    ['pool', 'replay', other],
+  ]) {
+    const cli = await runCli(args);
+    assert.equal(cli.code, 2);
+    assert.match(cli.err, /an HTML page without a memory snapshot in it/);
+    assert.equal(cli.out, '');
+  }
 });
 
 test("torch.cuda.memory_snapshot()'s list of segments reads as the snapshot's segments", { skip }, async () => {
-  await withDir(async (dir) => {
-    const s = load();
-    const json = join(dir, 'segments.json');
-    writeFileSync(json, JSON.stringify(s.segments));
-    const pickle = join(dir, 'segments.pickle');
-    writeFileSync(pickle, writePickle(s.segments as unknown as PickleInput));
-    const whole = (await analyzeFiles([shared])).summary.allocations.segments;
-    for (const f of [json, pickle]) assert.deepEqual((await analyzeFiles([f])).summary.allocations.segments, whole, f);
-  });
+  const s = load();
+  const json = join(dir, 'segments.json');
+  writeFileSync(json, JSON.stringify(s.segments));
+  const pickle = join(dir, 'segments.pickle');
+  writeFileSync(pickle, writePickle(s.segments as unknown as PickleInput));
+  const whole = (await analyzeFiles([shared])).summary.allocations.segments;
+  for (const f of [json, pickle]) assert.deepEqual((await analyzeFiles([f])).summary.allocations.segments, whole, f);
 });
