@@ -100,18 +100,17 @@ async function runAnalyze(files: string[], opts: AnalyzeCliOptions, io: Io): Pro
     return;
   }
   const model = await loadTraces(files, { format, progress });
-  // a snapshot's pool replay what-ifs are findings too: the snapshot is read again (with stacks for its page)
+  // a snapshot's pool replay what-ifs are findings too: the snapshot is read again (with stacks for its page, whose
+  // what-ifs need the full replay with the smallest device; the findings need only each configuration's peak)
   const page = opts.html !== undefined && inputs.length === 1 && inputs[0]!.format === 'memory-snapshot';
-  const snapshots: Array<{ snap: PytorchSnapshot; replays: Map<number, ReplayReport> }> = [];
+  const snapshots: Array<{ snap: PytorchSnapshot; replays: Map<number, ReplayReport> | undefined }> = [];
   for (const { file } of inputs.filter((x) => x.format === 'memory-snapshot')) {
     const { readPytorchSnapshot } = await import('../formats/pytorch-snapshot.js');
-    const { replaysOf, whatIfOf } = await import('../replay/what-if.js');
+    const { replaysOf, whatIfOf, whatIfsOf } = await import('../replay/what-if.js');
     const snap = await readPytorchSnapshot(file, { stacks: page, progress: (n) => progress(file, n, statSync(file).size) });
-    const replays = replaysOf(snap);
-    for (const r of replays.values()) {
-      const w = whatIfOf(r);
-      if (w) model.whatIfs.push(w);
-    }
+    const replays = page ? replaysOf(snap) : undefined;
+    const whatIfs = replays ? [...replays.values()].map(whatIfOf) : whatIfsOf(snap);
+    for (const w of whatIfs) if (w) model.whatIfs.push(w);
     snapshots.push({ snap, replays });
   }
   const result = analyzeModel(model, rates ?? ratesForModel(model));

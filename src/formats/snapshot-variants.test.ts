@@ -21,7 +21,11 @@ import { type PickleInput, writePickle } from '../testing/pickle-writer.js';
 import { readTrace } from './allocator-trace.js';
 import { readPytorchSnapshot } from './pytorch-snapshot.js';
 
-const shared = new URL('../../../shared/traces/EoR_NN/snapshot.pickle.json.gz', import.meta.url).pathname;
+/** ../shared/traces beside the checkout, or beside the folder of worktrees that holds it. */
+const shared =
+  ['../../../shared/traces/', '../../../../shared/traces/']
+    .map((p) => new URL(`${p}EoR_NN/snapshot.pickle.json.gz`, import.meta.url).pathname)
+    .find(existsSync) ?? '../shared/traces/EoR_NN/snapshot.pickle.json.gz';
 const skip = existsSync(shared) ? false : `${shared} is absent (the shared traces sit beside the checkout)`;
 type Block = { address?: number; size: number; requested_size?: number; state: string; frames?: unknown; history?: unknown };
 type Snap = { segments: Array<{ address: number; total_size: number; blocks: Block[] }>; device_traces: unknown[][] };

@@ -276,6 +276,26 @@ function minCapacity(trace: Trace, start: StartState, config: ReplayConfiguratio
   return high;
 }
 
+/**
+ * What the recording allocator reserved at its peak and what each configuration reserves at its peak, from one
+ * replay each on an unbounded device: the what-if alone, without the search for the smallest device (a dozen more
+ * replays per configuration). recordedPeakReservedBytes is undefined where the trace does not say it.
+ */
+export function replayPeaks(
+  trace: Trace,
+  configurations: readonly ReplayConfiguration[] = DEFAULT_CONFIGURATIONS,
+): { recordedPeakReservedBytes: number | undefined; configurations: Array<{ name: string; description: string; peakReservedBytes: number }> } {
+  const start = stateAtStart(trace);
+  return {
+    recordedPeakReservedBytes: recordedFacts(trace, start).peakReservedBytes,
+    configurations: configurations.map((c) => ({
+      name: c.name,
+      description: c.description,
+      peakReservedBytes: runOnce(trace, start, c, Number.MAX_SAFE_INTEGER).peakReserved,
+    })),
+  };
+}
+
 /** Replays `trace` against every configuration. */
 export function replay(trace: Trace, configurations: readonly ReplayConfiguration[] = DEFAULT_CONFIGURATIONS): ReplayReport {
   const start = stateAtStart(trace);

@@ -6,7 +6,7 @@
 import type { PoolWhatIf } from '../analyze/model.js';
 import { deviceTrace, type PytorchSnapshot } from '../formats/pytorch-snapshot.js';
 import { EventKind } from '../formats/trace-events.js';
-import { replay, type ReplayReport } from './replay.js';
+import { replay, replayPeaks, type ReplayReport } from './replay.js';
 
 /** Each GPU's replay, for the GPUs of the snapshot that have allocation events. */
 export function replaysOf(snap: PytorchSnapshot): Map<number, ReplayReport> {
@@ -24,4 +24,17 @@ export function whatIfOf(r: ReplayReport): PoolWhatIf | undefined {
     recordedPeakReservedBytes: r.trace.peakReservedBytes,
     configurations: r.configurations.map((c) => ({ name: c.name, description: c.description, peakReservedBytes: c.peakReservedBytes })),
   };
+}
+
+/** The what-ifs of every GPU of the snapshot with allocation events, from one replay per configuration each. */
+export function whatIfsOf(snap: PytorchSnapshot): PoolWhatIf[] {
+  const out: PoolWhatIf[] = [];
+  if (!snap.hasDeviceTraces) return out;
+  for (const d of snap.devices) {
+    if (d.events.count(EventKind.Alloc) === 0) continue;
+    const p = replayPeaks(deviceTrace(snap, d.device));
+    if (p.recordedPeakReservedBytes !== undefined)
+      out.push({ device: d.device, recordedPeakReservedBytes: p.recordedPeakReservedBytes, configurations: p.configurations });
+  }
+  return out;
 }
