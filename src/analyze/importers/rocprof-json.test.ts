@@ -133,3 +133,18 @@ test('a results.json cut short to its first lane label is refused as one trace e
   writeFileSync(file, '{"args":{"name":"COPY"},"ph":"M","pid":1,"name":"process_name","sort_index":0}\n');
   await assert.rejects(analyzeFiles([file]), (e: Error) => /one Chrome trace event \(ph "M"\) alone, not a trace/.test(e.message));
 });
+
+test('a results.json with GPU lanes from both KERN and OPS (--timestamp on with --hip-trace) counts each dispatch once', async () => {
+  const file = join(dir, 'both.json');
+  writeRocprofV1Json(file, run);
+  const kern = run.kernels
+    .map(
+      (e, i) =>
+        `,{"ph":"X","name":"k${i}","pid":6,"tid":0,"ts":"1","dur":"1","args":{"KernelName":"k${i}","gpu-id":"0","BeginNs":"${e.start}","EndNs":"${e.end}"}}`,
+    )
+    .join('');
+  writeFileSync(file, readFileSync(file, 'utf8').replace('],\n"otherData"', `${kern}],\n"otherData"`));
+  const s = (await analyzeFiles([file])).summary;
+  assert.equal(s.kernels.count, run.kernels.length);
+  assert.ok(s.notes.some((n) => /kernel events from HIP's operations \(OPS\) left out/.test(n)));
+});

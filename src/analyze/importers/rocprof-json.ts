@@ -17,6 +17,9 @@ import { hipOpKind } from './hip-ops.js';
 import { parseCopyName } from './kineto.js';
 import { noteOtherOps } from './rocprof-db.js';
 
+/** A kernel on a GPU lane. */
+type GpuOp = { start: number; end: number; stream: number; device: number; name: string };
+
 /** A HIP call of the trace and what its argument text says. */
 type HipCall = TimedOp & { args: HipCallArgs; text: string; name: string; api: number };
 
@@ -46,6 +49,8 @@ export async function importRocprofV1Json(file: string, model: TraceModel, progr
   const calls: HipCall[] = [];
   const copyOps: TimedOp[] = [];
   const other = new Map<string, number>();
+  const kern: GpuOp[] = [];
+  const ops: GpuOp[] = [];
   const select = (p: readonly PathKey[]): boolean => p.length === 2 && p[0] === 'traceEvents' && typeof p[1] === 'number';
   const onValue = (p: readonly PathKey[], v: Json): void => {
     if (!isObj(v)) return;
@@ -102,8 +107,8 @@ export async function importRocprofV1Json(file: string, model: TraceModel, progr
     }
     if (lane.kind === 'gpu') {
       if (kind === 'barrier') return;
-      model.kernels.push({ start, end, stream, device: lane.device });
-      model.addKernelName(name, end - start);
+      // tblextr writes a GPU lane from KERN (args.KernelName) and, with --hip-trace, from OPS too: the same dispatches
+      (args.KernelName !== undefined ? kern : ops).push({ start, end, stream, device: lane.device, name });
       return;
     }
     const device = optNumber(args['dev-id'], `${where}.args.dev-id`, file) ?? 0;
@@ -135,6 +140,12 @@ export async function importRocprofV1Json(file: string, model: TraceModel, progr
   if (otherClock > 0) model.note(`${otherClock} events without BeginNs / EndNs (on another clock than the rest) were left out`);
   // --hip-trace records HIP calls with the kernels and copies they start: a labelled HIP lane means all three were traced
   if ([...lanes.values()].some((l) => l.kind === 'hip')) model.traced('runtime', 'kernels', 'copies');
+  for (const k of kern.length > 0 ? kern : ops) {
+    model.kernels.push(k);
+    model.addKernelName(k.name, k.end - k.start);
+  }
+  if (kern.length > 0 && ops.length > 0)
+    model.note(`${file}: ${ops.length} kernel events from HIP's operations (OPS) left out: the KERN events record the same dispatches`);
   noteOtherOps(model, file, 'the GPU and COPY lanes', other);
   sizeCopies(file, model, calls, copyOps);
   model.formats.add('rocprof-json');
