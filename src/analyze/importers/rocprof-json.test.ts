@@ -148,3 +148,21 @@ test('a results.json with GPU lanes from both KERN and OPS (--timestamp on with 
   assert.equal(s.kernels.count, run.kernels.length);
   assert.ok(s.notes.some((n) => /kernel events from HIP's operations \(OPS\) left out/.test(n)));
 });
+
+test('a results.csv of dispatches whose kernel names hold bare commas (rocprof before 2022) reads each name whole', async () => {
+  const file = join(dir, 'bare', 'results.csv');
+  mkdirSync(join(dir, 'bare'), { recursive: true });
+  const head = 'Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,vgpr,sgpr,fbar,sig,obj,DispatchNs,BeginNs,EndNs,CompleteNs,DurationNs';
+  const rows = run.kernels.map(
+    (e, i) =>
+      `${i},${e.name} [clone .kd],0,0,${i},683,683,256,256,0,0,8,16,0,0x0,0x7f00,${e.start - 100n},${e.start},${e.end},${e.end + 100n},${e.end - e.start}`,
+  );
+  writeFileSync(file, `${head}\n${rows.join('\n')}\n`);
+  const s = (await analyzeFiles([file])).summary;
+  assert.equal(s.kernels.count, run.kernels.length);
+  assert.equal(s.kernels.timeNs, Number(run.kernels.reduce((t, e) => t + (e.end - e.start), 0n)));
+  // names over 200 characters are kept cut, with an ellipsis: each is the start of one of the run's names
+  const names = run.kernels.map((k) => k.name);
+  for (const k of s.kernels.top)
+    assert.ok(names.includes(k.name) || names.some((n) => k.name.endsWith('…') && n.startsWith(k.name.slice(0, -1))), k.name.slice(0, 80));
+});
