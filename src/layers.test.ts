@@ -18,6 +18,7 @@ export const LAYERS: Record<string, number> = {
   input: 0,
   net: 0,
   catalogue: 0,
+  'allocator-model': 0,
   formats: 0,
   render: 0,
   backend: 1,

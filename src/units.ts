@@ -19,6 +19,19 @@ export function formatBytes(bytes: number, digits = 1): string {
   return `${sign}${i === 0 ? v.toFixed(0) : v.toFixed(digits)} ${units[i]}`;
 }
 
+/** Formats a byte count with decimal units chosen by its size: 4194304 → "4.19 MB", 2.1e9 → "2.10 GB". */
+export function formatDecimalBytes(bytes: number, digits = 2): string {
+  if (!Number.isFinite(bytes)) return String(bytes);
+  const units = ['B', 'kB', 'MB', 'GB', 'TB', 'PB'];
+  let v = Math.abs(bytes);
+  let i = 0;
+  while (v >= 1000 && i < units.length - 1) {
+    v /= 1000;
+    i++;
+  }
+  return `${bytes < 0 ? '-' : ''}${i === 0 ? v.toFixed(0) : v.toFixed(digits)} ${units[i]}`;
+}
+
 /** Formats a byte count in decimal GB (1e9), the unit of bandwidth figures. */
 export function formatGB(bytes: number, digits = 2): string {
   return `${(bytes / GB).toFixed(digits)} GB`;

@@ -11,7 +11,30 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const Database = require('better-sqlite3');
+const { Database: WasmDatabase } = require('node-sqlite3-wasm');
+/** The few calls this script makes, over node-sqlite3-wasm (gpumem's SQLite binding), in better-sqlite3's shape. */
+class Database {
+  constructor(file) {
+    this.db = new WasmDatabase(file);
+  }
+  exec(sql) {
+    this.db.exec(sql);
+  }
+  prepare(sql) {
+    const s = this.db.prepare(sql);
+    return { run: (...values) => s.run(values) };
+  }
+  transaction(body) {
+    return () => {
+      this.db.exec('BEGIN');
+      body();
+      this.db.exec('COMMIT');
+    };
+  }
+  close() {
+    this.db.close();
+  }
+}
 const root = new URL('../fixtures/', import.meta.url);
 const trace = JSON.parse(gunzipSync(readFileSync(new URL('traces/pytorch-cuda-naive.pt.trace.json.gz', root))).toString());
 const ev = trace.traceEvents.filter((e) => e.ph === 'X' && ['gpu_memcpy', 'gpu_memset', 'kernel', 'cuda_runtime', 'cuda_driver'].includes(e.cat));

@@ -18,6 +18,8 @@ import { summarize } from './summary.js';
 import { importKineto, type JsonReader } from './importers/kineto.js';
 import { importRocprofCsv, importRocprofJson, rocprofCsvKind, rocprofCsvRole } from './importers/rocprof.js';
 import { importNsys, SQLITE_MAGIC } from './importers/nsys.js';
+import { importNvvp } from './importers/nvvp.js';
+import { importNvprofCsv, isNvprofLogLine, nvprofTableKind, splitCsvLine } from './importers/nvprof-csv.js';
 import { importAllocLog, importSnapshot } from './importers/allocator.js';
 import { isPickleFile, isSegmentList, snapshotEncoding } from '../formats/snapshot-file.js';
 import { importRocpd } from './importers/rocpd.js';
@@ -47,6 +49,8 @@ export function detectTraceFormat(file: string): TraceFormat {
       throw new BadInputError('a gzip-compressed SQLite database: decompress it first (gunzip)', file);
     return sqliteFormat(file);
   }
+  // an XML file (the Visual Profiler's session file) is refused as what it is, before HTML goes to the snapshot reader
+  if (/^\s*<\?xml/.test(head.toString('utf8', 0, 512).replace(/^\uFEFF/, ''))) refuseNonTrace(file, head, isGzipFile(file));
   // a pickle of anything but a memory snapshot, or an HTML page but memory_viz's, is refused naming what it holds
   if (isPickleFile(file) || /^\s*</.test(head.toString('utf8', 0, 512).replace(/^\uFEFF/, ''))) {
     snapshotEncoding(file);
@@ -72,14 +76,15 @@ export function detectTraceFormat(file: string): TraceFormat {
   }
   const first = t.split(/\r?\n/, 1)[0] ?? '';
   if (/^Thread\s*,\s*Time\s*,\s*Action/i.test(first)) return 'alloc-log';
+  if (isNvprofLogLine(first) || nvprofTableKind(splitCsvLine(first)) !== 'other') return 'nvprof-csv';
   if (rocprofCsvKind(headerOf(first))) return 'rocprof-csv';
   if (text.includes('\0'))
     throw new BadInputError(
-      'a binary file gpumem does not read (formats: Kineto JSON, rocprofv3 database, CSV or JSON, rocprof CSV or JSON, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation logs)',
+      'a binary file gpumem does not read (formats: Kineto JSON, rocprofv3 database, CSV or JSON, rocprof CSV or JSON, nsys SQLite export, nvprof CSV or .nvvp, PyTorch memory snapshot, gpumem/RMM allocation logs)',
       file,
     );
   throw new BadInputError(
-    `not a trace gpumem reads (first line: ${JSON.stringify(first.slice(0, 80))}); formats: Kineto JSON, rocprofv3 database, CSV or JSON, rocprof CSV or JSON, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation logs`,
+    `not a trace gpumem reads (first line: ${JSON.stringify(first.slice(0, 80))}); formats: Kineto JSON, rocprofv3 database, CSV or JSON, rocprof CSV or JSON, nsys SQLite export, nvprof CSV or .nvvp, PyTorch memory snapshot, gpumem/RMM allocation logs`,
     file,
   );
 }
@@ -102,9 +107,19 @@ export interface AnalyzeOptions {
 }
 
 /** Formats that record the same activity (kernels, copies, API calls), each with its own clock. */
-const PROFILER_FORMATS: readonly TraceFormat[] = ['kineto', 'rocpd', 'rocprofv3-json', 'rocprof-csv', 'rocprof-json', 'rocprof-db', 'nsys-sqlite'];
+const PROFILER_FORMATS: readonly TraceFormat[] = TRACE_FORMATS.filter((f) => f !== 'memory-snapshot' && f !== 'alloc-log');
 /** Which profiler format a folder's files are read in when it holds several: the one that records the most. */
-const FOLDER_PREFERENCE: readonly TraceFormat[] = ['rocpd', 'rocprofv3-json', 'nsys-sqlite', 'kineto', 'rocprof-db', 'rocprof-json', 'rocprof-csv'];
+const FOLDER_PREFERENCE: readonly TraceFormat[] = [
+  'rocpd',
+  'rocprofv3-json',
+  'nsys-sqlite',
+  'nvvp',
+  'kineto',
+  'rocprof-db',
+  'rocprof-json',
+  'rocprof-csv',
+  'nvprof-csv',
+];
 
 /** The files under a folder, depth first, in name order. */
 function filesUnder(dir: string, depth = 0): string[] {
@@ -232,6 +247,12 @@ export async function loadTraces(files: readonly string[], options: AnalyzeOptio
           break;
         case 'nsys-sqlite':
           await importNsys(file, model, progress);
+          break;
+        case 'nvvp':
+          await importNvvp(file, model, progress);
+          break;
+        case 'nvprof-csv':
+          await importNvprofCsv(file, model, progress);
           break;
         case 'rocpd':
           await importRocpd(file, model, progress);

@@ -34,39 +34,53 @@ const RATE_COPY_BYTES = 1 << 20;
 /**
  * The fastest host copies of a trace per direction, GB/s: of 1 MiB or more where there are any, else of any size;
  * and the fastest copies of 1 MiB or more known to be from or to pinned memory (what the link gave this machine).
+ * Copies from or to pageable memory are left out: they show what the driver's staging gave, not what a copy from
+ * pinned memory would, and savings are priced at the pinned rate.
  */
 export function fastestCopies(model: TraceModel): {
   HtoD: number | null;
   DtoH: number | null;
   from: string;
   pinned: { HtoD: number | null; DtoH: number | null };
+  /** Sized host copies left out as pageable. */
+  pageable: number;
 } {
   const c = model.copies;
   const best = { large: [0, 0], any: [0, 0], pinned: [0, 0] };
+  let pageable = 0;
   for (let i = 0; i < c.length; i++) {
     const dir = c.get(i, 'dir');
     const d = dir === Direction.HtoD ? 0 : dir === Direction.DtoH ? 1 : -1;
     const bytes = c.get(i, 'bytes');
     const ns = c.get(i, 'end') - c.get(i, 'start');
     if (d < 0 || !(bytes > 0) || !(ns > 0)) continue;
+    const host = c.get(i, d === 0 ? 'src' : 'dst');
+    if (host === MemKind.pageable) {
+      pageable++;
+      continue;
+    }
     const rate = bytes / ns;
     if (bytes >= RATE_COPY_BYTES) {
       best.large[d] = Math.max(best.large[d]!, rate);
-      if (c.get(i, d === 0 ? 'src' : 'dst') === MemKind.pinned) best.pinned[d] = Math.max(best.pinned[d]!, rate);
+      if (host === MemKind.pinned) best.pinned[d] = Math.max(best.pinned[d]!, rate);
     }
     best.any[d] = Math.max(best.any[d]!, rate);
   }
+  // two decimals, or two significant digits for a rate below 0.01 GB/s (tiny copies), never rounded to 0
+  const round = (r: number): number => (+r.toFixed(2) > 0 ? +r.toFixed(2) : +r.toPrecision(2));
   const pick = (d: 0 | 1): number | null => {
     const r = best.large[d]! > 0 ? best.large[d]! : best.any[d]!;
-    return r > 0 ? +r.toFixed(2) : null;
+    return r > 0 ? round(r) : null;
   };
-  const pinned = (d: 0 | 1): number | null => (best.pinned[d]! > 0 ? +best.pinned[d]!.toFixed(2) : null);
+  const pinned = (d: 0 | 1): number | null => (best.pinned[d]! > 0 ? round(best.pinned[d]!) : null);
   const large = best.large[0]! > 0 || best.large[1]! > 0;
+  const left = pageable > 0 ? ` (its ${pageable} copies from or to pageable memory left out: they show the driver's staging, not a pinned copy)` : '';
   return {
     HtoD: pick(0),
     DtoH: pick(1),
-    from: large ? 'its fastest host copies of 1 MiB or more' : 'its fastest host copies (none of 1 MiB or more)',
+    from: `${large ? 'its fastest host copies of 1 MiB or more' : 'its fastest host copies (none of 1 MiB or more)'}${left}`,
     pinned: { HtoD: pinned(0), DtoH: pinned(1) },
+    pageable,
   };
 }
 
@@ -104,7 +118,7 @@ export function ratesForModel(model: TraceModel): CopyRates {
     basis: 'trace',
     source:
       seen.HtoD === null && seen.DtoH === null
-        ? `none: ${why}, and the trace has no sized host copy to take a ceiling from; pass --from-bench with a gpumem bench of this machine`
+        ? `none: ${why}, and the trace has no sized host copy ${seen.pageable > 0 ? `other than ${seen.pageable} from or to pageable memory (which show the driver's staging, not a pinned copy) ` : ''}to take a ceiling from; pass --from-bench with a gpumem bench of this machine`
         : `${why}, so the ceiling is the trace's own: ${seen.from} (a lower bound of the link's rate); pass --from-bench with a gpumem bench of this machine`,
   });
   if (!id) return fromTrace('the trace does not name its device');

@@ -9,10 +9,11 @@ import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { BadInputError, ErrorCode, isGpuError } from '../errors.js';
 import { columnsOf, openSqlite, tablesOf, type SqliteDb } from '../input/sqlite.js';
 import { isSegmentList } from '../formats/snapshot-file.js';
+import { isNvprofDatabase } from './importers/nvvp.js';
 import { isRocprofV1Db } from './importers/rocprof-db.js';
 
 /** The JSON and SQLite formats detect.ts tells apart (the rest of TraceFormat is recognised in analyze.ts). */
-export type DetectedFormat = 'kineto' | 'rocprof-json' | 'nsys-sqlite' | 'rocpd' | 'rocprof-db';
+export type DetectedFormat = 'kineto' | 'rocprof-json' | 'nsys-sqlite' | 'nvvp' | 'rocpd' | 'rocprof-db';
 
 /** Names of up to `n` entries of a tar archive from its first bytes. */
 function tarEntries(b: Buffer, n = 3): string[] {
@@ -98,6 +99,11 @@ export function refuseNonTrace(file: string, head: Buffer, gzip: boolean): void 
       file,
     );
   const t = text.replace(/^\uFEFF/, '').trimStart();
+  if (/^<\?xml[^>]*\?>\s*<session\b/.test(t))
+    throw new BadInputError(
+      'an NVIDIA Visual Profiler session file (the XML settings of a session in the Visual Profiler, no profile data): give the profile it was made from (nvprof -o FILE.nvvp writes an SQLite database gpumem reads), or record with nsys',
+      file,
+    );
   if (t.startsWith('[')) refuseJsonArray(file, t);
 }
 
@@ -180,10 +186,13 @@ export function sqliteFormat(file: string): DetectedFormat {
     if (!isGpuError(e, ErrorCode.UNSUPPORTED)) throw e;
     const head = firstMiB(file);
     if (/rocpd_(kernel_dispatch|info_agent|memory_copy)/.test(head)) return 'rocpd';
+    if (/CREATE TABLE StringTable\s*\(\s*_id_/.test(head)) return 'nvvp';
     return /CREATE TABLE "?(KERN|A|HIP|HSA|COPY|OPS)"? \("(Index|BeginNs)"/.test(head) ? 'rocprof-db' : 'nsys-sqlite';
   }
   try {
-    return formatOfTables(file, tablesOf(db), (t) => columnsOf(db, t));
+    const tables = tablesOf(db);
+    if (isNvprofDatabase(db, tables)) return 'nvvp';
+    return formatOfTables(file, tables, (t) => columnsOf(db, t));
   } finally {
     db.close();
   }

@@ -1,7 +1,7 @@
 /**
  * `gpumem/analyze`: profiler and allocator traces turned into findings. Pure TypeScript: importing it loads no GPU
  * library and no native addon (reading an SQLite database, an Nsight Systems export or a rocprofv3 rocpd database,
- * loads better-sqlite3, or node:sqlite where that is absent, when it is used).
+ * loads SQLite's WebAssembly build when it is used).
  *
  * ```ts
  * import { analyzeFiles } from 'gpumem/analyze';

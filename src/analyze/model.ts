@@ -62,6 +62,15 @@ export const AllocLevel = { framework: 0, driver: 1 } as const;
 /** What a synchronisation record waited for (Kineto cuda_sync, nsys CUPTI_ACTIVITY_KIND_SYNCHRONIZATION). */
 export const SyncKind = { unknown: 0, stream: 1, device: 2, event: 3, streamWait: 4 } as const;
 
+/**
+ * Why the driver moved managed pages (CUPTI's CUpti_ActivityUnifiedMemoryMigrationCause, which nsys exports as
+ * migrationCause and labels in ENUM_CUDA_UNIF_MEM_MIGRATION): a prefetch the program asked for, a page fault, the
+ * driver's speculative prefetch around a fault, eviction under oversubscription, or access counters.
+ */
+export const MigrationCause = { unknown: 0, userPrefetch: 1, pageFault: 2, speculativePrefetch: 3, eviction: 4, accessCounters: 5 } as const;
+export const MIGRATION_CAUSES = ['unknown', 'user prefetch', 'page fault', 'speculative prefetch', 'eviction', 'access counters'] as const;
+export type MigrationCauseName = (typeof MIGRATION_CAUSES)[number];
+
 /** Kinds of activity a profiler records, each turned on or off when the trace is taken. */
 export const ACTIVITIES = ['kernels', 'copies', 'runtime', 'allocations', 'faults'] as const;
 export type Activity = (typeof ACTIVITIES)[number];
@@ -87,6 +96,8 @@ export const Api = {
   /** Virtual memory management: mapping and unmapping physical memory into a reserved range (expandable segments). */
   vmmMap: 16,
   vmmUnmap: 17,
+  /** cudaMemPrefetchAsync / hipMemPrefetchAsync: the program moving managed pages ahead of use. */
+  memPrefetch: 18,
 } as const;
 export const API_NAMES = Object.keys(Api) as Array<keyof typeof Api>;
 
@@ -98,7 +109,7 @@ export function classifyApi(name: string): number {
   if (/^MemcpyWithStream$/.test(n)) return Api.memcpySync;
   if (/^Memcpy.*Async$/i.test(n)) return Api.memcpyAsync;
   if (/^StreamSynchronize$/i.test(n)) return Api.streamSync;
-  if (/^(Device|Ctx)Synchronize$/i.test(n)) return Api.deviceSync;
+  if (/^(Device|Ctx|Thread)Synchronize$/i.test(n)) return Api.deviceSync;
   if (/^EventSynchronize$/i.test(n)) return Api.eventSync;
   // cuMemCreate / cuMemRelease take and give back physical memory as malloc and free do (virtual memory management)
   if (/^(Malloc|MemAlloc|ExtMallocWithFlags|MallocPitch|MemCreate)$/i.test(n)) return Api.malloc;
@@ -111,8 +122,11 @@ export function classifyApi(name: string): number {
   if (/^(MallocAsync|MallocFromPoolAsync|MemAllocAsync)$/i.test(n)) return Api.mallocAsync;
   if (/^(FreeAsync|MemFreeAsync)$/i.test(n)) return Api.freeAsync;
   if (/^(HostRegister|MemHostRegister)$/i.test(n)) return Api.hostRegister;
-  if (/^(LaunchKernel|LaunchKernelExC|LaunchKernelEx|ModuleLaunchKernel|ExtLaunchKernel|LaunchCooperativeKernel|GraphLaunch)/i.test(n)) return Api.launch;
-  if (/^Memset/i.test(n)) return Api.memset;
+  if (/^MemPrefetch(Async|BatchAsync)$/i.test(n)) return Api.memPrefetch;
+  if (/^(Launch$|LaunchKernel|LaunchKernelExC|LaunchKernelEx|ModuleLaunchKernel|ExtLaunchKernel|LaunchCooperativeKernel|GraphLaunch)/i.test(n))
+    return Api.launch;
+  // case matters: cudaMemSetAccess and cudaMemSetMemPool set attributes, they fill nothing
+  if (/^Memset/.test(n)) return Api.memset;
   return Api.other;
 }
 
@@ -171,6 +185,12 @@ export class TraceModel {
    */
   readonly allocs = new Table(['time', 'bytes', 'device', 'address', 'allocated', 'reserved', 'host', 'agent', 'level'] as const);
   readonly faults = new Table(['time', 'duration', 'bytes', 'kind', 'address'] as const);
+  /**
+   * Unified-memory page migrations: the driver moving managed pages between host and device (nsys exports them
+   * among the copies, with copy kinds 11-13). They are not the program's copies, and no copy rule reads them.
+   * cause is a MigrationCause.
+   */
+  readonly migrations = new Table(['start', 'end', 'bytes', 'dir', 'cause', 'device'] as const);
   /** Agent names as traces write them ("Agent 0", "CPU 0", "2") and their types where known. */
   readonly agentNames: string[] = [];
   readonly agentTypes = new Map<string, 'CPU' | 'GPU'>();
@@ -234,7 +254,7 @@ export class TraceModel {
   /** Whose GPU the trace comes from, by its formats and device names; undefined when it does not say. */
   vendor(): 'amd' | 'nvidia' | undefined {
     if ([...this.formats].some((f) => f.startsWith('rocprof'))) return 'amd';
-    if (this.formats.has('nsys-sqlite')) return 'nvidia';
+    if (['nsys-sqlite', 'nvvp', 'nvprof-csv'].some((f) => this.formats.has(f))) return 'nvidia';
     const names = [...this.devices.values()].join(' ');
     if (/\b(AMD|Instinct|Radeon|gfx\d)/i.test(names)) return 'amd';
     if (/\b(NVIDIA|Tesla|GeForce|Quadro|A100|H100|H200|B200|V100|A10G|L40)/i.test(names)) return 'nvidia';
@@ -310,7 +330,7 @@ export class TraceModel {
   span(): [number, number] {
     let lo = Infinity;
     let hi = -Infinity;
-    for (const t of [this.copies, this.kernels, this.memsets] as const) {
+    for (const t of [this.copies, this.kernels, this.memsets, this.migrations] as const) {
       const s = t.col('start');
       const e = t.col('end');
       for (let i = 0; i < s.length; i++) {

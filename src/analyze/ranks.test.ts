@@ -1,11 +1,12 @@
 /** One trace per rank: each analysed on its own, on worker threads, and the ranks compared for stragglers. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from '../cli/program.js';
 import { writeRankTraces } from '../testing/rank-traces.js';
+import { sharedTest, sharedTrace } from '../testing/shared-traces.js';
 import { analyzeFiles } from './analyze.js';
 import { analyzeRanks, findStragglers, type RankResult } from './ranks.js';
 
@@ -77,12 +78,8 @@ test('gpumem analyze DIR of rank traces prints each rank and the stragglers', as
   assert.match(err, /timeline of one trace/);
 });
 
-/** ../shared/traces beside the checkout, or beside the folder of worktrees that holds it. */
-const SHARED =
-  ['../../../', '../../../../']
-    .map((p) => new URL(`${p}shared/traces/HolisticTraceAnalysis/tests/data/trace_filter/`, import.meta.url).pathname)
-    .find(existsSync) ?? '../shared/traces/HolisticTraceAnalysis/tests/data/trace_filter/';
-test('the two sampled ranks of a 128-rank job are read as ranks 0 and 1', { skip: existsSync(SHARED) ? false : `${SHARED} is absent` }, async () => {
+const SHARED = sharedTrace('HolisticTraceAnalysis/tests/data/trace_filter/');
+sharedTest('the two sampled ranks of a 128-rank job are read as ranks 0 and 1', {}, async () => {
   const r = await analyzeRanks([`${SHARED}sampled_rank-1.json.gz`, `${SHARED}sampled_rank-0.json.gz`], { format: 'kineto' });
   assert.deepEqual(
     r.ranks.map((x) => x.rank),

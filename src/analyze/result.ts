@@ -1,5 +1,5 @@
 /** The shape of an analysis: a summary of the trace's memory activity and findings, as `gpumem analyze --json` prints it. */
-import type { AggregateApi, AggregateCopy, DirectionName, MemKindName } from './model.js';
+import type { AggregateApi, AggregateCopy, DirectionName, MemKindName, MigrationCauseName } from './model.js';
 import type { CopyRates } from './bandwidth.js';
 
 export type Severity = 'high' | 'medium' | 'low' | 'info';
@@ -86,7 +86,13 @@ export interface Summary {
     ooms: number;
     segments: { count: number; reservedBytes: number; allocatedBytes: number; inactiveSplitBytes: number } | null;
   };
-  faults: { gpu: number; cpu: number };
+  /** Unified-memory page faults on the GPU and the CPU; null where the trace did not record them (not zero). */
+  faults: { gpu: number | null; cpu: number | null };
+  /**
+   * Unified-memory page migrations (the driver moving managed pages; not the program's copies) by cause and
+   * direction: user prefetch, page fault, speculative prefetch, eviction, access counters, unknown.
+   */
+  migrations: Array<{ cause: MigrationCauseName; direction: DirectionName; count: number; bytes: number; timeNs: number }>;
   cpuOps: Record<string, number>;
   /** A tool's totals per name (rocprof --stats), where the trace kept those; the figures above include them. */
   aggregates: { copies: AggregateCopy[]; apis: AggregateApi[]; kernels: AggregateApi[]; memsets: AggregateApi[] } | null;

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { analyzeModel } from './analyze.js';
 import type { CopyRates } from './bandwidth.js';
-import { AllocLevel, Api, Direction, MemKind, TraceModel } from './model.js';
+import { AllocLevel, Api, Direction, MemKind, MigrationCause, TraceModel } from './model.js';
 import type { AnalyzeResult } from './result.js';
 import { call, copy, kernel } from '../testing/trace-model.js';
 
@@ -114,20 +114,9 @@ test('managed-faults: migrations and faults on both sides are found, with ping-p
   for (let i = 0; i < 10; i++) {
     m.faults.push({ time: i * ms, duration: 200 * us, bytes: Number.NaN, kind: 1, address: 0x7f0000000000 + (i % 2) * 4 * MiB });
     m.faults.push({ time: i * ms + 500 * us, duration: 0, bytes: Number.NaN, kind: 0, address: 0x7f0000000000 });
-    m.copies.push({
-      start: i * ms,
-      end: i * ms + 100 * us,
-      bytes: 2 * MiB,
-      dir: Direction.HtoD,
-      src: MemKind.managed,
-      dst: MemKind.managed,
-      stream: 0,
-      device: 0,
-      correlation: Number.NaN,
-      hostAddr: Number.NaN,
-      op: -1,
-    });
+    m.migrations.push({ start: i * ms, end: i * ms + 100 * us, bytes: 2 * MiB, dir: Direction.HtoD, cause: MigrationCause.pageFault, device: 0 });
   }
+  m.traced('faults');
   const f = finding(analyzeModel(m, RATES), 'managed-faults');
   assert.equal(f.count, 30);
   assert.equal(f.bytes, 20 * MiB);

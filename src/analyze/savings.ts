@@ -13,6 +13,9 @@ export function settleSavings(results: readonly RuleResult[]): Finding[] {
   const unions = results.map((r): Union | undefined => (r.basis ? unionOf(Float64Array.from(r.basis.start), Float64Array.from(r.basis.end)) : undefined));
   return results.map((r, i) => {
     const { basis: _, ...f } = r;
+    // savings priced at a rate are fractions of a nanosecond; the trace's clock counts whole ones
+    f.estimatedSavingNs = Math.round(f.estimatedSavingNs);
+    f.timeNs = Math.round(f.timeNs);
     const u = unions[i];
     if (u) {
       const took = unionLength(u);

@@ -19,9 +19,12 @@ function copyBytesBySql(file: string): Record<string, number> {
   const db = openSqlite(file);
   try {
     const out: Record<string, number> = {};
-    for (const r of db.iterate('SELECT COPY.Name AS name, HIP.args AS args FROM COPY JOIN HIP ON HIP."Index" = COPY."Index"')) {
+    // joined here, not in SQL: the reader's bounds refuse a join through HIP's non-unique Index
+    const args = new Map(db.all('SELECT "Index" AS i, args FROM HIP').map((r) => [Number(r.i), String(r.args)]));
+    for (const r of db.iterate('SELECT "Index" AS i, Name AS name FROM COPY')) {
+      if (!args.has(Number(r.i))) continue;
       const dir = String(r.name) === 'CopyHostToDevice' ? 'HtoD' : String(r.name) === 'CopyDeviceToHost' ? 'DtoH' : String(r.name);
-      out[dir] = (out[dir] ?? 0) + Number(/sizeBytes\((\d+)\)/.exec(String(r.args))?.[1]);
+      out[dir] = (out[dir] ?? 0) + Number(/sizeBytes\((\d+)\)/.exec(args.get(Number(r.i)) ?? '')?.[1]);
     }
     return out;
   } finally {

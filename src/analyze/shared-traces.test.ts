@@ -4,19 +4,15 @@
  * json on the Kineto files, sqlite3 on the Nsight exports, the CSV rows), not taken from gpumem's output. The tests
  * read the files in place and skip, saying why, where ../shared/ is absent.
  */
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { analyzeFiles } from './analyze.js';
 import { ErrorCode, isGpuError } from '../errors.js';
 import type { AnalyzeResult } from './result.js';
 import { readTrace } from '../formats/allocator-trace.js';
 import { replay } from '../replay/replay.js';
+import { sharedTest, sharedTrace } from '../testing/shared-traces.js';
 
-/** ../shared/traces beside the checkout, or beside the folder of worktrees that holds it. */
-const ROOT = ['../../../shared/traces/', '../../../../shared/traces/'].map((p) => new URL(p, import.meta.url).pathname).find(existsSync) ?? '../shared/traces/';
-const skip = existsSync(ROOT) ? false : `${ROOT} is absent (the shared traces sit beside the checkout)`;
-const at = (p: string): string => ROOT + p;
+const at = sharedTrace;
 const HTA = 'HolisticTraceAnalysis/tests/data/';
 const COPY_RULES = ['pageable-copy', 'd2h-to-pageable', 'small-copies', 'redundant-copy', 'low-bandwidth'];
 const ALL_RULES = [
@@ -177,7 +173,7 @@ const analyzed = (file: string): Promise<AnalyzeResult> => {
 };
 
 for (const e of TRACES) {
-  test(`shared trace ${e.file}: read as ${e.format}`, { skip }, async () => {
+  sharedTest(`shared trace ${e.file}: read as ${e.format}`, {}, async () => {
     const r = await analyzed(e.file);
     const s = r.summary;
     assert.deepEqual(s.formats, [e.format]);
@@ -198,7 +194,7 @@ for (const e of TRACES) {
   });
 }
 
-test('shared traces: the advice on a CUDA trace names CUDA APIs, never ROCm ones', { skip }, async () => {
+sharedTest('shared traces: the advice on a CUDA trace names CUDA APIs, never ROCm ones', {}, async () => {
   for (const f of ['pipit/pipit/tests/data/saxpy-mpi-cuda_nsys_perlmutter0.sqlite', `${HTA}negative_queue_length_values_check/rank0.json.gz`]) {
     const text = JSON.stringify(await analyzed(f));
     assert.doesNotMatch(text, /ROCm|\bhip[A-Z]/, f);
@@ -206,14 +202,14 @@ test('shared traces: the advice on a CUDA trace names CUDA APIs, never ROCm ones
   }
 });
 
-test('shared traces: the rocprofv3 JSON of kernels only names what it did not record', { skip }, async () => {
+sharedTest('shared traces: the rocprofv3 JSON of kernels only names what it did not record', {}, async () => {
   const r = await analyzed('TraceLens/tests/rocprof/908_results.json.gz');
   assert.equal(r.findings.length, 0);
   const reason = r.summary.notApplicable.find((n) => n.rule === 'pageable-copy')?.reason ?? '';
   assert.match(reason, /did not record memory copies/);
 });
 
-test('shared traces: small-copies leaves out calls that waited for the GPU (5 calls of ~145 ms)', { skip }, async () => {
+sharedTest('shared traces: small-copies leaves out calls that waited for the GPU (5 calls of ~145 ms)', {}, async () => {
   const r = await analyzed(`${HTA}negative_queue_length_values_check/rank0.json.gz`);
   const f = r.findings.find((x) => x.rule === 'small-copies');
   assert.ok(f);
@@ -223,7 +219,7 @@ test('shared traces: small-copies leaves out calls that waited for the GPU (5 ca
   assert.ok(f.evidence.some((e) => /waiting for earlier GPU work/.test(e)));
 });
 
-test('shared traces: alloc-churn counts neither start-up allocations nor a one-off 6.0 s cudaFree', { skip }, async () => {
+sharedTest('shared traces: alloc-churn counts neither start-up allocations nor a one-off 6.0 s cudaFree', {}, async () => {
   const r = await analyzed(`${HTA}critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz`);
   const f = r.findings.find((x) => x.rule === 'alloc-churn');
   // the benchmark frees and allocates again between its iterations: churn, found, without the one-off calls
@@ -233,7 +229,7 @@ test('shared traces: alloc-churn counts neither start-up allocations nor a one-o
   assert.ok(f.evidence.some((e) => /left out of the saving/.test(e)));
 });
 
-test('shared traces: files that are not traces are refused with what they are', { skip }, async () => {
+sharedTest('shared traces: files that are not traces are refused with what they are', {}, async () => {
   const cases: Array<[string, RegExp]> = [
     [`${HTA}memory_analysis/memory_timeline.raw.gz`, /export_memory_timeline/],
     [`${HTA}execution_trace/benchmark_simple_add_et.json.gz`, /execution trace/],
@@ -243,14 +239,14 @@ test('shared traces: files that are not traces are refused with what they are', 
     await assert.rejects(analyzeFiles([at(file)]), (e: Error) => isGpuError(e, ErrorCode.BAD_INPUT) && message.test(e.message));
 });
 
-test('shared traces: analyze DIR reads the files of one rocprofv3 run together', { skip }, async () => {
+sharedTest('shared traces: analyze DIR reads the files of one rocprofv3 run together', {}, async () => {
   // a directory of one profiler's files is one run: analyze DIR reads them together
   const r = await analyzeFiles([at('rocprofiler-sdk@029ff02/source/docs/data')]);
   assert.equal(r.summary.kernels.count, 8);
   assert.equal(r.summary.copies.count, 4);
 });
 
-test('shared snapshots: replay of a recording started mid-run starts from the memory live at its start', { skip }, async () => {
+sharedTest('shared snapshots: replay of a recording started mid-run starts from the memory live at its start', {}, async () => {
   for (const name of ['memory_ctx128_forward', 'memory_ctx256_forward_mixed', 'memory_ctx128_fullstep']) {
     const trace = await readTrace(at(`cs336-a2-systems/memory_files/${name}.pickle.json.gz`));
     const report = replay(trace);
@@ -266,7 +262,7 @@ test('shared snapshots: replay of a recording started mid-run starts from the me
   }
 });
 
-test('shared traces: the chunked and the careful JSON readers give the same analysis of every Kineto trace', { skip }, async () => {
+sharedTest('shared traces: the chunked and the careful JSON readers give the same analysis of every Kineto trace', {}, async () => {
   for (const e of TRACES.filter((x) => x.format === 'kineto')) {
     const careful = await analyzeFiles([at(e.file)], { jsonReader: 'careful' });
     assert.deepEqual(await analyzed(e.file), careful, e.file);

@@ -1,7 +1,7 @@
 /** The summary of a trace's memory activity: copies by direction and host kind, overlap, syncs, allocations. */
 import { AnalysisContext } from './context.js';
 import { unionLength } from './intervals.js';
-import { Api, AllocLevel, classifyApi, DIRECTIONS, MEM_KINDS } from './model.js';
+import { Api, AllocLevel, classifyApi, DIRECTIONS, MEM_KINDS, MIGRATION_CAUSES, type TraceModel } from './model.js';
 import type { CopyGroup, DeviceFigures, Summary } from './result.js';
 
 /** Sums a column, or null when every value is NaN (the trace never records it). */
@@ -75,6 +75,23 @@ function perDevice(ctx: AnalysisContext): DeviceFigures[] {
     });
 }
 
+/** Unified-memory migrations grouped by cause and direction, most time first. */
+function migrationGroups(m: TraceModel): Summary['migrations'] {
+  const g = m.migrations;
+  const groups = new Map<string, Summary['migrations'][number]>();
+  for (let i = 0; i < g.length; i++) {
+    const cause = MIGRATION_CAUSES[g.get(i, 'cause')] ?? 'unknown';
+    const direction = DIRECTIONS[g.get(i, 'dir')] ?? 'unknown';
+    const key = `${cause}/${direction}`;
+    let x = groups.get(key);
+    if (!x) groups.set(key, (x = { cause, direction, count: 0, bytes: 0, timeNs: 0 }));
+    x.count++;
+    x.bytes += g.get(i, 'bytes') || 0;
+    x.timeNs += g.get(i, 'end') - g.get(i, 'start');
+  }
+  return [...groups.values()].sort((a, b) => b.timeNs - a.timeNs);
+}
+
 export function summarize(ctx: AnalysisContext, notApplicable: Summary['notApplicable']): Summary {
   const m = ctx.model;
   const c = m.copies;
@@ -108,8 +125,11 @@ export function summarize(ctx: AnalysisContext, notApplicable: Summary['notAppli
     g.count += a.calls;
     g.timeNs += a.totalNs;
     copyNs += a.totalNs;
+    if (a.bytes !== undefined) g.bytes = (g.bytes ?? 0) + a.bytes;
   }
   const aggregateCopyCalls = m.aggregateCopies.reduce((t, a) => t + a.calls, 0);
+  const eventBytes = knownSum(c.col('bytes'));
+  const aggregateBytes = m.aggregateCopies.some((a) => a.bytes !== undefined) ? m.aggregateCopies.reduce((t, a) => t + (a.bytes ?? 0), 0) : null;
   const copyGroups: CopyGroup[] = [...groups.values()]
     .map(({ knownBytes, knownNs, ...g }) => ({ ...g, achievedGBps: knownNs > 0 ? +(knownBytes / knownNs).toFixed(3) : null }))
     .sort((a, b) => b.timeNs - a.timeNs);
@@ -164,7 +184,7 @@ export function summarize(ctx: AnalysisContext, notApplicable: Summary['notAppli
     spanNs: ctx.spanNs,
     copies: {
       count: c.length + aggregateCopyCalls,
-      bytes: knownSum(c.col('bytes')),
+      bytes: eventBytes === null && aggregateBytes === null ? null : (eventBytes ?? 0) + (aggregateBytes ?? 0),
       timeNs: copyNs,
       groups: copyGroups,
       overlappedWithKernelsNs: overlapped,
@@ -205,7 +225,8 @@ export function summarize(ctx: AnalysisContext, notApplicable: Summary['notAppli
             }
           : null,
     },
-    faults: { gpu: gpuFaults, cpu: m.faults.length - gpuFaults },
+    faults: m.recorded('faults') ? { gpu: gpuFaults, cpu: m.faults.length - gpuFaults } : { gpu: null, cpu: null },
+    migrations: migrationGroups(m),
     cpuOps: Object.fromEntries(m.cpuOps),
     aggregates:
       m.aggregateCopies.length + m.aggregateApis.length + m.aggregateKernels.length + m.aggregateMemsets.length > 0

@@ -7,6 +7,8 @@ export const TRACE_FORMATS = [
   'rocprof-json',
   'rocprof-db',
   'nsys-sqlite',
+  'nvvp',
+  'nvprof-csv',
   'memory-snapshot',
   'alloc-log',
 ] as const;

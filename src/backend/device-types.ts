@@ -28,6 +28,8 @@ export interface DeviceInfo {
   archName?: string | undefined;
   totalBytes?: number | undefined;
   freeBytes?: number | undefined;
+  /** Where `totalBytes` comes from when it is not the memory of a real device (the host backend's share of RAM). */
+  memorySource?: string | undefined;
   /** Streaming multiprocessors (NVIDIA) or compute units (AMD) or CPU cores (host). */
   multiprocessors?: number | undefined;
   l2Bytes?: number | undefined;

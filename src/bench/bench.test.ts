@@ -29,7 +29,7 @@ async function inBrowser(file: string): Promise<{ charts: number; drawn: number;
         const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
         for (let i = 3; i < d.length; i += 4) if (d[i] > 0) { painted++; break; }
       }
-      const withData = charts.filter((c) => c.data.datasets.some((d) => d.data.some((v) => typeof v === 'number'))).length;
+      const withData = charts.filter((c) => c.data.datasets.some((d) => d.data.some((v) => typeof v === 'number' || typeof v?.y === 'number'))).length;
       return { charts: charts.length, drawn: Math.min(withData, painted), canvases: document.querySelectorAll('canvas').length, text: document.body.innerText };
     })()`,
   );
@@ -188,8 +188,27 @@ test('gpumem bench --html writes a page with the copy chart, the cache sweep and
     assert.ok(readFileSync(html, 'utf8').includes('new Chart('));
     const page = await inBrowser(html);
     assert.deepEqual(page.errors, []);
-    assert.equal(page.charts, 4, 'copy and cache charts for two devices');
-    assert.equal(page.drawn, 4);
+    // per device: copies host to device, device to host, device to device (split so that each chart's series have
+    // colours of their own), and the cache sweep
+    assert.equal(page.charts, 8, 'three copy charts and the cache chart for each of two devices');
+    assert.equal(page.drawn, 8);
+    const { value: look } = await inChromium<Array<{ title: string; series: number; colours: number; ticks: string[]; log: boolean }>>(
+      html,
+      `window.gpumemCharts.map((c) => ({
+        title: c.options.plugins.title.text,
+        series: c.data.datasets.length,
+        colours: new Set(c.data.datasets.map((d) => d.borderColor + ' ' + d.pointStyle)).size,
+        ticks: c.scales.x.ticks.map((t) => c.scales.x.getLabelForValue ? String(c.scales.x.options.ticks.callback(t.value)) : ''),
+        log: c.scales.x.type === 'logarithmic',
+      }))`,
+    );
+    for (const c of look) {
+      assert.ok(c.series <= 10, `${c.title}: ${c.series} series`);
+      assert.equal(c.colours, c.series, `${c.title}: every series has its own colour and point style`);
+      assert.ok(c.log, `${c.title}: sizes on a log axis`);
+      assert.ok(c.ticks.length >= 2, `${c.title}: ticks ${c.ticks.join(', ')}`);
+      for (const t of c.ticks) assert.match(t, /^(1|2|4|8|16|32|64|128|256|512) (B|KiB|MiB|GiB)$/, `${c.title}: a tick at a power of two in bytes`);
+    }
     assert.match(page.text, /peer access on \(GB\/s, one way/);
     assert.match(page.text, /Every row/);
   } finally {

@@ -1,128 +1,528 @@
 /**
- * GPUs gpumem knows by name: memory, bandwidths and host link. Shared by the planner (what fits) and the analyzer
- * (the ceiling a trace's copies are judged against), so it sits below both. Memory is the total the runtime reports
- * (cudaMemGetInfo's, as PyTorch and the serving engines print it: less than the nominal size, which counts memory the
- * driver keeps) where a published or measured figure exists, otherwise the vendor's nominal capacity; memorySource
- * says which, and where the figure comes from.
+ * GPUs gpumem knows by name: the memory the runtime reports, the memory bandwidth and the host link. Shared by the
+ * planner (what fits) and the analyzer (the ceiling a trace's copies are judged against), so it sits below both.
+ *
+ * Memory is the total the runtime reports (cudaMemGetInfo's total, torch.cuda.get_device_properties().total_memory,
+ * hipMemGetInfo's total): less than the size on the box, which counts memory the driver keeps. Each entry says where
+ * its figure comes from, with the text quoted, and whether it was printed by a runtime (`runtime`) or derived from a
+ * sibling part's printed figure (`derived`, and how). The figure moves by up to ~0.2 GiB with the driver and with a
+ * display attached; the evidence lists the spread seen. The host link comes from the device catalogue (devices.ts),
+ * found by the name the runtime prints, so the two catalogues cannot disagree. Bandwidths are the vendors' figures.
  */
-import { BadInputError } from '../errors.js';
+import { BadInputError, ErrorCode, InvalidArgumentError } from '../errors.js';
+import { GiB, MiB, parseBytes } from '../units.js';
+import { type DeviceModel, describeLink, type HostLink, hostLinkGBps, identifyDevice } from './devices.js';
 
-/** A GPU's memory and bandwidths. */
+/** A published figure: where it is (a URL, or repository@commit path) and the text quoted from it. */
+export interface Evidence {
+  where: string;
+  quote: string;
+}
+
+/** How memoryBytes was obtained: printed by a runtime, derived from another part's printed figure, or given by the user. */
+export type MemoryFigure = 'runtime' | 'derived' | 'given';
+
+/** A GPU's memory, bandwidths and host link. */
 export interface GpuSpec {
   name: string;
-  vendor: 'nvidia' | 'amd';
+  vendor: 'nvidia' | 'amd' | 'unknown';
+  /** The name the runtime prints for it (torch.cuda.get_device_name, rocm-smi), when the model is known. */
+  deviceName: string | undefined;
+  /** The total the runtime reports, in bytes. */
   memoryBytes: number;
-  /** How memoryBytes was obtained. */
+  memoryFigure: MemoryFigure;
+  /** One line: the figure and where it comes from. */
   memorySource: string;
-  /** Device memory bandwidth, GB/s (vendor figure). */
-  memoryGBps: number;
+  /** The published figures behind memoryBytes, quoted; empty only for a capacity the user gave. */
+  evidence: readonly Evidence[];
+  /** Device memory bandwidth, GB/s (vendor figure); undefined where the model is unknown. */
+  memoryGBps: number | undefined;
+  link: HostLink;
   /** Host link bandwidth one way, GB/s (theoretical PCIe after encoding, or the vendor's host link). */
   hostLinkGBps: number;
   /** GPU-to-GPU bandwidth one way, GB/s (vendor figure), where the part has a scale-up link. */
   peerGBps?: number;
+  /** Other names it is asked for by (matched without case, spaces or punctuation). */
+  aliases: readonly string[];
+  /** What is assumed rather than known, each with the value used (a capacity the user gave). */
+  assumed: readonly string[];
 }
 
-const GB = 1e9;
-const GiB = 2 ** 30;
-export const GPUS: Record<string, GpuSpec> = {
-  h200: {
-    name: 'NVIDIA H200',
-    vendor: 'nvidia',
-    memoryBytes: 150_109_880_320,
-    memorySource: 'cudaMemGetInfo total, measured on an H200 (139.8 GiB)',
-    memoryGBps: 4800,
-    hostLinkGBps: 63,
-    peerGBps: 450,
-  },
-  h100: {
-    name: 'NVIDIA H100 SXM 80GB',
-    vendor: 'nvidia',
-    memoryBytes: Math.round(79.22 * GiB),
-    memorySource:
-      'total the runtime reports, as vLLM printed it on H100 80GB GPUs: 79.22 GiB (vllm-project/vllm#10511, #12126; other drivers print 79.11-79.33 GiB)',
-    memoryGBps: 3350,
-    hostLinkGBps: 63,
-    peerGBps: 450,
-  },
-  'h100-pcie': {
-    name: 'NVIDIA H100 PCIe 80GB',
-    vendor: 'nvidia',
-    memoryBytes: 80 * GB,
-    memorySource: 'nominal 80 GB: no published runtime total found (an H100 SXM reports 79.22 GiB)',
-    memoryGBps: 2000,
-    hostLinkGBps: 63,
-    peerGBps: 300,
-  },
-  'a100-80': {
-    name: 'NVIDIA A100 80GB',
-    vendor: 'nvidia',
-    memoryBytes: 80 * GB,
-    memorySource: 'nominal 80 GB: no published runtime total found',
-    memoryGBps: 2039,
-    hostLinkGBps: 31.5,
-    peerGBps: 300,
-  },
-  'a100-40': {
-    name: 'NVIDIA A100 40GB',
-    vendor: 'nvidia',
-    memoryBytes: Math.round(39.5 * 2 ** 30),
-    memorySource: 'total memory as vLLM printed it on an A100 40GB (39.50 GiB; vllm-project/vllm#12330)',
-    memoryGBps: 1555,
-    hostLinkGBps: 31.5,
-    peerGBps: 300,
-  },
-  l40s: {
-    name: 'NVIDIA L40S',
-    vendor: 'nvidia',
-    memoryBytes: Math.round(44.39 * GiB),
-    memorySource: 'total the runtime reports, as vLLM start-up logs print it on L40S GPUs: 44.39 GiB (nvidia-smi shows 46068 MiB; nominal 48 GB)',
-    memoryGBps: 864,
-    hostLinkGBps: 31.5,
+/** A catalogue row: the vendor and the link are looked up from deviceName in the device catalogue. */
+interface Row {
+  name: string;
+  deviceName: string;
+  memoryBytes: number;
+  figure: 'runtime' | 'derived';
+  memoryGBps: number;
+  peerGBps: number | undefined;
+  aliases: string[];
+  source: string;
+  /** [where, the text quoted]. */
+  evidence: Array<[string, string]>;
+}
+
+const HTA = 'facebookresearch/HolisticTraceAnalysis@f4d0062c382f';
+const TRACELENS = 'AMD-AGI/TraceLens@171dd74721ca';
+const THAMADA = 'thamada/nvidia-smi@b09ef139265f';
+const gib = (n: number): string => `${(n / GiB).toFixed(2)} GiB`;
+
+/**
+ * The catalogue. Notes on single figures: the A10G's bandwidth is the A10's (AWS publishes none: the same GA102 with
+ * 384-bit GDDR6 at 12.5 Gb/s); the A100 40GB's PCIe and SXM4 boards have the same memory, bandwidth and host link and
+ * both pair over NVLink at 600 GB/s; `a100` is the SXM4 80GB, the A100 people rent and publish traces of most (DGX/HGX
+ * A100 80GB); the B200's 8000 GB/s is NVIDIA's figure, while the bus its driver reports (7680 bits at 3996 MHz) gives
+ * 7.67 TB/s (pytorch/ao#4002).
+ */
+const ROWS: Record<string, Row> = {
+  'rtx-3090': {
+    name: 'NVIDIA GeForce RTX 3090',
+    deviceName: 'NVIDIA GeForce RTX 3090',
+    memoryBytes: 25_327_697_920,
+    figure: 'runtime',
+    memoryGBps: 936,
+    peerGBps: 56.25,
+    aliases: ['3090'],
+    source: 'totalGlobalMem in a PyTorch profiler trace of two RTX 3090s: 23.59 GiB (bclarkson-code/flow_matching)',
+    evidence: [
+      ['bclarkson-code/flow_matching@080a3c35f31b pytorch_trace.json', '"name": "NVIDIA GeForce RTX 3090", "totalGlobalMem": 25327697920'],
+      ['Jumperkables/cuda-benchmarking 00_deviceQuery/README.md (a desktop with a display)', 'Global Memory:                      25286672384 bytes'],
+    ],
   },
   'rtx-4090': {
     name: 'NVIDIA GeForce RTX 4090',
-    vendor: 'nvidia',
-    memoryBytes: Math.round(23.55 * GiB),
-    memorySource: 'total the runtime reports on RTX 4090s: 23.55 GiB (vllm-project/vllm#13061: 0.98 of it is 23.08 GiB; nvidia-smi shows 24564 MiB)',
+    deviceName: 'NVIDIA GeForce RTX 4090',
+    memoryBytes: 25_386_352_640,
+    figure: 'runtime',
     memoryGBps: 1008,
-    hostLinkGBps: 31.5,
+    peerGBps: undefined,
+    aliases: ['4090'],
+    source: 'deviceQuery on an 8 x RTX 4090 server, driver 12.4: 23.64 GiB (thamada/nvidia-smi); torch prints 23.52-23.65 GiB on other machines',
+    evidence: [
+      [`${THAMADA} gls/RTX4090_deviceQuery.py`, 'Total amount of global memory:                 24210 MBytes (25386352640 bytes)'],
+      ['https://github.com/3DTopia/Phidias-Diffusion/issues/8', 'GPU 0 has a total capacty of 23.64 GiB'],
+    ],
   },
-  mi300x: {
-    name: 'AMD Instinct MI300X',
-    vendor: 'amd',
-    memoryBytes: 192 * GB,
-    memorySource: 'nominal 192 GB: no published runtime total found',
-    memoryGBps: 5300,
-    hostLinkGBps: 63,
-    peerGBps: 64,
+  'rtx-5090': {
+    name: 'NVIDIA GeForce RTX 5090',
+    deviceName: 'NVIDIA GeForce RTX 5090',
+    memoryBytes: 33_680_457_728,
+    figure: 'runtime',
+    memoryGBps: 1792,
+    peerGBps: undefined,
+    aliases: ['5090'],
+    source: 'deviceQuery on two RTX 5090s, driver 12.8: 31.37 GiB (NVIDIA/nccl#1637); torch out-of-memory messages print the same',
+    evidence: [
+      ['https://github.com/NVIDIA/nccl/issues/1637', 'Total amount of global memory:                 32120 MBytes (33680457728 bytes)'],
+      ['https://github.com/Wan-Video/Wan2.1/issues/465', 'GPU 0 has a total capacity of 31.37 GiB'],
+    ],
   },
-  mi325x: {
-    name: 'AMD Instinct MI325X',
-    vendor: 'amd',
-    memoryBytes: 256 * GB,
-    memorySource: 'nominal 256 GB: no published runtime total found',
-    memoryGBps: 6000,
-    hostLinkGBps: 63,
-    peerGBps: 64,
+  a10: {
+    name: 'NVIDIA A10',
+    deviceName: 'NVIDIA A10',
+    memoryBytes: 23_609_475_072,
+    figure: 'runtime',
+    memoryGBps: 600,
+    peerGBps: undefined,
+    aliases: [],
+    source: 'CUDA device properties on an A10, driver 12.2: 21.99 GiB (aalanwyr/face2cuda); other drivers print up to 22.18 GiB',
+    evidence: [
+      ['aalanwyr/face2cuda@9ad81566c5da step2cuda/README.md', 'Total amount of global memory:                21.99 GBytes (23609475072 bytes)'],
+      ['https://github.com/OpenBMB/MiniCPM-V/issues/640', 'GPU 0 has a total capacity of 22.18 GiB'],
+    ],
   },
-  mi250x: {
-    name: 'AMD Instinct MI250X (one GCD, as the runtime shows it)',
-    vendor: 'amd',
-    memoryBytes: 64 * GB,
-    memorySource: 'nominal 128 GB per package, 64 GB per GCD',
-    memoryGBps: 1600,
-    hostLinkGBps: 31.5,
-    peerGBps: 50,
+  a10g: {
+    name: 'NVIDIA A10G',
+    deviceName: 'NVIDIA A10G',
+    memoryBytes: Math.round(22.2 * GiB),
+    figure: 'runtime',
+    memoryGBps: 600,
+    peerGBps: undefined,
+    aliases: [],
+    source: "torch's out-of-memory message on a g5.12xlarge (4 x A10G): 22.20 GiB total capacity (XavierXiao/Dreambooth-Stable-Diffusion#18)",
+    evidence: [['https://github.com/XavierXiao/Dreambooth-Stable-Diffusion/issues/18', '(GPU 0; 22.20 GiB total capacity; 3.25 GiB already allocated']],
+  },
+  l4: {
+    name: 'NVIDIA L4',
+    deviceName: 'NVIDIA L4',
+    memoryBytes: 23_612_293_120,
+    figure: 'runtime',
+    memoryGBps: 300,
+    peerGBps: undefined,
+    aliases: [],
+    source: 'deviceQuery on an L4, driver 525 (nvidia-smi 23034 MiB): 21.99 GiB (Alawaji214/GPU-Median-Blurring); newer drivers print 22.03 GiB',
+    evidence: [
+      ['Alawaji214/GPU-Median-Blurring@0c46d0bf689d README.md', 'Total amount of global memory:                 22518 MBytes (23612293120 bytes)'],
+      ['https://github.com/ArcInstitute/evo2/issues/190', 'GPU 0 has a total capacity of 22.03 GiB'],
+    ],
+  },
+  l40s: {
+    name: 'NVIDIA L40S',
+    deviceName: 'NVIDIA L40S',
+    memoryBytes: 47_803_596_800,
+    figure: 'runtime',
+    memoryGBps: 864,
+    peerGBps: undefined,
+    aliases: [],
+    source: 'deviceQuery on an L40S, driver 12.4: 44.52 GiB (thamada/nvidia-smi); other drivers print 44.31-44.42 GiB (nvidia-smi shows 46068 MiB)',
+    evidence: [
+      ['thamada/nvidia-smi@c768aedc1e0b nvsim/L40S_deviceQuery.py', 'Total amount of global memory:                 45589 MBytes (47803596800 bytes)'],
+      ['https://github.com/stepfun-ai/Step-Video-T2V/issues/8', 'GPU  has a total capacity of 44.42 GiB'],
+    ],
+  },
+  'a100-40': {
+    name: 'NVIDIA A100 40GB (SXM4 or PCIe)',
+    deviceName: 'NVIDIA A100-SXM4-40GB',
+    memoryBytes: 79 * 2 ** 29,
+    figure: 'runtime',
+    memoryGBps: 1555,
+    peerGBps: 300,
+    aliases: ['a100-40gb', 'a100-sxm4-40gb', 'a100-pcie-40gb', 'a100-40-pcie', 'a100-40-sxm'],
+    source:
+      'total the runtime reports on an A100 40GB, as vLLM and torch print it: 39.50 GiB (vllm-project/vllm#12330, TianheWu/CoSeR#10); traces show 39.39-39.59 GiB on SXM4 and 39.44 GiB on PCIe',
+    evidence: [
+      ['https://github.com/TianheWu/CoSeR/issues/10', 'GPU 0 has a total capacity of 39.50 GiB'],
+      [
+        `${HTA} tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz`,
+        '"name": "NVIDIA A100-PG509-200", "totalGlobalMem": 42297524224',
+      ],
+      ['harryjmoss/particle_transformer@466d60845dd2 profiler_trace_single_sample.json', '"name": "NVIDIA A100-PCIE-40GB", "totalGlobalMem": 42346610688'],
+    ],
+  },
+  'a100-80': {
+    name: 'NVIDIA A100 SXM4 80GB',
+    deviceName: 'NVIDIA A100-SXM4-80GB',
+    memoryBytes: 84_990_623_744,
+    figure: 'runtime',
+    memoryGBps: 2039,
+    peerGBps: 300,
+    aliases: ['a100', 'a100-sxm', 'a100-sxm4', 'a100-80gb', 'a100-sxm4-80gb', 'a100-80-sxm'],
+    source: 'totalGlobalMem in a PyTorch profiler trace of an A100-SXM4-80GB: 79.15 GiB (facebookresearch/HolisticTraceAnalysis); driver 12.5 prints 79.26 GiB',
+    evidence: [
+      [`${HTA} tests/data/negative_queue_length_values_check/rank0.json.gz`, '"name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 84990623744'],
+      [`${THAMADA} gls/A100SXMx4_deviceQuery.py`, 'Total amount of global memory:                 81158 MBytes (85100068864 bytes)'],
+    ],
+  },
+  'a100-80-pcie': {
+    name: 'NVIDIA A100 80GB PCIe',
+    deviceName: 'NVIDIA A100 80GB PCIe',
+    memoryBytes: 84_990_623_744,
+    figure: 'derived',
+    memoryGBps: 1935,
+    peerGBps: 300,
+    aliases: ['a100-80gb-pcie', 'a100-pcie-80gb'],
+    source:
+      "derived: the A100 SXM4 80GB's runtime total (79.15 GiB), the same 80 GB of HBM2e; a deviceQuery on an A100 80GB PCIe (driver 12.4) prints 79.14 GiB",
+    evidence: [
+      [`${HTA} tests/data/negative_queue_length_values_check/rank0.json.gz (the SXM4 board)`, '"name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 84990623744'],
+      [
+        'a cluster deviceQuery log in public code (repository not resolved by the code index)',
+        'Device 3: "NVIDIA A100 80GB PCIe" ... Total amount of global memory:                 81038 MBytes (84974239744 bytes)',
+      ],
+    ],
+  },
+  h100: {
+    name: 'NVIDIA H100 SXM 80GB',
+    deviceName: 'NVIDIA H100 80GB HBM3',
+    memoryBytes: Math.round(79.22 * GiB),
+    figure: 'runtime',
+    memoryGBps: 3350,
+    peerGBps: 450,
+    aliases: ['h100-sxm', 'h100-sxm5', 'h100-80gb', 'h100-80gb-hbm3'],
+    source: 'total the runtime reports, as vLLM printed it on H100 80GB GPUs: 79.22 GiB (vllm-project/vllm#10511); other drivers print 79.11-79.22 GiB',
+    evidence: [
+      ['https://github.com/vllm-project/vllm/pull/10511', 'INFO 12-13 19:54:18 worker.py:243] total_gpu_memory     79.22GiB'],
+      [`${TRACELENS} tests/traces/h100/gaunernst_bert-small-uncased__1016001.json.gz`, '"name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85018279936'],
+      ['thamada/nvidia-smi@03fbe6e68c0b nvsim/H100SXMx8_deviceQuery.py', 'Total amount of global memory:                 81106 MBytes (85045477376 bytes)'],
+      ['https://github.com/vllm-project/vllm/issues/27508 (driver 535)', 'GPU 0 has a total capacity of 79.11 GiB'],
+    ],
+  },
+  'h100-pcie': {
+    name: 'NVIDIA H100 PCIe 80GB',
+    deviceName: 'NVIDIA H100 PCIe',
+    memoryBytes: Math.round(79.22 * GiB),
+    figure: 'derived',
+    memoryGBps: 2000,
+    peerGBps: 300,
+    aliases: [],
+    source:
+      "derived: the H100 SXM's runtime total (79.22 GiB), the same 80 GB; torch 2.0.1 on an H100 PCIe printed total_memory=81008MB (79.11 GiB, the older drivers' figure on the SXM too)",
+    evidence: [
+      ['https://github.com/vllm-project/vllm/pull/10511 (the SXM board)', 'total_gpu_memory     79.22GiB'],
+      [
+        'a PyTorch check script in public code (repository not resolved by the code index)',
+        "_CudaDeviceProperties(name='NVIDIA H100 PCIe', major=9, minor=0, total_memory=81008MB, multi_processor_count=114)",
+      ],
+    ],
+  },
+  'h100-nvl': {
+    name: 'NVIDIA H100 NVL 94GB',
+    deviceName: 'NVIDIA H100 NVL',
+    memoryBytes: 99_861_594_112,
+    figure: 'runtime',
+    memoryGBps: 3900,
+    peerGBps: 300,
+    aliases: [],
+    source: 'deviceQuery on two H100 NVL, driver 12.4: 93.00 GiB (thamada/nvidia-smi; nvidia-smi shows 95830 MiB)',
+    evidence: [[`${THAMADA} gls/H100NVLx2_deviceQuery.py`, 'Total amount of global memory:                 95235 MBytes (99861594112 bytes)']],
+  },
+  h20: {
+    name: 'NVIDIA H20 96GB',
+    deviceName: 'NVIDIA H20',
+    memoryBytes: 95 * GiB,
+    figure: 'runtime',
+    memoryGBps: 4000,
+    peerGBps: 450,
+    aliases: [],
+    source: "torch's out-of-memory message on an H20 96G: 95.00 GiB total capacity (modelscope/DiffSynth-Studio#1238)",
+    evidence: [
+      ['https://github.com/modelscope/DiffSynth-Studio/issues/1238', 'GPU  has a total capacity of 95.00 GiB'],
+      [
+        'a Triton kernel comment in public code (repository not resolved by the code index)',
+        "_CudaDeviceProperties(name='NVIDIA H20', major=9, minor=0, total_memory=97285MB, multi_processor_count=78)",
+      ],
+    ],
+  },
+  h200: {
+    name: 'NVIDIA H200',
+    deviceName: 'NVIDIA H200',
+    memoryBytes: 150_109_880_320,
+    figure: 'runtime',
+    memoryGBps: 4800,
+    peerGBps: 450,
+    aliases: ['h200-sxm', 'h200-141gb'],
+    source: 'cudaMemGetInfo total, measured on one H200 (SXM), driver 580.159.04, 2026-12-01: 139.80 GiB (nvidia-smi shows 143771 MiB)',
+    evidence: [
+      ['gpumem docs/evidence/2026-12-01-1x-h200/info.json (gpumem info --json, backend cuda)', '"name": "NVIDIA H200", ... "totalBytes": 150109880320'],
+    ],
+  },
+  'h200-nvl': {
+    name: 'NVIDIA H200 NVL',
+    deviceName: 'NVIDIA H200 NVL',
+    memoryBytes: 150_109_880_320,
+    figure: 'derived',
+    memoryGBps: 4800,
+    peerGBps: 450,
+    aliases: [],
+    source: 'derived: nvidia-smi shows 143771 MiB on H200 NVL boards, as on the H200 SXM whose runtime total was measured here (139.80 GiB); taken as the same',
+    evidence: [
+      ['gpumem docs/evidence/2026-12-01-1x-h200/info.json (the SXM board)', '"totalBytes": 150109880320'],
+      ['gpumem docs/evidence/2026-12-01-1x-h200/lora-fit/log (the SXM board)', 'NVIDIA H200, 143771 MiB, 580.159.04'],
+      ['an H200 NVL run log in public code (repository not resolved by the code index)', 'gpu: NVIDIA H200 NVL, compute capability 9.0, 143771 MiB'],
+    ],
+  },
+  b200: {
+    name: 'NVIDIA B200',
+    deviceName: 'NVIDIA B200',
+    memoryBytes: 191_503_138_816,
+    figure: 'runtime',
+    memoryGBps: 8000,
+    peerGBps: 900,
+    aliases: [],
+    source:
+      'totalGlobalMem in a PyTorch profiler trace of a B200: 178.35 GiB (AMD-AGI/TraceLens; pytorch/ao#4002 prints the same; nvidia-smi shows 183359 MiB)',
+    evidence: [
+      [`${TRACELENS} tests/traces/b200/eager_trace.json.gz`, '"name": "NVIDIA B200", "totalGlobalMem": 191503138816'],
+      ['https://github.com/pytorch/ao/pull/4002', 'Total Global Memory: 178.35 GB'],
+      ['https://github.com/NVIDIA/TensorRT-LLM/issues/10278 (nvidia-smi)', '166593MiB / 183359MiB'],
+    ],
+  },
+  gb200: {
+    name: 'NVIDIA GB200 (one Blackwell GPU)',
+    deviceName: 'NVIDIA GB200',
+    memoryBytes: 197_912_035_328,
+    figure: 'derived',
+    memoryGBps: 8000,
+    peerGBps: 900,
+    aliases: [],
+    source:
+      "derived: nvidia-smi's 189471 MiB less the 727.4 MiB the driver keeps on a B200 (183359 MiB shown, 178.35 GiB reported) = 184.32 GiB; a public record of torch's total on a GB200 says 184.31 GiB",
+    evidence: [
+      [
+        'nvidia-smi output in public code (repository not resolved by the code index)',
+        '{"name": "NVIDIA GB200", "driver": "580.126.16", "memory": "189471 MiB"}',
+      ],
+      [`${TRACELENS} tests/traces/b200/eager_trace.json.gz (B200 runtime total)`, '"totalGlobalMem": 191503138816'],
+      ['https://github.com/NVIDIA/TensorRT-LLM/issues/10278 (B200 nvidia-smi)', '166593MiB / 183359MiB'],
+      [
+        "a test fixture's hardware record in public code (repository not resolved by the code index)",
+        '"name": "NVIDIA GB200", ... "total_memory_bytes": 197897617408',
+      ],
+    ],
+  },
+  gh200: {
+    name: 'NVIDIA GH200 96GB (one Hopper GPU)',
+    deviceName: 'NVIDIA GH200 480GB',
+    memoryBytes: 101_468_602_368,
+    figure: 'runtime',
+    memoryGBps: 4000,
+    peerGBps: 450,
+    aliases: ['gh200-480gb'],
+    source: 'totalGlobalMem in a PyTorch profiler trace of a GH200 480GB: 94.50 GiB (marcalph/kernelforge)',
+    evidence: [
+      [
+        'marcalph/kernelforge@fc016e8f4cc6 lambda-logs/log/transformer/192-222-51-72_4336.1774353536539013415.pt.trace.json',
+        '"name": "NVIDIA GH200 480GB", "totalGlobalMem": 101468602368',
+      ],
+    ],
   },
   mi210: {
     name: 'AMD Instinct MI210',
-    vendor: 'amd',
-    memoryBytes: 64 * GB,
-    memorySource: 'nominal 64 GB: no published runtime total found',
-    memoryGBps: 1600,
-    hostLinkGBps: 31.5,
+    deviceName: 'AMD Instinct MI210',
+    memoryBytes: 68_702_699_520,
+    figure: 'runtime',
+    memoryGBps: 1638.4,
+    peerGBps: undefined,
+    aliases: [],
+    source: 'totalGlobalMem in a PyTorch profiler trace of an MI210: 63.98 GiB, 64 GiB less 16 MiB (AMD-AGI/TraceLens)',
+    evidence: [[`${TRACELENS} tests/traces/mi210/gpu_only_trace/gpu_only_trace.json.gz`, '"name": "AMD Instinct MI210", "totalGlobalMem": 68702699520']],
+  },
+  mi250x: {
+    name: 'AMD Instinct MI250X (one GCD, as the runtime shows it)',
+    deviceName: 'AMD Instinct MI250X',
+    memoryBytes: 68_702_699_520,
+    figure: 'derived',
+    memoryGBps: 1638.4,
+    peerGBps: 50,
+    aliases: ['mi250'],
+    source:
+      "derived: an MI250 GCD's runtime total, 63.98 GiB (facebookresearch/HolisticTraceAnalysis; rocminfo agrees): the MI250X's GCDs have the same 64 GB, and rocm-smi names both 'MI250X/MI250'",
+    evidence: [
+      [`${HTA} tests/data/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz`, '"name": "AMD Radeon Graphics", "totalGlobalMem": 68702699520'],
+      ['https://github.com/ROCm/rocm_smi_lib/issues/160 (rocminfo on an MI250)', 'Size:                    67092480(0x3ffc000) KB'],
+    ],
+  },
+  mi300x: {
+    name: 'AMD Instinct MI300X',
+    deviceName: 'AMD Instinct MI300X',
+    memoryBytes: 206_141_652_992,
+    figure: 'runtime',
+    memoryGBps: 5300,
+    peerGBps: 64,
+    aliases: ['mi300'],
+    source: 'totalGlobalMem in PyTorch profiler traces of MI300X: 191.98 GiB, 192 GiB less 16 MiB (AMD-AGI/TraceLens; hipDeviceProp prints 196592 MB)',
+    evidence: [
+      [`${TRACELENS} tests/traces/mi300/resnet_act_checkpoint.json.gz`, '"name": "AMD Instinct MI300X", "totalGlobalMem": 206141652992'],
+      ['thamada/nvidia-smi@a296cf1dff86 nvsim/MI300X_x4_deviceQuery.py', '[GPU 0] 196592: Total Global Memory (MB)'],
+      ['https://github.com/ROCm/legacy-rocm-build/issues/4414 (rocminfo)', 'Size:                    201310208(0xbffc000) KB'],
+    ],
+  },
+  mi325x: {
+    name: 'AMD Instinct MI325X',
+    deviceName: 'AMD Instinct MI325X',
+    memoryBytes: 256 * GiB - 16 * MiB,
+    figure: 'derived',
+    memoryGBps: 6000,
+    peerGBps: 64,
+    aliases: [],
+    source:
+      'derived: 256 GiB less 16 MiB, as every Instinct part with a printed figure reports its HBM (MI210 64 GiB - 16 MiB, MI250 GCD likewise, MI300X 192 GiB - 16 MiB); no printed MI325X total found',
+    evidence: [
+      [`${TRACELENS} tests/traces/mi300/resnet_act_checkpoint.json.gz (MI300X, same gfx942)`, '"name": "AMD Instinct MI300X", "totalGlobalMem": 206141652992'],
+      [`${TRACELENS} tests/traces/mi210/gpu_only_trace/gpu_only_trace.json.gz (MI210)`, '"name": "AMD Instinct MI210", "totalGlobalMem": 68702699520'],
+    ],
+  },
+  mi355x: {
+    name: 'AMD Instinct MI355X',
+    deviceName: 'AMD Instinct MI355X',
+    memoryBytes: 288 * GiB - 16 * MiB,
+    figure: 'derived',
+    memoryGBps: 8000,
+    peerGBps: 76.8,
+    aliases: [],
+    source: 'derived: 288 GiB less 16 MiB, as the other Instinct parts report their HBM; OpenCL on a 256-CU gfx950 shows 294896 MB, the same figure',
+    evidence: [
+      [`${TRACELENS} tests/traces/mi300/resnet_act_checkpoint.json.gz (MI300X: 192 GiB - 16 MiB)`, '"totalGlobalMem": 206141652992'],
+      [
+        'OpenCL-Benchmark output for a gfx950 with 256 CUs at 2400 MHz, in public code (repository not resolved by the code index)',
+        '| Memory, Cache  | 294896 MB VRAM, 32 KB global / 160 KB local                |',
+      ],
+    ],
+  },
+  w7900: {
+    name: 'AMD Radeon PRO W7900',
+    deviceName: 'AMD Radeon PRO W7900',
+    memoryBytes: 48 * GiB - 16 * MiB,
+    figure: 'derived',
+    memoryGBps: 864,
+    peerGBps: undefined,
+    aliases: ['pro-w7900'],
+    source:
+      'derived: 48 GiB less 16 MiB, as ROCm reports the RX 7900 XTX of the same Navi 31 chip (24 GiB - 16 MiB); public records of a W7900D print 51522830336 bytes (Windows shows 45 GiB)',
+    evidence: [
+      ['https://github.com/ROCm/legacy-rocm-build/issues/3518 (rocminfo, RX 7900 XTX)', 'Size:                    25149440(0x17fc000) KB'],
+      [
+        'a rocm-smi check of an AMD Radeon Pro W7900D in public code (repository not resolved by the code index)',
+        '`VRAM Total Memory (B): 51522830336` = 47.98 GiB',
+      ],
+      ['https://github.com/unslothai/unsloth/issues/9551 (Windows)', 'AMD Radeon PRO W7900 · 45 GiB'],
+    ],
+  },
+  'rx-7900-xtx': {
+    name: 'AMD Radeon RX 7900 XTX',
+    deviceName: 'AMD Radeon RX 7900 XTX',
+    memoryBytes: 24 * GiB - 16 * MiB,
+    figure: 'runtime',
+    memoryGBps: 960,
+    peerGBps: undefined,
+    aliases: ['7900-xtx', 'rx7900xtx'],
+    source: "rocminfo's device pool on an RX 7900 XTX, the memory HIP allocates from: 23.98 GiB, 24 GiB less 16 MiB (ROCm/legacy-rocm-build#3518)",
+    evidence: [
+      [
+        'https://github.com/ROCm/legacy-rocm-build/issues/3518',
+        'Segment:                 GLOBAL; FLAGS: COARSE GRAINED ... Size:                    25149440(0x17fc000) KB',
+      ],
+    ],
   },
 };
+
+/** The device catalogue's model for the name the runtime prints. @throws Error for a row no model matches. */
+function modelOf(row: Row): DeviceModel {
+  const id = identifyDevice(row.deviceName, row.memoryBytes);
+  if (!id.known) throw new Error(`gpus.ts: ${row.deviceName} is not in the device catalogue (${id.reason})`);
+  return id.model;
+}
+
+function specOf(row: Row): GpuSpec {
+  const model = modelOf(row);
+  return {
+    name: row.name,
+    vendor: model.vendor,
+    deviceName: row.deviceName,
+    memoryBytes: row.memoryBytes,
+    memoryFigure: row.figure,
+    memorySource: row.source,
+    evidence: row.evidence.map(([where, quote]) => ({ where, quote })),
+    memoryGBps: row.memoryGBps,
+    link: model.link,
+    hostLinkGBps: hostLinkGBps(model.link) ?? 0,
+    ...(row.peerGBps === undefined ? {} : { peerGBps: row.peerGBps }),
+    aliases: row.aliases,
+    assumed: [],
+  };
+}
+
+/** Every catalogue GPU by its name (`h100`, `a100-80`, `rtx-4090`, `mi300x`, ...). */
+export const GPUS: Record<string, GpuSpec> = Object.fromEntries(Object.entries(ROWS).map(([key, row]) => [key, specOf(row)]));
+
+/** Words that name a vendor or brand, not a model: `NVIDIA GeForce RTX 4090` is asked for as `rtx4090`. */
+const BRAND = /\b(nvidia|amd|geforce|radeon|instinct|tesla)\b/g;
+
+/** A name as the catalogue matches it: lower case, brand words, spaces and punctuation dropped (`RTX-4090` is `rtx4090`). */
+export function gpuKey(name: string): string {
+  return name
+    .toLowerCase()
+    .replace(BRAND, ' ')
+    .replace(/[^a-z0-9]+/g, '');
+}
+
+/** Every name a GPU is asked for by: its key, its aliases and the name the runtime prints. */
+function namesOf(key: string, g: GpuSpec): string[] {
+  return [key, ...g.aliases, ...(g.deviceName ? [g.deviceName] : [])];
+}
+
+/** Catalogue keys by every matched name (gpus.test.ts checks that no name matches two GPUs). */
+const BY_NAME = new Map<string, string>(Object.entries(GPUS).flatMap(([key, g]) => namesOf(key, g).map((n) => [gpuKey(n), key] as const)));
 
 /** Edit distance, for "did you mean". */
 function distance(a: string, b: string): number {
@@ -142,10 +542,85 @@ export function closest(name: string, known: readonly string[], n = 3): string[]
   return [...known].sort((x, y) => distance(q, x) - distance(q, y) || x.localeCompare(y)).slice(0, n);
 }
 
-/** A catalogue GPU. @throws BadInputError listing the closest names. */
+/** The catalogue keys closest to `name`, each judged by the nearest of its names. */
+export function closestGpus(name: string, n = 3): string[] {
+  const q = gpuKey(name);
+  const near = (key: string): number => Math.min(...namesOf(key, GPUS[key]!).map((m) => distance(q, gpuKey(m))));
+  return Object.keys(GPUS)
+    .map((key) => [key, near(key)] as const)
+    .sort((a, b) => a[1] - b[1] || a[0].localeCompare(b[0]))
+    .slice(0, n)
+    .map(([key]) => key);
+}
+
+/**
+ * A catalogue GPU by its key, an alias or the name the runtime prints, without regard to case, spaces or punctuation
+ * (`h100`, `RTX 4090`, `4090`, `NVIDIA A100-SXM4-80GB`). `a100` is the A100 SXM4 80GB; `a100-40` the 40GB.
+ * @throws BadInputError for an unknown name, listing the closest names and --gpu-memory for any other GPU.
+ */
 export function catalogueGpu(name: string): GpuSpec {
-  const key = name.toLowerCase().replace(/\s+/g, '-');
-  const g = GPUS[key];
-  if (!g) throw new BadInputError(`unknown GPU "${name}". Closest: ${closest(key, Object.keys(GPUS)).join(', ')}`);
-  return g;
+  const key = BY_NAME.get(gpuKey(name));
+  if (key) return GPUS[key]!;
+  throw new BadInputError(`unknown GPU "${name}". Closest: ${closestGpus(name).join(', ')}. For any other GPU, give its memory: --gpu-memory 24GiB`);
+}
+
+/** The link a GPU gets when only its memory is known: PCIe 4.0 x16, half the catalogue's and the slower of its PCIe links. */
+export const ASSUMED_LINK: HostLink = { kind: 'pcie', gen: 4, lanes: 16 };
+/** No GPU the planner is for has less; a bare number below it is most likely a size without its unit. */
+const MIN_GPU_BYTES = 512 * MiB;
+/** More than any GPU has by far: a figure above it is most likely TB for GB. */
+const MAX_GPU_BYTES = 4 * 1024 * GiB;
+
+/**
+ * A GPU memory size: 24GiB, 80GB, 81920MiB, 24576MB, 25769803776 (bytes) or `25769803776 bytes`. GiB, MiB (and G, M,
+ * T) are powers of 1024, GB and MB powers of 1000, as units.ts parses them.
+ * @throws InvalidArgumentError naming `option` for text that is no size (INVALID_ARGUMENT), or a size no GPU has
+ *   (INVALID_SIZE: below 512 MiB, which is most often a number without its unit, or above 4 TiB).
+ */
+export function parseGpuMemory(text: string, option = '--gpu-memory'): number {
+  const t = text.trim().replace(/\s*bytes?$/i, '');
+  const bytes = t === '' ? undefined : parseBytes(t);
+  if (bytes === undefined || !Number.isSafeInteger(bytes))
+    throw new InvalidArgumentError(`${option} must be a memory size such as 24GiB, 80GB or 81920MiB, got "${text}"`);
+  const bare = /^\d+(\.\d+)?$/.test(t);
+  if (bytes < MIN_GPU_BYTES)
+    throw new InvalidArgumentError(
+      `${option} ${text.trim()} is ${bytes} bytes, less than any GPU has (512 MiB)${bare && bytes > 0 ? `: give a unit, e.g. ${t}GiB or ${t}GB` : ''}`,
+      ErrorCode.INVALID_SIZE,
+    );
+  if (bytes > MAX_GPU_BYTES)
+    throw new InvalidArgumentError(
+      `${option} ${text.trim()} is ${(bytes / GiB / 1024).toFixed(1)} TiB, more than any GPU has (at most 4 TiB)`,
+      ErrorCode.INVALID_SIZE,
+    );
+  return bytes;
+}
+
+/**
+ * A GPU known only by its memory (`--gpu-memory 24GiB` for a card the catalogue lacks). The size is taken as the total
+ * the runtime reports; the host link is assumed (ASSUMED_LINK) and the memory bandwidth unknown, and `name` and
+ * `assumed` say so.
+ * @throws InvalidArgumentError as parseGpuMemory does.
+ */
+export function gpuFromMemory(text: string, option = '--gpu-memory'): GpuSpec {
+  const bytes = parseGpuMemory(text, option);
+  const given = `${option} ${text.trim()}`;
+  const linkGBps = hostLinkGBps(ASSUMED_LINK) ?? 0;
+  return {
+    name: `GPU of ${gib(bytes)} (${given}; model unknown, host link assumed ${describeLink(ASSUMED_LINK)})`,
+    vendor: 'unknown',
+    deviceName: undefined,
+    memoryBytes: bytes,
+    memoryFigure: 'given',
+    memorySource: `given by ${given}, taken as the total the runtime reports (cudaMemGetInfo / hipMemGetInfo), which is 1-9% below the size on the box`,
+    evidence: [],
+    memoryGBps: undefined,
+    link: ASSUMED_LINK,
+    hostLinkGBps: linkGBps,
+    aliases: [],
+    assumed: [
+      `host link: ${describeLink(ASSUMED_LINK)}, ${linkGBps} GB/s each way (half the catalogue's link, and the slower of its PCIe links: offload and swap times are not understated)`,
+      'memory bandwidth: unknown',
+    ],
+  };
 }

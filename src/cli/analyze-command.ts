@@ -27,7 +27,7 @@ export function defineAnalyze(program: Command, io: Io): void {
     .description('find memory problems in profiler and allocator traces: what to change and the time it saves (no GPU needed)')
     .argument(
       '<files...>',
-      'traces from one run: PyTorch profiler JSON(.gz), rocprofv3 CSV files or JSON, rocprof stats CSV, nsys SQLite export, PyTorch memory snapshot, gpumem/RMM allocation log',
+      'traces from one run: PyTorch profiler JSON(.gz), rocprofv3 CSV files or JSON, rocprof stats CSV, nsys SQLite export, nvprof CSV or .nvvp, PyTorch memory snapshot, gpumem/RMM allocation log',
     )
     .option(
       '--json',

@@ -4,7 +4,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { outputWidth } from '../render/width.js';
 import { checkWritable, interruptible, withRuntime, type Io } from './context.js';
 import { Interrupted } from './errors.js';
-import { backendOption, collectInts, parseSizeOption, type BenchCliOptions } from './options.js';
+import { backendOption, collectInts, parseSizeOption, WIDE_HELP, type BenchCliOptions } from './options.js';
 
 export function defineBench(program: Command, io: Io): void {
   program
@@ -26,10 +26,11 @@ export function defineBench(program: Command, io: Io): void {
       'time device work only: each run waits behind a kernel until it is fully enqueued (default: time as a native program does, submission included)',
     )
     .option('--json', 'print JSON (schema gpumem.bench/1)')
+    .option('--wide', WIDE_HELP)
     .option('--html <file>', 'also write a self-contained HTML page with charts')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ gpumem bench --quick\n  $ gpumem bench --only copy stream --json > bench.json\n  $ gpumem bench --device 0 1 --only peer --html peer.html\n  $ gpumem bench --only collectives --quick\n\nBandwidth is GB/s with GB = 1e9 bytes; each row says how bytes were counted. Ctrl-C stops and frees everything.',
+      '\nExamples:\n  $ gpumem bench --quick\n  $ gpumem bench --quick --wide > bench.txt     every column, however wide\n  $ gpumem bench --only copy stream --json > bench.json\n  $ gpumem bench --device 0 1 --only peer --html peer.html\n  $ gpumem bench --only collectives --quick\n\nBandwidth is GB/s with GB = 1e9 bytes; each row says how bytes were counted. Ctrl-C stops and frees everything.',
     )
     .action((opts: BenchCliOptions) => runBenchCommand(opts, io));
 }
@@ -58,7 +59,7 @@ async function runBenchCommand(opts: BenchCliOptions, io: Io): Promise<void> {
           writeFileSync(opts.html, benchHtml(report));
           io.err(`wrote ${opts.html}\n`);
         }
-        io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderBench(report, { width: outputWidth() })}\n`);
+        io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderBench(report, { width: opts.wide ? undefined : outputWidth() })}\n`);
         if (report.environment.interrupted) {
           io.err(`interrupted: the ${report.results.length} row(s) above finished before it; every allocation was freed\n`);
           throw new Interrupted();

@@ -65,3 +65,22 @@ test('a bad file, a missing one, a bad filter or device: exit 2 with the reason 
     assert.equal(r.out, '');
   }
 });
+
+test('the size is printed in a unit chosen by its size, beside its binary figure', async () => {
+  const big = join(dir, 'four-mib.safetensors');
+  writeFileSync(big, serializeSafetensors([{ name: 'w', dtype: 'U8', shape: [4 << 20], data: new Uint8Array(4 << 20) }], { format: 'pt' }));
+  const r = await runCli(['load-weights', big, '--backend', 'host']);
+  assert.equal(r.code, 0, r.err);
+  assert.match(r.out, /1 tensors?, 4\.19 MB \(4\.0 MiB\)/);
+  assert.doesNotMatch(r.out, /0\.00 GB/);
+});
+
+test('a model config given for a checkpoint is named as such, not as an index missing its weight_map', async () => {
+  const config = join(dir, 'config.json');
+  writeFileSync(config, JSON.stringify({ architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: 4096 }));
+  const r = await runCli(['load-weights', config, '--backend', 'host']);
+  assert.equal(r.code, 2, r.err);
+  assert.match(r.err, /a model config \(config\.json.*\), not a checkpoint or a shard index/);
+  assert.doesNotMatch(r.err, /weight_map/);
+  assert.equal(r.out, '');
+});

@@ -16,7 +16,12 @@ export interface BenchCliOptions {
   gated?: boolean;
   json?: boolean;
   html?: string;
+  wide?: boolean;
 }
+
+/** What --wide means, said once for every command that has it. */
+export const WIDE_HELP =
+  'print tables at their full width, every column kept (default: fit the terminal, or 80 columns when piped: the columns least needed go first, those that tell rows apart wrap)';
 
 /** A repeatable whole-number option. */
 export function collectInts(name: string, options: { distinct?: boolean } = {}): (v: string, prev: number[] | undefined) => number[] {

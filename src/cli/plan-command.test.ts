@@ -15,7 +15,7 @@ test('bad input: unknown names list the closest, bad configs name the field, imp
   const unknown = await cli(['plan', '--model', 'llama-2-8b']);
   assert.equal(unknown.code, 2);
   assert.match(unknown.err, /Closest: .*llama-2-7b/);
-  const gpu = await cli(['plan', '--model', 'llama-2-7b', '--gpu', 'h20']);
+  const gpu = await cli(['plan', '--model', 'llama-2-7b', '--gpu', 'h300']);
   assert.equal(gpu.code, 2);
   assert.match(gpu.err, /h200/);
   const dir = mkdtempSync(join(tmpdir(), 'gpumem-plan-'));
@@ -115,7 +115,7 @@ test('every bad input of the training options exits 2 with its reason, before an
     [['--mode', 'infer', '--lora', '8'], /--lora is for training/],
     [['--mode', 'infer', '--activation-offload'], /--activation-offload is for training/],
     [['--kv-dtype', 'fp8'], /--kv-dtype is for --mode infer/],
-    [['--fsdp', '--zero', '1'], /--fsdp is ZeRO stage 3: it contradicts --zero 1/],
+    [['--fsdp', '--zero', '1'], /--fsdp and --zero 1 are two strategies: choose one/],
     [['--flash-attention', '--attention', 'eager'], /--flash-attention contradicts --attention eager/],
     [['--optimizer-in-backward', '--grad-accum', '4'], /cannot accumulate/],
     [['--framework', 'megatron', '--recompute', 'op'], /contradicts --framework megatron/],

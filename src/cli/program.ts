@@ -8,6 +8,7 @@ import { defineAnalyze } from './analyze-command.js';
 import { defineBench } from './bench-command.js';
 import type { Io } from './context.js';
 import { exitCodeFor, Interrupted } from './errors.js';
+import { LIBRARY_ENV } from '../backend/library-env.js';
 import { fsReason } from '../input/fs-errors.js';
 import { defineInfo } from './info-command.js';
 import { defineLoadWeights } from './load-weights-command.js';
@@ -25,6 +26,12 @@ function version(): string {
   } catch {
     return 'unknown';
   }
+}
+
+/** The help's lines for the library overrides, from the one list the backends' loaders are checked against. */
+function environmentHelp(): string {
+  const w = 34;
+  return LIBRARY_ENV.map((l) => `  ${l.envVar.padEnd(w)} ${l.library}`).join('\n');
 }
 
 const STDIO: Io = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) };
@@ -53,8 +60,7 @@ Examples:
 
 Environment:
   GPUMEM_BACKEND                     default backend (auto, cuda, hip, host)
-  GPUMEM_LIBCUDART, GPUMEM_LIBCUDA, GPUMEM_LIBNVRTC, GPUMEM_LIBNVML, GPUMEM_LIBAMDHIP64, GPUMEM_LIBHIPRTC, GPUMEM_LIBROCM_SMI
-                                     exact paths of the vendor libraries
+${environmentHelp()}
   GPUMEM_HOST_DEVICES, GPUMEM_HOST_DEVICE_BYTES
                                      logical devices and capacity of the host (CPU) backend
   GPUMEM_CACHE_DIR                   where compiled kernels are cached`,
@@ -80,8 +86,13 @@ export async function main(argv: string[], io?: Io): Promise<number> {
   } catch (e) {
     if (e instanceof Interrupted) return 130;
     if (e instanceof CommanderError) {
-      if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return 0;
-      return 2;
+      if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version') return 0;
+      // a command group run without its subcommand (`gpumem pool`) prints its help as an error: a usage error
+      if (e.code === 'commander.help' && e.exitCode !== 0) {
+        err('gpumem: this command needs one of the subcommands listed above\n');
+        return 2;
+      }
+      return e.code === 'commander.help' ? 0 : 2;
     }
     const errno = (e as NodeJS.ErrnoException | undefined)?.code;
     const path = (e as NodeJS.ErrnoException | undefined)?.path;

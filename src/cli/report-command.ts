@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { outputWidth } from '../render/width.js';
 import { checkWritable, interruptible, withRuntime, type Io } from './context.js';
-import { backendOption, collectInts, parseSizeOption, type BenchCliOptions } from './options.js';
+import { backendOption, collectInts, parseSizeOption, WIDE_HELP, type BenchCliOptions } from './options.js';
 
 export function defineReport(program: Command, io: Io): void {
   program
@@ -13,6 +13,7 @@ export function defineReport(program: Command, io: Io): void {
     .option('--device <n...>', 'devices to measure (default: all)', collectInts('--device'), undefined)
     .option('--max-size <size>', 'largest copy / working set of the quick bench (default 256 MiB)', (v) => parseSizeOption(v, '--max-size'))
     .option('--json', 'print JSON (schema gpumem.report/1): info, bench and advice')
+    .option('--wide', WIDE_HELP)
     .option('--html <file>', 'also write a self-contained HTML page')
     .addHelpText('after', '\nExamples:\n  $ gpumem report\n  $ gpumem report --html report.html\n  $ gpumem report --json > report.json')
     .action((opts: BenchCliOptions) => runReport(opts, io));
@@ -33,7 +34,7 @@ async function runReport(opts: BenchCliOptions, io: Io): Promise<void> {
           writeFileSync(opts.html, renderReportHtml(report));
           io.err(`wrote ${opts.html}\n`);
         }
-        io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderReportText(report, { width: outputWidth() })}\n`);
+        io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderReportText(report, { width: opts.wide ? undefined : outputWidth() })}\n`);
       },
     ),
   );

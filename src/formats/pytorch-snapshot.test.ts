@@ -1,10 +1,11 @@
 /** Reading PyTorch memory snapshots: pickle and JSON alike, every device, and files that are not snapshots refused from their first bytes. */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { sharedTest, sharedTrace } from '../testing/shared-traces.js';
 import { gzipSync } from 'node:zlib';
 import { BadInputError } from '../errors.js';
 import { UnsafePickleError } from '../input/pickle.js';
@@ -118,7 +119,7 @@ test('a snapshot pickle that names a class anywhere is refused as unsafe, and no
   });
 });
 
-const shared = new URL('../../../shared/traces/cs336-a2-systems/memory_files/memory_ctx128_forward.pickle.json.gz', import.meta.url).pathname;
+const shared = sharedTrace('cs336-a2-systems/memory_files/memory_ctx128_forward.pickle.json.gz');
 let python = false;
 try {
   execFileSync('python3', ['-c', 'import pickle, gzip, json'], { stdio: 'ignore' });
@@ -127,22 +128,31 @@ try {
   python = false;
 }
 
-test('a snapshot recorded on a GPU (cs336-a2-systems, shared), pickled by CPython as _dump_snapshot does, reads as its JSON does', {
-  skip: !existsSync(shared) ? `${shared} is absent` : !python ? 'python3 is not installed' : false,
-}, async () => {
-  await withDir(async (dir) => {
-    const pickle = join(dir, 'snapshot.pickle');
-    execFileSync('python3', ['-c', 'import gzip, json, pickle, sys; pickle.dump(json.load(gzip.open(sys.argv[1])), open(sys.argv[2], "wb"))', shared, pickle]);
-    const a = await readPytorchSnapshot(shared, { stacks: true });
-    const b = await readPytorchSnapshot(pickle, { stacks: true });
-    assert.equal(b.encoding, 'pickle');
-    assert.ok(a.devices[0]!.events.length > 1000, 'a real recording');
-    assert.deepEqual(shape(b), shape(a));
-    assert.deepEqual(b.stacks, a.stacks);
-    assert.equal(b.allocatorSettings?.expandable_segments, false);
-    assert.ok(b.stacks.length > 0 && b.stacks.every((s) => s.length > 0));
-  });
-});
+sharedTest(
+  'a snapshot recorded on a GPU (cs336-a2-systems, shared), pickled by CPython as _dump_snapshot does, reads as its JSON does',
+  {
+    skip: !python ? 'python3 is not installed' : false,
+  },
+  async () => {
+    await withDir(async (dir) => {
+      const pickle = join(dir, 'snapshot.pickle');
+      execFileSync('python3', [
+        '-c',
+        'import gzip, json, pickle, sys; pickle.dump(json.load(gzip.open(sys.argv[1])), open(sys.argv[2], "wb"))',
+        shared,
+        pickle,
+      ]);
+      const a = await readPytorchSnapshot(shared, { stacks: true });
+      const b = await readPytorchSnapshot(pickle, { stacks: true });
+      assert.equal(b.encoding, 'pickle');
+      assert.ok(a.devices[0]!.events.length > 1000, 'a real recording');
+      assert.deepEqual(shape(b), shape(a));
+      assert.deepEqual(b.stacks, a.stacks);
+      assert.equal(b.allocatorSettings?.expandable_segments, false);
+      assert.ok(b.stacks.length > 0 && b.stacks.every((s) => s.length > 0));
+    });
+  },
+);
 
 test('expandable segments: reserved memory is the mapped ranges, and gpumem snapshots count mapped_size, not the virtual range', async () => {
   await withDir(async (dir) => {

@@ -29,7 +29,12 @@ export function parseShardIndex(text: string, file?: string): SafetensorsIndex {
   } catch (e) {
     fail(`not JSON: ${e instanceof Error ? e.message : String(e)}`, e);
   }
-  if (!isPlainObject(root) || !isPlainObject(root.weight_map)) return fail('expected an object with a "weight_map" object');
+  if (isPlainObject(root) && !isPlainObject(root.weight_map) && ['model_type', 'architectures', 'hidden_size'].some((k) => k in root))
+    return fail(
+      'a model config (config.json: model_type, architectures, sizes), not a checkpoint or a shard index: give the model folder, its *.safetensors files, or its model.safetensors.index.json',
+    );
+  if (!isPlainObject(root) || !isPlainObject(root.weight_map))
+    return fail('not a shard index: a model.safetensors.index.json holds a "weight_map" object (tensor name to shard file), and this JSON has none');
   if (root.metadata !== undefined && root.metadata !== null && !isPlainObject(root.metadata)) fail('"metadata" must be an object');
   const weightMap = new Map<string, string>();
   const shards: string[] = [];

@@ -4,6 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { Keeper, modules } from './program/block-context.js';
+import { linears, type MatmulExtras } from './program/linear.js';
+import { Walk } from './program/walk.js';
+import { setupOf } from './train.js';
 import { adapterParams, linearModules } from './adapters.js';
 import { catalogueModel } from './catalogue.js';
 import { estimate, type BaseWeights, type TrainOptions } from './estimate.js';
@@ -78,10 +82,20 @@ test("trainable parameters are what PEFT's print_trainable_parameters printed fo
   }
 });
 
-const line = (o: TrainOptions, re: RegExp, m = catalogueModel('llama-3-8b')) => {
-  const e = estimate(m, o);
-  return [...e.lines, ...(e.otherMoment?.lines ?? [])].find((l) => re.test(l.name));
-};
+/** A line of the plan at its full size (the most it holds at any moment of the step). */
+const line = (o: TrainOptions, re: RegExp, m = catalogueModel('llama-3-8b')) => estimate(m, o).fullLines.find((l) => re.test(l.name));
+
+/** The peak of one linear layer's forward pass on its own walk, with the matmul's extras. */
+function matmulPeak(o: TrainOptions, extras: MatmulExtras, m = catalogueModel('llama-3-8b')): { peak: number; weight: number; input: number; inputs: number } {
+  const s = setupOf(m, o);
+  const w = new Walk();
+  const k = new Keeper(w, s.x, 'eager', -1);
+  const l = modules(s.x, false).find((x) => x.path === 'mlp.down_proj')!;
+  const input = w.alloc(2 * l.in * s.x.tokens, s.x.tags.transient);
+  w.phase('forward');
+  linears(k, input, 2, [l], 'mlp-act', extras);
+  return { peak: w.peaks().get('forward')!.bytes, weight: l.weight, input: 2 * l.in * s.x.tokens, inputs: l.in * s.x.tokens };
+}
 
 test('LoRA: a frozen 16-bit base, fp32 adapters with fp32 gradients and AdamW states, no autocast copy of the base', () => {
   const m = catalogueModel('llama-3-8b');
@@ -111,9 +125,12 @@ test('QLoRA: 4-bit weights with their absmax per 64-block, double quantisation, 
   assert.equal(nf4, quantised * (0.5 + 4 / 64) + rest * 2);
   assert.equal(dq, quantised * (0.5 + 1 / 64 + 4 / (64 * 256)) + rest * 2);
   assert.ok(dq < nf4, 'double quantisation stores the absmax in 8 bits');
-  const deq = line(trainOptions({ lora: { ...lora(16, 'default'), base: 'nf4' } }), /dequantised/);
-  assert.equal(deq!.bytes, 2 * m.hidden * m.intermediate, 'the largest layer (an MLP projection) in bf16');
-  assert.equal(line(trainOptions({ lora: lora(16, 'default') }), /dequantised/), undefined, 'a 16-bit base needs no dequantisation');
+  // a 4-bit matmul dequantises its weight to 16 bits while it runs (MatMul4Bit), one layer at a time
+  const q = trainOptions({ lora: { ...lora(16, 'default'), base: 'nf4' } });
+  const withDeq = matmulPeak(q, { dequantisedBytes: 2, fp8: false });
+  assert.equal(withDeq.peak, withDeq.input + 2 * withDeq.weight, 'the running layer (an MLP projection) in bf16, beside its input');
+  assert.equal(setupOf(m, trainOptions({ lora: lora(16, 'default') })).extras.dequantisedBytes, 0, 'a 16-bit base needs no dequantisation');
+  assert.equal(setupOf(m, q).extras.dequantisedBytes, 2);
 });
 
 test('optimizers: 8-bit states are two bytes per parameter with no foreach temporaries; paged states live outside the allocator', () => {
@@ -153,10 +170,8 @@ test('activation offloading keeps about two layers on the GPU and puts the rest 
 test('the loss: chunked keeps the fp32 log-probabilities but only a chunk of their gradients; fused keeps no logits', () => {
   const m = catalogueModel('llama-3-8b');
   // the loss's lines are in the backward moment, whichever moment peaks
-  const logits = (loss: TrainOptions['loss']) => {
-    const e = estimate(m, trainOptions({ precision: 'bf16-pure', loss }));
-    return [...e.lines, ...(e.otherMoment?.lines ?? [])].filter((l) => l.field === 'logitsBytes').reduce((a, l) => a + l.bytes, 0);
-  };
+  // the loss's tensors at their full size: the most they hold at any moment of the step
+  const logits = (loss: TrainOptions['loss']) => estimate(m, trainOptions({ precision: 'bf16-pure', loss })).logitsBytes;
   const T = 2048;
   assert.equal(logits('standard'), 3 * 4 * m.vocab * T, 'log-probabilities and two fp32 gradients');
   assert.equal(logits('chunked'), 4 * m.vocab * T + (2 * 4 * m.vocab * T) / 8, "torchtune's 8 chunks");
@@ -164,14 +179,23 @@ test('the loss: chunked keeps the fp32 log-probabilities but only a chunk of the
   assert.equal(logits('fused'), 2 * m.hidden * T + 2 * m.vocab * m.hidden);
 });
 
-test('FSDP2: gradients unsharded under accumulation, the root unit gathered for the step', () => {
+test('FSDP2 reduce-scatters every micro-batch, FSDP1 keeps unsharded gradients under no_sync; the root unit gathered for the step', () => {
   const m = catalogueModel('llama-3-8b');
   const c = countParams(m);
   const fsdp = { ...ONE_GPU, gpus: 8, zero: 3 as const };
-  const acc = estimate(m, trainOptions({ precision: 'bf16-pure', parallel: fsdp, gradAccum: 4 }));
-  const noAcc = estimate(m, trainOptions({ precision: 'bf16-pure', parallel: fsdp }));
-  assert.equal(acc.modelStates.gradientsBytes, 2 * c.total, 'every gradient, unsharded');
-  assert.equal(noAcc.modelStates.gradientsBytes, (2 * c.total) / 8);
+  // the gradients the optimizer step reads
+  const grads = (sharding: TrainOptions['sharding'], gradAccum: number) => {
+    const e = estimate(m, trainOptions({ precision: 'bf16-pure', parallel: fsdp, sharding, gradAccum }));
+    return (e.peakPhase === 'optimizer-step' ? e.lines : (e.otherMoment?.lines ?? [])).find((l) => l.name === 'gradients')!.bytes;
+  };
+  assert.equal(grads('fsdp2', 4), (2 * c.total) / 8, 'FSDP2: the shards accumulate (torchtitan and torchtune leave the sync on)');
+  assert.equal(grads('fsdp2', 1), (2 * c.total) / 8);
+  const fsdp1 = estimate(m, trainOptions({ precision: 'bf16-pure', parallel: fsdp, sharding: 'fsdp1', gradAccum: 4 }));
+  assert.ok(
+    fsdp1.fullLines.find((l) => l.name === 'gradients')!.bytes >= 2 * c.total,
+    "FSDP1 under no_sync: every unit's unsharded gradient between micro-batches",
+  );
+  assert.equal(grads('fsdp1', 1), (2 * c.total) / 8);
   // the gathered root unit is a tensor of its own beside the shards: all of it, in the gathered dtype
   const root = line(trainOptions({ precision: 'bf16-pure', parallel: fsdp }), /root unit/);
   assert.equal(root!.bytes, (c.embedding + c.lmHead + c.finalNorm) * 2);
@@ -183,7 +207,11 @@ test("per-op checkpointing keeps more than full recomputation and less than none
   const m = catalogueModel('llama-3-8b');
   const acts = (recompute: TrainOptions['recompute']) => estimate(m, trainOptions({ precision: 'bf16-pure', batch: 4, recompute })).activationsBytes;
   assert.ok(acts('full') < acts('op') && acts('op') < acts('none'));
-  assert.ok(line(trainOptions({ precision: 'fp8-torchao' }), /torchao float8/));
+  // torchao's float8: the running matmul's weight and input cast to fp8 while it runs
+  const o = trainOptions({ precision: 'fp8-torchao' });
+  assert.equal(setupOf(catalogueModel('llama-3-8b'), o).extras.fp8, true);
+  const f8 = matmulPeak(o, { dequantisedBytes: 0, fp8: true });
+  assert.equal(f8.peak, f8.input + f8.weight + f8.inputs, 'its weight and its input in one byte each, beside the input');
 });
 
 test('JSON peaks: allocated is the tensors, reserved adds the fragmentation allowance, the total adds the context', () => {
@@ -209,10 +237,10 @@ test('bad inputs are refused with the reason by the one check the CLI and the pa
     [{ mode: 'infer', zero: 3, given: ['zero'] }, /--zero is for training/],
     [{ mode: 'infer', lora: 8, given: ['lora'] }, /--lora is for training/],
     [{ kvDtype: 'fp8', given: ['kvDtype'] }, /--kv-dtype is for --mode infer/],
-    [{ fsdp: true, zero: 1, given: ['fsdp', 'zero'] }, /--fsdp is ZeRO stage 3: it contradicts --zero 1/],
+    [{ fsdp: true, zero: 1, given: ['fsdp', 'zero'] }, /--fsdp and --zero 1 are two strategies: choose one/],
     [{ flashAttention: true, attention: 'eager', given: ['attention', 'flashAttention'] }, /--flash-attention contradicts --attention eager/],
     [{ lora: 8, framework: 'megatron' }, /contradicts --framework megatron/],
-    [{ hostMemoryBytes: 0 }, /--host-memory/],
+    [{ hostMemory: 0 }, /--host-memory/],
   ];
   for (const [i, why] of bad) assert.throws(() => planOptionsFrom({ ...DEFAULT_INPUTS, ...i }), why, JSON.stringify(i));
   const m = catalogueModel('llama-2-7b');

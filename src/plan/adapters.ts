@@ -8,6 +8,7 @@ import { InvalidArgumentError } from '../errors.js';
 import type { ModelConfig } from './model-config.js';
 import type { AdapterDtype, BaseWeights, LoraOptions } from './options.js';
 import type { ParamCounts } from './params.js';
+import type { InputName, PlanInputs } from './schema.js';
 
 /** Where a linear layer's input comes from: it decides which copies of that input autograd keeps. */
 export type InputSite = 'attn-norm' | 'attn-out' | 'mlp-norm' | 'mlp-act';
@@ -61,6 +62,27 @@ function blockNames(m: ModelConfig): BlockNames {
   if (byType) return byType;
   if (m.family === 'gpt') return NAMES.gpt2!;
   return m.gatedMlp ? LLAMA : { ...LLAMA, gate: undefined, up: 'mlp.up_proj' };
+}
+
+/**
+ * What PEFT's adapters cannot be asked for: a quantised base trained in full, a base format or adapters' option
+ * without adapters, a precision PEFT does not compute in, bitsandbytes' options without a 4-bit base.
+ */
+export function adapterRefusal(i: PlanInputs, _given: (k: InputName) => boolean): string | undefined {
+  const quantised = i.baseWeights === 'nf4' || i.baseWeights === 'fp4' || i.baseWeights === 'int8';
+  const fourBit = i.baseWeights === 'nf4' || i.baseWeights === 'fp4';
+  if (i.lora === undefined) {
+    if (quantised)
+      return `a ${i.baseWeights === 'int8' ? '8-bit' : '4-bit'} base (--base-weights ${i.baseWeights}) cannot be fine-tuned in full: give --lora R (QLoRA)`;
+    if (i.baseWeights !== undefined) return '--base-weights is the frozen base under adapters: give --lora R';
+    return undefined;
+  }
+  if (i.precision !== 'amp-bf16' && i.precision !== 'bf16-pure' && i.precision !== 'fp32')
+    return `--lora computes as PEFT does: --precision amp-bf16 (autocast, the default), bf16-pure (no autocast) or fp32, not ${i.precision}`;
+  if (i.bnbVersion !== undefined && !fourBit) return '--bnb-version is for a 4-bit base: give --base-weights nf4 or fp4';
+  if (i.doubleQuant && !fourBit) return "--double-quant quantises a 4-bit base's absmax: give --base-weights nf4 or fp4";
+  if (i.baseWeights === 'fp32' && i.precision !== 'fp32' && i.precision !== 'amp-bf16') return `an fp32 base contradicts --precision ${i.precision}`;
+  return undefined;
 }
 
 /** The output layer's module name (GPT-NeoX calls it embed_out). */

@@ -4,7 +4,9 @@
  */
 export { catalogueModel, MODEL_CONFIGS } from './catalogue.js';
 export { catalogueGpu, GPUS } from '../catalogue/gpus.js';
-export { DEFAULT_INPUTS, planOptionsFrom } from './inputs.js';
+export { planOptionsFrom } from './inputs.js';
+export { DEFAULT_INPUTS, SCHEMA } from './schema.js';
+export { parseBytes } from '../units.js';
 export { parseConfigText } from './model-config.js';
 export { PRECISIONS } from './options.js';
-export { machineFromCatalogue, plan } from './plan.js';
+export { machineFromCatalogue, machineFromMemory, plan } from './plan.js';

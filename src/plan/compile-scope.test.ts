@@ -17,11 +17,8 @@ const CONFIGS = fileURLToPath(new URL('../../fixtures/plan/configs/', import.met
 const m = readConfigFile(`${CONFIGS}llama-3.2-1b/config.json`);
 const train = (i: Partial<PlanInputs>): TrainOptions =>
   planOptionsFrom({ ...DEFAULT_INPUTS, mode: 'train', precision: 'amp-bf16', batch: 4, seq: 1024, ...i }) as TrainOptions;
-/** The lines held at the start of the backward pass, whichever moment is the peak. */
-const backward = (o: TrainOptions): Line[] => {
-  const e = estimateTrain(m, o);
-  return e.peakPhase === 'backward' ? e.lines : (e.otherMoment?.lines ?? []);
-};
+/** The step's lines at their full size (the most each holds at any moment), whichever moment is the peak. */
+const backward = (o: TrainOptions): Line[] => estimateTrain(m, o).fullLines;
 const lossLines = (o: TrainOptions): Line[] => backward(o).filter((l) => l.name.startsWith('loss'));
 const line = (o: TrainOptions, start: string): Line | undefined => backward(o).find((l) => l.name.startsWith(start));
 const strip = (ls: Line[]) => ls.map((l) => ({ name: l.name, bytes: l.bytes }));
@@ -43,8 +40,10 @@ for (const recompute of ['none', 'op', 'full'] as const) {
     assert.notDeepEqual(strip(lossLines(blocks)), strip(lossLines(all)), "--compile's loss is the compiled cross-entropy");
     // the blocks are compiled as under --compile
     const blockLine = recompute === 'none' ? 'activations per layer' : 'activations: layer inputs';
+    const recomputed = recompute === 'none' ? undefined : 'activations of the layer being recomputed';
     assert.ok(line(blocks, blockLine), `the blocks' line (${blockLine}) is held at the backward pass`);
     assert.deepEqual(line(blocks, blockLine), line(all, blockLine));
+    if (recomputed) assert.deepEqual(line(blocks, recomputed), line(all, recomputed), 'the recomputed block as its compiled backward graph makes it');
     // the final norm and the output layer sit outside the blocks: eager's count, not the whole-model graph's
     assert.ok(line(blocks, 'activations: final norm'), 'the final norm and output layer input are kept');
     assert.deepEqual(line(blocks, 'activations: final norm'), line(eager, 'activations: final norm'));

@@ -1,40 +1,44 @@
 /**
- * The memory estimates behind `gpumem plan`, for the most-loaded GPU.
- *
- * Training, framework "pytorch" (PyTorch eager, Hugging Face models, as measured on an H200):
- * - weights, gradients and optimizer states by precision (fp32 and amp-bf16 keep fp32 weights and gradients;
- *   bf16 and fp8 keep 16-bit weights and gradients with fp32 master weights and Adam states: ZeRO's K = 12);
- *   ZeRO stage 1/2/3 shards optimizer, then gradients, then parameters over the data-parallel GPUs.
- * - activations per layer and token counted tensor by tensor for the block (LayerNorm + GELU-tanh + dropout for
- *   GPT, RMSNorm + SwiGLU + RoPE + repeated KV heads for Llama) at the element sizes autocast uses, times a factor
- *   fit on measured GPT-2 runs for what the count misses (PyTorch's contiguous copies and temporaries): 1.045 for
- *   fp32, 1.145 for 16-bit; runs of other models test it. Framework choices enter explicitly: a fused attention kernel (flash / memory-efficient SDPA)
- *   stores no s x s matrix, the math kernel stores the softmax; the loss keeps fp32 log-probabilities (4 bytes x
- *   vocabulary per token, as Hugging Face upcasts logits before cross-entropy) and the backward pass briefly holds
- *   two more such tensors; autocast caches a bf16 copy of every matmul weight; AdamW's default foreach step needs
- *   a parameter-sized temporary (fused: none).
- * - the peak is the larger of two moments of a step: the start of the backward pass (activations held,
- *   gradients not yet) and the optimizer step (gradients held, activations freed).
- * Framework "megatron", as Megatron-LM runs: bf16 parameters, fp32 main gradients, fp32 master weights and Adam
- * states (sharded by the distributed optimizer, --zero 1), no autocast cache, fused Adam; activations by Korthikanti
- * et al. 2022, sbh(34 + 5as/h) per layer with its tensor-parallel, sequence-parallel and recomputation forms.
- *
- * Inference: weights by their format, the KV cache (keys and values per layer and token, or MLA's latent; a
- * sliding window caps it; paged blocks round it up), and the prefill workspace.
+ * The memory estimates behind `gpumem plan`, for the most-loaded GPU: training from the step program
+ * (program/train-step.ts: the blocks tensor by tensor, the loss, the optimizer step, walked for the allocated peak and
+ * replayed through PyTorch's caching allocator for the reserved peak; docs/plan-training.md), inference through
+ * Hugging Face generate (infer.ts), serving engines by release (serve.ts).
  */
+import { catalogueGpu } from '../catalogue/gpus.js';
 import type { ModelConfig } from './model-config.js';
+import { serveEstimate } from './serve.js';
 import { estimateInfer } from './infer.js';
 import type { Estimate, PlanOptions } from './options.js';
 import { estimateTrain } from './train.js';
 
 export * from './options.js';
-export { bytesPerParam, modelStateBytes, weightBytes, kvBytes } from './model-states.js';
-export { savedBytesPerToken, pytorchCorrection, korthikantiLayerBytes } from './activations.js';
+export { modelStateBytes, weightBytes, kvBytes } from './model-states.js';
+export { korthikantiLayerBytes } from './frameworks/megatron.js';
 export { adapterParams, adaptedModules, linearModules } from './adapters.js';
 export { estimateTrain } from './train.js';
 export { estimateInfer } from './infer.js';
 
-/** The estimate for the most-loaded GPU. */
-export function estimate(m: ModelConfig, o: PlanOptions): Estimate {
-  return o.mode === 'train' ? estimateTrain(m, o) : estimateInfer(m, o);
+/** The GPU an estimate is made for: its capacity (the allocator replay and the serving engines need it) and name. */
+export interface EstimateDevice {
+  name: string;
+  capacityBytes: number;
+  /** GPUs joined by NVLink (a serving engine's collectives take more memory there); default true. */
+  nvlink?: boolean;
+}
+
+/** The GPU a plan is made for when none is named: the CLI's default. */
+export const DEFAULT_DEVICE = (): EstimateDevice => {
+  const g = catalogueGpu('h200');
+  return { name: g.name, capacityBytes: g.memoryBytes, nvlink: true };
+};
+
+/**
+ * The estimate for the most-loaded GPU of `device` (default: the CLI's, an H200): training and Hugging Face generate
+ * from their programs, vLLM and SGLang from their release's start-up accounting (the figures `plan()` gives).
+ * @throws InvalidArgumentError for layouts that do not divide the model, releases gpumem does not follow
+ */
+export function estimate(m: ModelConfig, o: PlanOptions, device: EstimateDevice = DEFAULT_DEVICE()): Estimate {
+  if (o.mode === 'train') return estimateTrain(m, o, device.capacityBytes);
+  if (o.engine !== 'hf') return serveEstimate(m, o, o.engine, device);
+  return estimateInfer(m, o, device.capacityBytes);
 }

@@ -1,42 +1,8 @@
-/** Model states: bytes per parameter of weights, gradients and optimizer states, ZeRO sharding, and which parameters a GPU holds. */
+/** Model states as ZeRO counts them, inference formats' bytes per value, and which parameters a GPU holds. */
 import type { ModelConfig } from './model-config.js';
 import type { KvDtype, OptimizerName, Parallelism, Precision, WeightFormat } from './options.js';
+import { stateBytes } from './precision.js';
 import type { ParamCounts } from './params.js';
-
-/** True for the precisions that keep every model state in bf16 (no fp32 copy). */
-export const pureBf16 = (precision: Precision): boolean => precision === 'bf16-pure' || precision === 'fp8-torchao';
-
-/**
- * Bytes per parameter of one optimizer's states, for parameters of `paramBytes` bytes: torch's Adam and AdamW
- * keep two states in the parameter's dtype (zeros_like), SGD with momentum one; 8-bit AdamW two 1-byte states
- * and an fp32 absmax per 2048-value block of each (bitsandbytes' blockwise quantisation).
- */
-export function optimizerStateBytes(optimizer: OptimizerName, paramBytes: number): number {
-  if (optimizer === 'adamw8bit' || optimizer === 'paged-adamw8bit') return 2 + (2 * 4) / 2048;
-  return (optimizer === 'sgd' ? 1 : 2) * paramBytes;
-}
-
-/**
- * True where FSDP's mixed precision runs the blocks: ZeRO-3 / FSDP with fp32 weights under amp-bf16, as torchtitan and
- * torchtune set FSDP2's MixedPrecisionPolicy (param_dtype bf16, reduce_dtype fp32): the units are gathered in bf16
- * and compute in bf16 without autocast, so activations are pure bf16 and no autocast cache exists.
- */
-export const fsdpMixedPrecision = (o: { precision: Precision; framework: string; parallel: Parallelism; lora?: unknown }): boolean =>
-  o.parallel.zero >= 3 && o.precision === 'amp-bf16' && o.framework !== 'megatron' && !o.lora;
-
-/** True for bitsandbytes' paged optimizers: their states live in CUDA managed memory, outside PyTorch's allocator. */
-export const pagedOptimizer = (optimizer: OptimizerName): boolean => optimizer.startsWith('paged-');
-
-/** Bytes per parameter of weights, gradients and optimizer state (master weights included) by precision. */
-export function bytesPerParam(precision: Precision, optimizer: OptimizerName): { weights: number; grads: number; optimizer: number; master: number } {
-  const fp32Weights = precision === 'fp32' || precision === 'amp-bf16';
-  const pure = pureBf16(precision);
-  const weights = fp32Weights ? 4 : precision === 'fp8' ? 3 : 2; // fp8: bf16 weights plus fp8 copies for the matmuls
-  const grads = fp32Weights ? 4 : 2;
-  const master = fp32Weights || pure ? 0 : 4;
-  // Adam's states follow the weights they update: fp32 (the master copy, or fp32 weights), or bf16 with the parameters
-  return { weights, grads, optimizer: optimizerStateBytes(optimizer, pure ? 2 : 4) + master, master };
-}
 
 /**
  * Model-state bytes (parameters, gradients, optimizer states) of `params` parameters under ZeRO stage `zero` over
@@ -49,7 +15,7 @@ export function modelStateBytes(
   dp: number,
   zero: number,
 ): { parameters: number; gradients: number; optimizer: number } {
-  const b = bytesPerParam(precision, optimizer);
+  const b = stateBytes(precision, optimizer);
   return {
     parameters: (params * b.weights) / (zero >= 3 ? dp : 1),
     gradients: (params * b.grads) / (zero >= 2 ? dp : 1),
@@ -76,9 +42,4 @@ export function localParams(c: ParamCounts, m: ModelConfig, p: Parallelism): num
   const layers = (denseShare * c.denseLayer + moeShare * moeNonExpert) / p.tp + (moeShare * expertParams) / p.tp;
   const ends = p.pp === 1 ? c.embedding + c.lmHead + c.finalNorm : Math.max(c.embedding, c.lmHead + c.finalNorm);
   return layers + ends / p.tp;
-}
-
-/** True when the most-loaded GPU holds the output layer (and so the loss). */
-export function isLastStageOf(c: ParamCounts, p: Parallelism): boolean {
-  return p.pp === 1 || c.lmHead + c.finalNorm >= c.embedding;
 }

@@ -1,8 +1,9 @@
 /** What a plan is asked about: precision, optimizer, parallel layout, and the estimate's shape. */
+import type { AllocConf } from '../allocator-model/alloc-conf.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { ModelConfig } from './model-config.js';
 import type { ParamCounts } from './params.js';
-import type { Engine, ServeOptions } from './serve.js';
+import type { Engine, ServeEstimate, ServeOptions } from './serve.js';
 
 export type Precision = 'fp32' | 'amp-bf16' | 'bf16' | 'bf16-pure' | 'fp8' | 'fp8-torchao';
 /** Which tensors hold which dtype under each precision (the CLI's help prints these). */
@@ -66,6 +67,8 @@ export interface LoraOptions {
   quantKeepsInput?: boolean | undefined;
 }
 export type Framework = 'pytorch' | 'megatron' | 'litgpt';
+/** The distributed strategy (strategies/): one GPU or DDP, DeepSpeed ZeRO, FSDP1, FSDP2, Megatron's distributed optimizer. */
+export type ShardingName = 'ddp' | 'deepspeed' | 'fsdp1' | 'fsdp2' | 'megatron';
 export type WeightFormat = 'fp32' | 'bf16' | 'fp16' | 'fp8' | 'int8' | 'int4';
 export type KvDtype = 'fp32' | 'bf16' | 'fp16' | 'fp8' | 'int8' | 'int4';
 
@@ -93,15 +96,17 @@ export interface TrainOptions {
   recompute: Recompute;
   attention: Attention;
   framework: Framework;
+  /** Where the states live and how they are sharded over the data-parallel GPUs (parallel.zero is the stage). */
+  sharding: ShardingName;
   parallel: Parallelism;
   offload: 'none' | 'optimizer' | 'params';
   /**
    * Share of the estimate set aside for allocator fragmentation; undefined (the default): the step is replayed
-   * through PyTorch's caching allocator (step-replay.ts) and what it holds without tensors is counted instead.
+   * through PyTorch's caching allocator (program/replay.ts over allocator-model/torch-caching.ts) and what it holds without tensors is counted instead.
    */
   fragmentation?: number | undefined;
-  /** The activation count's correction factor (default: pytorchCorrection, fit on measured runs); for fitting it. */
-  activationCorrection?: number | undefined;
+  /** PYTORCH_CUDA_ALLOC_CONF's settings the step is replayed under (undefined: PyTorch's defaults). */
+  allocConf?: AllocConf | undefined;
   /** Adapter fine-tuning; undefined = full fine-tuning. */
   lora?: LoraOptions | undefined;
   /** The optimizer step fused into the backward pass (torchtune's optimizer_in_bwd): no gradient outlives its step. */
@@ -110,9 +115,9 @@ export interface TrainOptions {
   activationOffload?: boolean | undefined;
   /**
    * torch.compile on the blocks and the loss (torch.compile(model), torchtune's and torchtitan's compile). Without a
-   * checkpoint, the blocks keep what inductor's min-cut partitioner saves (compile-activations.ts); under one
+   * checkpoint, the blocks keep what inductor's min-cut partitioner saves (program/compiled.ts); under one
    * (--recompute full or op) the checkpoint decides, less what the backward never reads, and a recomputed block holds
-   * what its compiled backward graph materialises (compile-activations.ts).
+   * what its compiled backward graph materialises (program/compiled.ts).
    * The compiled cross-entropy keeps the 16-bit logits and a log-sum-exp per token. `true` is `all`; `blocks` compiles
    * the blocks alone: the final norm, the output layer and the loss run eager (compilesLoss).
    */
@@ -137,6 +142,8 @@ export interface InferOptions {
   parallel: Parallelism;
   /** Share of the estimate set aside for allocator fragmentation (5% when undefined). */
   fragmentation?: number | undefined;
+  /** PYTORCH_CUDA_ALLOC_CONF's settings generate is replayed under (undefined: PyTorch's defaults). */
+  allocConf?: AllocConf | undefined;
 }
 
 export type PlanOptions = TrainOptions | InferOptions;
@@ -246,6 +253,14 @@ export interface Estimate extends PerGpuBytes {
   params: ParamCounts;
   /** Parameters held on this GPU (before ZeRO sharding of the parameters themselves). */
   localParams: number;
+  /** What torch.cuda.max_memory_allocated() reports (tensors in the caching allocator's blocks). */
+  allocatedPeakBytes: number;
+  /** What max_memory_reserved() reports. */
+  reservedPeakBytes: number;
+  /** vLLM or SGLang: the KV cache the engine sizes at start-up. */
+  serving?: ServeEstimate | undefined;
+  /** Every line at its full size: the most it held at any moment of the step (empty for a serving engine). */
+  fullLines: Line[];
 }
 
 /** Whether the attention kernel stores no s x s matrix, for a model at a precision. */

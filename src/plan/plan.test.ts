@@ -9,7 +9,7 @@ import { runCli } from '../testing/harness.js';
 import { inferOptions, ONE_GPU, trainOptions } from '../testing/plan-options.js';
 import { catalogueModel } from './catalogue.js';
 import { estimate, korthikantiLayerBytes, modelStateBytes, type TrainOptions } from './estimate.js';
-import { againstMeasured, type MeasuredRow } from './measured.js';
+import { againstMeasured, type MeasuredRow } from '../testing/plan-measured.js';
 import { countParams, kvBytesPerTokenPerLayer } from './params.js';
 import type { PlanResult } from './plan.js';
 
@@ -90,6 +90,7 @@ test('activation memory per layer follows Korthikanti et al. 2022, Table 2, in e
     recompute: 'selective',
     attention: 'eager',
     framework: 'megatron',
+    sharding: 'megatron',
     parallel: { gpus: 64, nodes: 8, zero: 1, tp: 8, sp: true, pp: 8, ep: 1, inFlight: 8 },
     offload: 'none',
     fragmentation: 0,

@@ -3,7 +3,7 @@
  * GPU, compares it with the GPU's capacity, places each part (device, pinned host, NVMe, managed), prices
  * offloading from the link's bandwidth, and when it does not fit, tries the cheapest changes that make it fit.
  */
-import { catalogueGpu, type GpuSpec } from '../catalogue/gpus.js';
+import { catalogueGpu, type GpuSpec, gpuFromMemory } from '../catalogue/gpus.js';
 import { InvalidArgumentError } from '../errors.js';
 import {
   compilesLoss,
@@ -33,6 +33,8 @@ export interface Machine {
   hostLinkSource: string;
   hostMemoryBytes: number | undefined;
   nvmeGBps: number;
+  /** GPU to GPU bandwidth one way, GB/s, where GPUs are joined by NVLink or Infinity Fabric; undefined: over PCIe. */
+  peerGBps?: number | undefined;
 }
 
 export interface Placement {
@@ -82,18 +84,28 @@ export interface PlanResult {
   notes: string[];
 }
 
-export function machineFromCatalogue(name: string): Machine {
-  const g: GpuSpec = catalogueGpu(name);
+/** A machine of the GPU `g` from the catalogue, or of a capacity given. */
+function machineOf(g: GpuSpec): Machine {
   return {
     name: g.name,
     capacityBytes: g.memoryBytes,
     capacitySource: g.memorySource,
     hostLinkGBps: g.hostLinkGBps,
-    hostLinkSource: 'catalogue: theoretical host link, one way',
+    hostLinkSource: g.assumed[0] ?? 'catalogue: theoretical host link, one way',
     hostMemoryBytes: undefined,
     nvmeGBps: 5,
+    peerGBps: g.peerGBps,
   };
 }
+
+/** The estimate's view of a machine. */
+const deviceOf = (mc: Machine) => ({ name: mc.name, capacityBytes: mc.capacityBytes, nvlink: (mc.peerGBps ?? 0) > mc.hostLinkGBps });
+
+/** A catalogue GPU's machine. @throws BadInputError for a name the catalogue lacks, listing the closest. */
+export const machineFromCatalogue = (name: string): Machine => machineOf(catalogueGpu(name));
+
+/** A machine for any other GPU: the capacity its runtime reports (`--gpu-memory 24GiB`), the host link assumed. */
+export const machineFromMemory = (text: string): Machine => machineOf(gpuFromMemory(text));
 
 function placements(m: ModelConfig, o: PlanOptions, e: Estimate, mc: Machine): Placement[] {
   const link = mc.hostLinkGBps * 1e9;
@@ -161,7 +173,7 @@ function placements(m: ModelConfig, o: PlanOptions, e: Estimate, mc: Machine): P
 /** The estimate, or undefined for a layout the model does not divide (a variant tried for a suggestion). */
 function tryEstimate(m: ModelConfig, o: PlanOptions, mc?: Machine): Estimate | undefined {
   try {
-    const e = estimate(m, o);
+    const e = estimate(m, o, mc && deviceOf(mc));
     return mc?.hostMemoryBytes !== undefined && e.hostBytes > mc.hostMemoryBytes ? undefined : e;
   } catch (err) {
     if (err instanceof InvalidArgumentError) return undefined;
@@ -224,9 +236,9 @@ const gibText = (b: number): string => `${(b / 2 ** 30).toFixed(2)} GiB`;
 
 /** The KV cache vLLM or SGLang would give the model on this machine, and what would let it start or hold more. */
 function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' | 'sglang'): PlanResult {
-  estimate(m, o); // checks the parallel layout
-  const s = estimateServe(m, o, engine, o.serve, mc.capacityBytes, mc.name);
-  const lines = s.lines.map(rounded);
+  const e = estimate(m, o, deviceOf(mc));
+  const s = e.serving!;
+  const lines = e.lines;
   const total = lines.reduce((a, l) => a + l.bytes, 0);
   const c = countParams(m);
   const suggestions: Suggestion[] = [];
@@ -299,7 +311,7 @@ function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' 
 /** Plans `m` under `o` on `mc`. @throws InvalidArgumentError for layouts that do not divide the model. */
 export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
   if (o.mode === 'infer' && o.engine !== 'hf') return planServe(m, o, mc, o.engine);
-  const e = estimate(m, o);
+  const e = estimate(m, o, deviceOf(mc));
   if (mc.hostMemoryBytes !== undefined && e.hostBytes > mc.hostMemoryBytes)
     throw new InvalidArgumentError(
       `offloading places ${gibText(e.hostBytes)} in pinned host memory (${[
@@ -312,7 +324,7 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
     );
   // The suggestions and the largest batch and sequence try many variants: they set aside the share of the peak the
   // replay through the caching allocator found for this plan instead of replaying each variant.
-  const cachedShare = e.lines.filter((l) => l.cached).reduce((a, l) => a + l.bytes, 0) / Math.max(1, allocatorPeaks(e.lines).allocatedPeakBytes);
+  const cachedShare = e.lines.filter((l) => l.cached).reduce((a, l) => a + l.bytes, 0) / Math.max(1, e.allocatedPeakBytes);
   const quick = (x: PlanOptions): PlanOptions => (x.mode === 'train' && x.fragmentation === undefined ? { ...x, fragmentation: cachedShare } : x);
   // rounded once: the fields are sums of the rounded lines, so the JSON, the text and the page add up alike
   const lines = e.lines.map(rounded);
@@ -405,7 +417,7 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
     model: modelSummary(m, e.params),
     options: o,
     machine: mc,
-    perGpu: { ...roundedFields(e), ...allocatorPeaks(lines) },
+    perGpu: { ...roundedFields(e), allocatedPeakBytes: e.allocatedPeakBytes, reservedPeakBytes: e.reservedPeakBytes },
     atPeak: fieldsOf(lines),
     peakPhase: e.peakPhase,
     sumBytes: e.sumBytes,

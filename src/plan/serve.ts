@@ -6,16 +6,13 @@
  * windows where the engine honours them); the activation peak, the memory outside PyTorch and the CUDA graphs are
  * estimates (the engines measure them at start-up and print them).
  */
-import { type EngineVersion, parseEngineVersion } from './engine-versions.js';
+import { ENGINES, parseEngineVersion } from './engines/registry.js';
 import type { ModelConfig } from './model-config.js';
 import { kvBytes, localParams, weightBytes } from './model-states.js';
-import type { InferOptions, Line } from './options.js';
+import { checkParallel, type Estimate, fieldsOf, type InferOptions, type Line } from './options.js';
 import { cachedTokenLayers, countParams, kvBytesPerTokenPerLayer } from './params.js';
-import { sglangDefaultFraction, sglangMemory } from './sglang.js';
-import { type EngineMemory, vllmDefaultUtilization, vllmMemory } from './vllm.js';
 
 export type Engine = 'hf' | 'vllm' | 'sglang';
-export { sglangDefaultFraction, vllmDefaultUtilization };
 
 export interface ServeOptions {
   /** vLLM's gpu_memory_utilization or SGLang's mem_fraction_static; undefined: the engine's default. */
@@ -78,44 +75,60 @@ export function servedWeightBytes(m: ModelConfig, o: InferOptions): number {
   return (P - ends) * wb + ends * 2 + extra;
 }
 
+/** The KV cache's line: the rest of the engine's budget, in blocks, and the windows the engine honours. */
+function kvCacheLine(
+  m: ModelConfig,
+  o: InferOptions,
+  mem: { fraction: number; honoursWindows: boolean },
+  k: { kvCacheBytes: number; kvTokens: number; kvBlocks: number; blockSize: number; kvBytesPerToken: number },
+): Line {
+  const windows =
+    mem.honoursWindows && m.slidingWindow && m.slidingLayers ? `; ${m.slidingLayers} of ${m.layers} layers keep a ${m.slidingWindow}-token window` : '';
+  return {
+    name: `KV cache (${o.kvDtype})`,
+    bytes: k.kvCacheBytes,
+    note: `the rest of ${(mem.fraction * 100).toFixed(1)}% of the GPU: ${k.kvTokens} tokens in ${k.kvBlocks} blocks of ${k.blockSize}, ${k.kvBytesPerToken} bytes per token${m.mla ? ' (MLA latent)' : ''}${windows}`,
+    field: 'kvCacheBytes',
+  };
+}
+
 /**
  * The KV cache a serving engine gives this model on a GPU of `capacityBytes` (named `gpuName`: vLLM's defaults
  * depend on it), following the engine release in o.serve.engineVersion.
  * @throws InvalidArgumentError for a release gpumem does not follow.
  */
-export function estimateServe(m: ModelConfig, o: InferOptions, engine: 'vllm' | 'sglang', s: ServeOptions, capacityBytes: number, gpuName = ''): ServeEstimate {
-  const v: EngineVersion = parseEngineVersion(engine, s.engineVersion);
+export function estimateServe(
+  m: ModelConfig,
+  o: InferOptions,
+  engine: 'vllm' | 'sglang',
+  s: ServeOptions,
+  capacityBytes: number,
+  gpuName = '',
+  nvlink = true,
+): ServeEstimate {
+  const v = parseEngineVersion(engine, s.engineVersion);
+  const e = ENGINES[engine];
   const p = o.parallel;
   const layersHere = m.layers / p.pp;
   const kvSplit = m.mla ? 1 : Math.min(p.tp, m.kvHeads);
   const perLayer = kvBytesPerTokenPerLayer(m, kvBytes(o.kvDtype)) / kvSplit;
   const kvBytesPerToken = perLayer * layersHere;
   const weights = servedWeightBytes(m, o);
-  const maxModelLen = s.maxModelLen ?? m.maxPositions ?? o.prompt + o.newTokens;
-  const opts = { ...o, serve: s };
-  const mem: EngineMemory =
-    engine === 'vllm' ? vllmMemory(m, opts, weights, capacityBytes, gpuName, v, maxModelLen) : sglangMemory(opts, weights, capacityBytes, v);
+  const asked = s.maxModelLen ?? m.maxPositions ?? o.prompt + o.newTokens;
+  const mem = e.memory({ m, o: { ...o, serve: s }, weightsBytes: weights, capacityBytes, gpuName, nvlink, version: v, maxModelLen: asked });
+  const maxModelLen = mem.maxModelLen;
   const held = mem.inside.reduce((a, l) => a + l.bytes, 0);
   const kv = Math.max(0, mem.budgetBytes - held);
-  const blockSize = s.blockSize ?? (engine === 'vllm' ? 16 : 1);
+  const blockSize = s.blockSize ?? e.blockSize;
   const kvBlocks = Math.floor(kv / (kvBytesPerToken * blockSize));
-  const kvTokens = kvBlocks * blockSize;
+  const rounded = Math.ceil(maxModelLen / blockSize) * blockSize;
+  // from vLLM 0.21 "GPU KV cache size" is max_concurrency x max_model_len, not blocks x block size
+  const kvTokens = mem.printedTokens === 'concurrency' ? Math.floor((kvBlocks * maxModelLen) / (rounded / blockSize)) : kvBlocks * blockSize;
   const kvCacheBytes = kvBlocks * blockSize * kvBytesPerToken;
   // one request of max_model_len: every layer's tokens, a sliding-window layer's window where the engine honours it
-  const rounded = Math.ceil(maxModelLen / blockSize) * blockSize;
   const perRequest = perLayer * cachedTokenLayers(m, rounded, layersHere, mem.honoursWindows);
-  const windows =
-    mem.honoursWindows && m.slidingWindow && m.slidingLayers ? `; ${m.slidingLayers} of ${m.layers} layers keep a ${m.slidingWindow}-token window` : '';
-  const lines: Line[] = [
-    ...mem.inside,
-    {
-      name: `KV cache (${o.kvDtype})`,
-      bytes: kvCacheBytes,
-      note: `the rest of ${(mem.fraction * 100).toFixed(1)}% of the GPU: ${kvTokens} tokens in ${kvBlocks} blocks of ${blockSize}, ${kvBytesPerToken} bytes per token${m.mla ? ' (MLA latent)' : ''}${windows}`,
-      field: 'kvCacheBytes',
-    },
-    ...mem.outside,
-  ];
+  const kvLine = kvCacheLine(m, o, mem, { kvCacheBytes, kvTokens, kvBlocks, blockSize, kvBytesPerToken });
+  const lines: Line[] = [...mem.inside, kvLine, ...mem.outside];
   return {
     engine,
     version: v.text,
@@ -129,12 +142,50 @@ export function estimateServe(m: ModelConfig, o: InferOptions, engine: 'vllm' | 
     kvBlocks,
     maxModelLen,
     // vLLM prints tokens / max_model_len; with windows, what one request needs
-    maxConcurrency: perRequest < kvBytesPerToken * rounded ? kvCacheBytes / perRequest : kvTokens / maxModelLen,
+    maxConcurrency: perRequest < kvBytesPerToken * rounded ? kvCacheBytes / perRequest : (kvBlocks * blockSize) / maxModelLen,
     starts: kvCacheBytes >= perRequest,
     maxNumBatchedTokens: mem.maxNumBatchedTokens,
     maxNumSeqs: mem.maxNumSeqs,
     lines,
     deviceBytes: lines.reduce((a, l) => a + l.bytes, 0),
     estimated: mem.estimated,
+  };
+}
+
+/**
+ * A serving engine's start-up as an estimate: its budget's lines, the KV cache it sizes, and what it holds outside
+ * the budget; the device's peak is their sum.
+ * @throws InvalidArgumentError for a layout the model does not divide or a release gpumem does not follow
+ */
+export function serveEstimate(
+  m: ModelConfig,
+  o: InferOptions,
+  engine: 'vllm' | 'sglang',
+  device: { name: string; capacityBytes: number; nvlink?: boolean },
+): Estimate {
+  checkParallel(m, o.parallel);
+  const s = estimateServe(m, o, engine, o.serve, device.capacityBytes, device.name, device.nvlink ?? true);
+  const lines = s.lines.map((l) => ({ ...l, bytes: Math.round(l.bytes) }));
+  const fields = fieldsOf(lines);
+  const c = countParams(m);
+  const allocated = lines.filter((l) => l.field !== 'overheadBytes').reduce((a, l) => a + l.bytes, 0);
+  return {
+    ...fields,
+    sumBytes: fields.totalBytes,
+    peakPhase: 'inference',
+    lines,
+    atPeak: fields,
+    otherMoment: undefined,
+    modelStates: { parametersBytes: fields.parametersBytes, gradientsBytes: 0, optimizerBytes: 0 },
+    hostBytes: 0,
+    hostParametersBytes: 0,
+    hostOptimizerBytes: 0,
+    offloadBytesPerStep: 0,
+    params: c,
+    localParams: localParams(c, m, o.parallel),
+    allocatedPeakBytes: allocated,
+    reservedPeakBytes: allocated,
+    serving: s,
+    fullLines: [],
   };
 }

@@ -1,5 +1,6 @@
 /** The single changes `gpumem plan` tries when a plan does not fit, cheapest first, each with its cost in plain words. */
 import { fusedAttention, type InferOptions, type PlanOptions, type TrainOptions } from './estimate.js';
+import { frameworkOf } from './frameworks/registry.js';
 import type { ModelConfig } from './model-config.js';
 
 export type Variant = { change: string; cost: string; apply: (o: PlanOptions) => PlanOptions | undefined };
@@ -10,17 +11,18 @@ export function variants(m: ModelConfig, o: PlanOptions): Variant[] {
   const par = o.parallel;
   if (o.mode === 'train') {
     const t = o;
+    const deepspeed = t.framework === 'megatron' ? 'megatron' : 'deepspeed';
     if (par.zero < 3)
       v.push({
         change: `ZeRO stage ${par.zero + 1}`,
         cost: 'more communication: shards over the data-parallel GPUs',
-        apply: (x) => ({ ...(x as TrainOptions), parallel: { ...par, zero: (par.zero + 1) as 1 | 2 | 3 } }),
+        apply: (x) => ({ ...(x as TrainOptions), sharding: deepspeed, parallel: { ...par, zero: (par.zero + 1) as 1 | 2 | 3 } }),
       });
-    if (par.zero < 3)
+    if (par.zero < 3 && t.framework !== 'megatron')
       v.push({
         change: 'ZeRO stage 3 (FSDP)',
         cost: 'parameters all-gathered per layer in both passes',
-        apply: (x) => ({ ...(x as TrainOptions), parallel: { ...par, zero: 3 } }),
+        apply: (x) => ({ ...(x as TrainOptions), sharding: frameworkOf(t.framework).fsdp, parallel: { ...par, zero: 3 } }),
       });
     if (t.recompute === 'none')
       v.push({
@@ -104,7 +106,14 @@ export function variants(m: ModelConfig, o: PlanOptions): Variant[] {
     v.push({
       change: o.mode === 'train' ? `${gpus} GPUs (data parallel x${k}${par.zero === 0 ? ', ZeRO-3' : ''})` : `${gpus} GPUs (tensor parallel ${tp})`,
       cost: `${k}x the GPUs`,
-      apply: (x) => ({ ...x, parallel: { ...par, gpus, tp, nodes: par.nodes, zero: o.mode === 'train' && par.zero === 0 ? 3 : par.zero } }) as PlanOptions,
+      apply: (x) =>
+        (x.mode === 'train'
+          ? {
+              ...x,
+              sharding: par.zero === 0 && x.framework !== 'megatron' ? frameworkOf(x.framework).fsdp : x.sharding,
+              parallel: { ...par, gpus, tp, nodes: par.nodes, zero: par.zero === 0 && x.framework !== 'megatron' ? 3 : par.zero },
+            }
+          : { ...x, parallel: { ...par, gpus, tp, nodes: par.nodes } }) as PlanOptions,
     });
   }
   return v;

@@ -7,6 +7,13 @@ import { table } from './text.js';
 /** Ranks listed one per row up to this many; past it, the stragglers and the spread of each column. */
 const ALL_ROWS = 32;
 
+/** What a rule saves across ranks, in words: a rule that fired with no saving (its figures not priced) saves no time. */
+export function savesAcrossRanks(medianNs: number, maxNs: number): string {
+  if (maxNs <= 0) return 'no time saved that the traces can price (see each rank)';
+  if (medianNs <= 0) return `saves up to ${formatNs(maxNs)} on a rank, nothing on the median rank`;
+  return `saves about ${formatNs(medianNs)} per rank (median), ${formatNs(maxNs)} at most`;
+}
+
 /** The ranks compared, as text no wider than `width` where given. */
 export function renderRanks(r: RanksResult, options: { width?: number } = {}): string {
   const width = options.width;
@@ -28,7 +35,7 @@ export function renderRanks(r: RanksResult, options: { width?: number } = {}): s
       formatNs(x.metrics.copyNs),
       x.metrics.syncs,
       formatNs(x.metrics.syncBlockedNs),
-      top ? `${top.rule} (${formatNs(top.estimatedSavingNs)})` : 'none',
+      top ? (top.estimatedSavingNs > 0 ? `${top.rule} (${formatNs(top.estimatedSavingNs)})` : top.rule) : 'none',
     ];
   };
   const priorities = [undefined, 3, 4, 2, 5, 1, 6, 7];
@@ -57,7 +64,8 @@ export function renderRanks(r: RanksResult, options: { width?: number } = {}): s
   if (r.stragglers.length === 0) out.push(`stragglers: none${r.ranks.length < 3 ? ' (too few ranks to tell)' : ' — no rank stands out from the others'}`);
   else {
     out.push(`stragglers (${r.stragglers.length}): ranks that stand out from the others hold the job back at every collective`);
-    for (const s of r.stragglers) out.push(`  - ${s.evidence}; up to ${formatNs(s.excessNs)} saved if it did as the median rank does`);
+    for (const s of r.stragglers)
+      out.push(`  - ${s.evidence}${s.excessNs > 0 ? `; up to ${formatNs(s.excessNs)} saved if it did as the median rank does` : ''}`);
   }
   out.push(`  (${r.method})`);
   out.push('');
@@ -65,9 +73,7 @@ export function renderRanks(r: RanksResult, options: { width?: number } = {}): s
   else {
     out.push('findings across ranks:');
     for (const f of r.rules)
-      out.push(
-        `  - ${f.rule}: ${f.title} — on ${f.ranks.length} of ${r.ranks.length} ranks; saves about ${formatNs(f.medianSavingNs)} per rank (median), ${formatNs(f.maxSavingNs)} at most`,
-      );
+      out.push(`  - ${f.rule}: ${f.title} — on ${f.ranks.length} of ${r.ranks.length} ranks; ${savesAcrossRanks(f.medianSavingNs, f.maxSavingNs)}`);
     out.push("  (each rank's evidence and change: --json, or gpumem analyze on that rank's file)");
   }
   return fitLines(out.join('\n'), width);

@@ -83,7 +83,17 @@ export function renderAnalyze(r: AnalyzeResult, options: { width?: number } = {}
     alloc.push(`${a.segments.count} segments: ${formatBytes(a.segments.reservedBytes)} reserved, ${formatBytes(a.segments.allocatedBytes)} allocated`);
   if (a.ooms) alloc.push(`${a.ooms} OOM events`);
   out.push(`allocations: ${alloc.join('; ')}`);
-  if (s.faults.gpu + s.faults.cpu > 0) out.push(`managed memory page faults: ${s.faults.gpu} GPU, ${s.faults.cpu} CPU`);
+  if (s.migrations.length > 0) {
+    const n = s.migrations.reduce((t, g) => t + g.count, 0);
+    const bytes = s.migrations.reduce((t, g) => t + g.bytes, 0);
+    const ns = s.migrations.reduce((t, g) => t + g.timeNs, 0);
+    out.push(
+      `unified-memory migrations (the driver moving managed pages, not the program's copies): ${n}, ${formatBytes(bytes)} in ${formatNs(ns)}: ${s.migrations.map((g) => `${g.count} ${g.cause} ${g.direction}`).join(', ')}`,
+    );
+  }
+  if (s.faults.gpu === null || s.faults.cpu === null) {
+    if (s.migrations.length > 0 || a.managedAllocCalls > 0) out.push('managed memory page faults: not recorded');
+  } else if (s.faults.gpu + s.faults.cpu > 0) out.push(`managed memory page faults: ${s.faults.gpu} GPU, ${s.faults.cpu} CPU`);
   if (s.aggregates) {
     out.push('');
     out.push('aggregate statistics (the trace kept totals, not events):');

@@ -4,11 +4,17 @@ import { formatBytes } from '../units.js';
 import { engineLabel } from './bench-text.js';
 import { chartPlaceholder, esc, htmlTable, renderPage, type ChartSpec } from './html.js';
 
-const COLORS = ['#0969da', '#cf222e', '#1a7f37', '#9a6700', '#8250df', '#bc4c00', '#0550ae', '#57606a', '#116329', '#a40e26'];
+/** Ten colours far apart; a chart draws at most as many series as there are colours (the copies are split to do so). */
+const COLORS = ['#0969da', '#cf222e', '#1a7f37', '#9a6700', '#8250df', '#bc4c00', '#57606a', '#e85aad', '#00a3a3', '#1b1f24'];
+/** Dash patterns by engine, so that a series reads apart from its neighbour in print or to a colour-blind eye too. */
+const DASHES: Record<string, number[]> = { 'copy-engine': [], sm: [6, 3] };
+const POINTS = ['circle', 'rect', 'triangle', 'rectRot', 'crossRot', 'star', 'rectRounded', 'cross', 'line', 'dash'];
 
-/** Line chart of GB/s against size, one line per series key. */
+/**
+ * Line chart of GB/s against size, one line per series key, each with its own colour and point style (and a dash
+ * by engine). Sizes go on a log2 axis ticked at powers of two in bytes (the page's script draws the ticks).
+ */
 export function sizeChart(id: string, title: string, rows: BenchResult[], key: (r: BenchResult) => string, xTitle = 'bytes'): ChartSpec {
-  const sizes = [...new Set(rows.map((r) => r.bytes))].sort((a, b) => a - b);
   const keys = [...new Set(rows.map(key))];
   return {
     id,
@@ -16,22 +22,36 @@ export function sizeChart(id: string, title: string, rows: BenchResult[], key: (
     config: {
       type: 'line',
       data: {
-        labels: sizes.map((s) => formatBytes(s, 0)),
-        datasets: keys.map((k, i) => ({
-          label: k,
-          data: sizes.map((s) => rows.find((r) => key(r) === k && r.bytes === s)?.medianGBps ?? null),
-          borderColor: COLORS[i % COLORS.length],
-          backgroundColor: COLORS[i % COLORS.length],
-          spanGaps: true,
-        })),
+        datasets: keys.map((k, i) => {
+          const mine = rows.filter((r) => key(r) === k && r.medianGBps !== undefined).sort((a, b) => a.bytes - b.bytes);
+          return {
+            label: k,
+            data: mine.map((r) => ({ x: r.bytes, y: r.medianGBps })),
+            borderColor: COLORS[i % COLORS.length],
+            backgroundColor: COLORS[i % COLORS.length],
+            borderDash: DASHES[mine[0]?.engine ?? ''] ?? [2, 2],
+            pointStyle: POINTS[i % POINTS.length],
+            pointRadius: 4,
+          };
+        }),
       },
       options: {
         plugins: { title: { display: true, text: title } },
-        scales: { y: { type: 'logarithmic', title: { display: true, text: 'GB/s (1e9 bytes/s), median' } }, x: { title: { display: true, text: xTitle } } },
+        scales: {
+          y: { type: 'logarithmic', title: { display: true, text: 'GB/s (1e9 bytes/s), median' } },
+          x: { type: 'logarithmic', bytes: true, title: { display: true, text: `${xTitle} (log2 scale)` } },
+        },
       },
     },
   };
 }
+
+/** The copy charts, split by direction so that no chart has more series than colours. */
+const COPY_GROUPS: ReadonlyArray<readonly [string, string, (r: BenchResult) => boolean]> = [
+  ['htod', 'host to device', (r) => r.direction === 'HtoD'],
+  ['dtoh', 'device to host', (r) => r.direction === 'DtoH'],
+  ['other', 'device to device, and both directions at once', (r) => r.direction !== 'HtoD' && r.direction !== 'DtoH'],
+];
 
 export function benchSections(report: BenchReport): { sections: Array<{ heading: string; html: string }>; charts: ChartSpec[] } {
   const sections: Array<{ heading: string; html: string }> = [];
@@ -39,8 +59,16 @@ export function benchSections(report: BenchReport): { sections: Array<{ heading:
   for (const d of report.environment.devices) {
     const rows = report.results.filter((r) => r.device === d.index);
     const copy = rows.filter((r) => r.test === 'copy' || r.test === 'sm-copy');
-    const idc = `copy-${d.index}`;
-    charts.push(sizeChart(idc, `Device ${d.index}: copies, bandwidth against size`, copy, (r) => `${r.direction} ${r.srcKind}→${r.dstKind} (${r.engine})`));
+    const copyIds: string[] = [];
+    for (const [g, what, keep] of COPY_GROUPS) {
+      const mine = copy.filter(keep);
+      if (mine.length === 0) continue;
+      const id = `copy-${d.index}-${g}`;
+      copyIds.push(id);
+      charts.push(
+        sizeChart(id, `Device ${d.index}: copies ${what}, bandwidth against size`, mine, (r) => `${r.direction} ${r.srcKind}→${r.dstKind} (${r.engine})`),
+      );
+    }
     const cache = rows.filter((r) => r.test === 'cache');
     const idk = `cache-${d.index}`;
     if (cache.length) charts.push(sizeChart(idk, `Device ${d.index}: read bandwidth against working set (cache levels)`, cache, () => 'read', 'working set'));
@@ -90,7 +118,7 @@ export function benchSections(report: BenchReport): { sections: Array<{ heading:
     sections.push({
       heading: `Device ${d.index}: ${d.name ?? 'unknown'} (${d.arch ?? '?'})`,
       html: `<p>Link ${d.link ? `gen ${d.link.generation} x${d.link.width}` : 'unknown'}; peaks: ${d.peaks.linkGBps ?? '?'} GB/s link, ${d.peaks.memoryGBps ?? '?'} GB/s memory (${esc(d.peaks.how)}).</p>
-${chartPlaceholder(idc)}${cache.length ? chartPlaceholder(idk) : ''}
+${copyIds.map(chartPlaceholder).join('')}${cache.length ? chartPlaceholder(idk) : ''}
 <h3>Peer matrix</h3>${peerHtml}
 <h3>Every row</h3>${htmlTable(['measure', 'memory', 'engine', 'bytes', 'median', 'min–max', 'cv', 'counted', 'of peak', 'verified', 'note'], rows.map(fmt))}`,
     });

@@ -41,11 +41,13 @@ function matrix(rows: BenchResult[], width: number | undefined): string {
     ];
   });
   // narrow terminals lose the spread first, then how bytes were counted (the header line says it), then the smaller
-  // sizes (smallest first), the engine and the share of peak; the name, the memory kinds and the largest size stay
+  // sizes (smallest first) and the share of peak; what tells rows apart (the measure, the memory kinds, the engine)
+  // is never dropped but wraps, and the largest size stays
   const sizePriority = sizes.map((_, i) => (i === sizes.length - 1 ? undefined : 3 + i / sizes.length));
   return table(['measure', 'memory', 'engine', 'counted', ...sizes.map((s) => `>${sizeLabel(s)}`), '>of peak', '>cv (largest)'], body, {
     width,
-    priorities: [undefined, undefined, 5, 2, ...sizePriority, 6, 1],
+    priorities: [undefined, undefined, undefined, 2, ...sizePriority, 6, 1],
+    wrap: [true, true, true],
   });
 }
 
@@ -63,7 +65,8 @@ function rowsTable(rows: BenchResult[], latency: boolean, width: number | undefi
       r.counted,
       r.percentOfPeak !== undefined ? `${r.percentOfPeak}%` : '',
     ]),
-    { width, priorities: [undefined, 6, 5, undefined, undefined, 3, 1, 2, 4] },
+    // what tells rows apart (the measure, the memory kinds, the engine or API, the size) is never dropped: it wraps
+    { width, priorities: [undefined, undefined, undefined, undefined, undefined, 3, 1, 2, 4], wrap: [true, true, true] },
   );
 }
 
@@ -85,7 +88,10 @@ export function renderBench(report: BenchReport, options: { width?: number } = {
     const rows = report.results.filter((r) => r.device === d.index);
     out.push('');
     out.push(
-      `device ${d.index}: ${d.name ?? 'unknown'} (${d.arch ?? '?'})  link ${d.link ? `gen ${d.link.generation} x${d.link.width}` : 'unknown'}  NUMA node ${d.numaNode ?? 'unknown'}`,
+      ...prose(
+        `device ${d.index}: ${d.name ?? 'unknown'} (${d.arch ?? '?'})  link ${d.link ? `gen ${d.link.generation} x${d.link.width}` : 'unknown'}  NUMA node ${d.numaNode ?? 'unknown'}`,
+        '  ',
+      ),
     );
     out.push(
       ...prose(
@@ -132,7 +138,7 @@ function collectivesTable(rows: BenchResult[], width: number | undefined): strin
   return `collectives over ${ranks} ranks (size, algorithm bandwidth = size / time and bus bandwidth as nccl-tests count them):\n${table(
     ['collective', 'library, buffers', '>size', '>algbw GB/s', '>busbw GB/s', '>min-max algbw', '>cv'],
     body,
-    { width, priorities: [undefined, undefined, undefined, 3, undefined, 2, 1] },
+    { width, priorities: [undefined, undefined, undefined, 3, undefined, 2, 1], wrap: [true, true] },
   )}`;
 }
 

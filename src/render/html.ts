@@ -95,10 +95,24 @@ ${body}
 <script>
 const GPUMEM_CHARTS = ${scriptJson(page.charts.map((c) => ({ id: c.id, config: c.config })))};
 window.gpumemCharts = [];
+// an axis marked bytes: a log scale ticked at powers of two, labelled in binary units (4 KiB, 1 MiB, ...)
+const gpumemBytes = (v) => { const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB']; let i = 0; while (v >= 1024 && i < u.length - 1) { v /= 1024; i++; } return (Number.isInteger(v) ? v : v.toFixed(1)) + ' ' + u[i]; };
+const gpumemLog2Ticks = (axis) => {
+  const lo = Math.ceil(Math.log2(Math.max(1, axis.min))), hi = Math.floor(Math.log2(Math.max(1, axis.max)));
+  const step = Math.max(1, Math.ceil((hi - lo + 1) / 12));
+  axis.ticks = [];
+  for (let p = lo; p <= hi; p += step) axis.ticks.push({ value: 2 ** p });
+};
 for (const c of GPUMEM_CHARTS) {
   const el = document.getElementById(c.id);
   if (!el) continue;
   c.config.options = Object.assign({ responsive: true, maintainAspectRatio: false, animation: false }, c.config.options || {});
+  for (const s of Object.values(c.config.options.scales || {}))
+    if (s.bytes) {
+      delete s.bytes;
+      s.afterBuildTicks = gpumemLog2Ticks;
+      s.ticks = Object.assign({}, s.ticks, { autoSkip: false, callback: (v) => gpumemBytes(v) });
+    }
   window.gpumemCharts.push(new Chart(el, c.config));
 }
 </script></body></html>

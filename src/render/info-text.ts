@@ -37,6 +37,7 @@ export function renderInfo(r: InfoReport): string {
       `device ${d.index}: ${known(d.name)}  (${known(d.arch)}${d.archName && d.archName !== d.arch ? `, ${d.archName}` : ''}${d.computeCapability ? `, compute ${d.computeCapability}` : ''})`,
     );
     out.push(`  memory          ${known(d.totalBytes, formatBytes)} total, ${known(d.freeBytes, formatBytes)} free`);
+    if (d.memorySource) out.push(`                  ${d.memorySource}`);
     out.push(`  compute units   ${known(d.multiprocessors)}    L2 ${known(d.l2Bytes, formatBytes)}    async copy engines ${known(d.asyncEngines)}`);
     out.push(
       `  managed memory  ${yesNo(d.managedMemory)}; concurrent managed access ${yesNo(d.concurrentManagedAccess)}; pageable memory access ${yesNo(d.pageableMemoryAccess)}`,

@@ -1,5 +1,5 @@
 /** `gpumem load-weights PATH`: what was loaded, how fast, and which way the bytes went, as text. */
-import { formatBytes, formatGB } from '../units.js';
+import { formatBytes, formatDecimalBytes } from '../units.js';
 import { table } from './text.js';
 
 /** The result of `gpumem load-weights` (its --json output). */
@@ -28,7 +28,7 @@ export function renderLoadWeights(r: LoadWeightsReport): string {
   const out: string[] = [];
   const files = r.files.length === 1 ? '1 file' : `${r.files.length} files`;
   out.push(
-    `loaded ${r.path}: ${r.tensors.length} tensors, ${formatGB(r.bytes)} (${formatBytes(r.bytes)}) from ${files} in ${r.reads} read${r.reads === 1 ? '' : 's'}`,
+    `loaded ${r.path}: ${r.tensors.length} tensors, ${formatDecimalBytes(r.bytes)} (${formatBytes(r.bytes)}) from ${files} in ${r.reads} read${r.reads === 1 ? '' : 's'}`,
   );
   out.push(`to device ${r.device} (backend: ${r.backend}), file to device: ${r.paths.join(', ') || 'nothing to read'}`);
   for (const [i, run] of r.runs.entries()) {

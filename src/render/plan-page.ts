@@ -5,7 +5,7 @@
  * KV cache the engine sizes), the changes that would make it fit and the largest batch and context that fit.
  */
 import { readFileSync } from 'node:fs';
-import type { PlanInputs } from '../plan/inputs.js';
+import type { PlanInputs } from '../plan/schema.js';
 import type { Machine } from '../plan/plan.js';
 import { chartLibrary } from './html.js';
 
@@ -39,46 +39,18 @@ th { background: #f6f8fa; } td.n { text-align: right; } td.how { color: #57606a;
 .note { color: #57606a; font-size: .9rem; } label.check { justify-content: flex-end; } figure { height: 180px; margin: .6rem 0; position: relative; }
 `;
 
+/** The controls the schema does not hold: the model, the GPU, a pasted config.json. */
 const CONTROLS = `
 <label>model<select id="model"></select></label>
-<label>mode<select id="mode"><option>train</option><option>infer</option></select></label>
 <label>GPU<select id="gpu"></select></label>
-<label>GPUs<input id="gpus" type="number" min="1"></label>
-<label>batch<input id="batch" type="number" min="1"></label>
-<label class="train">sequence<input id="seq" type="number" min="1"></label>
-<label class="train">precision<select id="precision"></select></label>
-<label class="train">attention<select id="attention"><option>sdpa</option><option>eager</option><option>flash</option></select></label>
-<label class="train">recompute<select id="recompute"><option>none</option><option>selective</option><option>full</option><option value="op">op (per-op)</option></select></label>
-<label class="train">optimizer<select id="optimizer"><option>adamw</option><option>adam</option><option>sgd</option><option>adamw8bit</option><option>paged-adamw</option><option>paged-adamw8bit</option></select></label>
-<label class="train">gradient accumulation<input id="gradAccum" type="number" min="1"></label>
-<label class="train">loss<select id="loss"><option>standard</option><option>chunked</option><option>fused</option></select></label>
-<label class="train">LoRA rank (empty: full fine-tuning)<input id="lora" type="number" min="1"></label>
-<label class="train">LoRA targets<input id="loraTargets" placeholder="PEFT's default, or all-linear"></label>
-<label class="train">LoRA dtype<select id="loraDtype"><option value="">PEFT's default</option><option>fp32</option><option>bf16</option><option>fp16</option></select></label>
-<label class="train">LoRA dropout<input id="loraDropout" type="number" min="0" step="0.05" placeholder="0"></label>
-<label class="train">base weights<select id="baseWeights"><option value="">the checkpoint's</option><option>fp32</option><option>bf16</option><option>fp16</option><option>nf4</option><option>fp4</option><option>int8</option></select></label>
-<label class="train check"><span><input type="checkbox" id="dora"> DoRA</span></label>
-<label class="train check"><span><input type="checkbox" id="doubleQuant"> double quantisation</span></label>
-<label class="train">bitsandbytes release (4-bit base)<input id="bnbVersion" placeholder="current (0.43 or later)"></label>
-<label class="train check"><span><input type="checkbox" id="optimizerInBackward"> optimizer in backward</span></label>
-<label class="train check"><span><input type="checkbox" id="activationOffload"> activation offloading</span></label>
-<label class="train">torch.compile<select id="compile"><option value="">no</option><option value="all">blocks and loss</option><option value="blocks">blocks only</option></select></label>
-<label>host memory (GiB, empty: not checked)<input id="hostMemory" type="number" min="0" step="any"></label>
-<label class="train">ZeRO<select id="zero"><option value="0">0</option><option value="1">1</option><option value="2">2</option><option value="3">3 (FSDP)</option></select></label>
-<label class="train">offload<select id="offload"><option>none</option><option>optimizer</option><option>params</option></select></label>
-<label class="train">framework<select id="framework"><option>pytorch</option><option>megatron</option><option>litgpt</option></select></label>
-<label>tensor parallel<input id="tp" type="number" min="1"></label>
-<label>pipeline parallel<input id="pp" type="number" min="1"></label>
-<label class="infer">engine<select id="engine"><option>hf</option><option>vllm</option><option>sglang</option></select></label>
-<label class="infer">engine release<input id="engineVersion" placeholder="newest" size="6"></label>
-<label class="infer">no CUDA graphs<input id="enforceEager" type="checkbox"></label>
-<label class="infer">context<input id="context" type="number" min="2"></label>
-<label class="infer">new tokens<input id="newTokens" type="number" min="1"></label>
-<label class="infer">weights<select id="weights"><option>bf16</option><option>fp16</option><option>fp8</option><option>int8</option><option>int4</option><option>fp32</option></select></label>
-<label class="infer">KV cache<select id="kvDtype"><option>bf16</option><option>fp16</option><option>fp8</option><option>int8</option><option>int4</option><option>fp32</option></select></label>
+<label id="gpuMemoryLabel">GPU memory (e.g. 24GiB)<input id="gpuMemory" placeholder="24GiB"></label>
+<span id="schemaControls" style="display:contents"></span>
 <textarea id="config" placeholder="paste a Hugging Face config.json here and choose 'pasted config.json' as the model"></textarea>`;
 
-/** The page's script: reads the controls into PlanInputs, plans with the bundled planner, renders the result. */
+/**
+ * The page's script: makes a control for every option of the planner's schema (plan/schema.ts, bundled with the
+ * planner), reads them back into PlanInputs as the CLI reads its flags, plans with the bundled planner, renders.
+ */
 const APP = `
 const P = gpumemPlan;
 const S = GPUMEM_STATE;
@@ -86,55 +58,72 @@ const $ = (id) => document.getElementById(id);
 const gib = (b) => (b / 2 ** 30).toFixed(2);
 const gb = (b) => (b / 1e9).toFixed(2);
 const escText = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
-const NUMBERS = ['gpus', 'batch', 'seq', 'tp', 'pp', 'newTokens', 'context', 'gradAccum'];
-const CHOICES = ['mode', 'precision', 'attention', 'recompute', 'offload', 'framework', 'engine', 'weights', 'kvDtype', 'optimizer', 'loss'];
-// controls that may be left empty (undefined) or unchecked: given only when set
-const OPTIONAL_NUMBERS = ['lora', 'loraDropout'];
-const OPTIONAL_TEXT = ['loraTargets', 'loraDtype', 'baseWeights', 'bnbVersion'];
-const CHECKS = ['dora', 'doubleQuant', 'optimizerInBackward', 'activationOffload'];
+const SPECS = Object.entries(P.SCHEMA).filter(([, s]) => s.page);
+function control(key, s) {
+  const label = document.createElement('label');
+  label.className = s.applies && s.applies.mode ? s.applies.mode : '';
+  label.dataset.key = key;
+  let el;
+  if (s.kind === 'choice' || s.kind === 'scope' || (s.kind === 'int' && s.limit <= 16)) {
+    el = document.createElement('select');
+    const values = s.kind === 'int' ? Array.from({ length: s.limit - (s.min ?? 1) + 1 }, (_, i) => String(i + (s.min ?? 1))) : s.choices;
+    if (s.kind === 'scope') el.add(new Option('no', ''));
+    else if (s.default === undefined) el.add(new Option('default', ''));
+    for (const v of values) el.add(new Option(v, v));
+  } else {
+    el = document.createElement('input');
+    if (s.kind === 'flag') el.type = 'checkbox';
+    else if (s.kind === 'int' || s.kind === 'fraction' || s.kind === 'percent') { el.type = 'number'; el.step = 'any'; }
+  }
+  el.id = key;
+  label.append(s.page.label, el);
+  if (s.kind === 'flag') label.classList.add('check');
+  el.title = s.help;
+  return label;
+}
+for (const [k, s] of SPECS) $('schemaControls').append(control(k, s));
 for (const name of Object.keys(P.MODEL_CONFIGS)) $('model').add(new Option(name, name));
 $('model').add(new Option('pasted config.json', '__pasted'));
 for (const [name, g] of Object.entries(P.GPUS)) $('gpu').add(new Option(g.name, name));
+$('gpu').add(new Option('another GPU: its memory', '__memory'));
 if (S.gpu.machine) $('gpu').add(new Option(S.gpu.machine.name, '__bench'));
-for (const p of Object.keys(P.PRECISIONS)) $('precision').add(new Option(p, p));
-for (const [id, text] of Object.entries(P.PRECISIONS)) $('precision').querySelector('option[value="' + id + '"]').title = text;
 const i0 = S.inputs;
 $('model').value = S.model.catalogue ?? '__pasted';
 if (S.model.configText) $('config').value = S.model.configText;
 $('gpu').value = S.gpu.machine ? '__bench' : S.gpu.catalogue;
-for (const id of NUMBERS) if (i0[id] !== undefined) $(id).value = i0[id];
-if (i0.context === undefined) $('context').value = i0.prompt + i0.newTokens;
-for (const id of CHOICES) $(id).value = i0[id] === 'adam8bit' ? 'adamw8bit' : i0[id];
-for (const id of [...OPTIONAL_NUMBERS, ...OPTIONAL_TEXT]) if (i0[id] !== undefined) $(id).value = i0[id];
-for (const id of CHECKS) $(id).checked = !!i0[id];
-// torch.compile: off, the blocks and the loss (a bare --compile), or the blocks only
-$('compile').value = i0.compile === true ? 'all' : i0.compile || '';
-if (i0.hostMemoryBytes !== undefined) $('hostMemory').value = i0.hostMemoryBytes / 2 ** 30;
-if (i0.flashAttention) $('attention').value = 'flash';
-$('zero').value = String(i0.fsdp ? 3 : i0.zero);
-$('engineVersion').value = i0.engineVersion ?? '';
-$('enforceEager').checked = !!i0.enforceEager;
+const shownValue = (k, s, v) => v === undefined || v === false ? '' : s.kind === 'percent' ? String(v * 100) : s.kind === 'bytes' ? String(v / 2 ** 30) : v === true ? (s.kind === 'scope' ? s.bare : true) : String(v);
+for (const [k, s] of SPECS) {
+  const el = $(k);
+  const v = k === 'attention' && i0.flashAttention ? 'flash' : k === 'optimizer' && i0[k] === 'adam8bit' ? 'adamw8bit' : i0[k];
+  if (s.kind === 'flag') el.checked = !!v;
+  else el.value = k === 'context' && v === undefined ? String(i0.prompt + i0.newTokens) : shownValue(k, s, v);
+}
 let chart;
-const shown = (id) => $(id).closest('label').style.display !== 'none';
+const shown = (el) => el.closest('label').style.display !== 'none';
+/** An input from its control, as the CLI parses its flag; undefined where the control is left empty. */
+function read(k, s) {
+  const el = $(k);
+  if (s.kind === 'flag') return el.checked;
+  const t = el.value.trim();
+  if (t === '') return s.kind === 'scope' ? false : undefined;
+  if (s.kind === 'int' || s.kind === 'fraction') return Number(t);
+  if (s.kind === 'percent') return Number(t) / 100;
+  // a size: a bare number is GiB, as the control's label says
+  if (s.kind === 'bytes') { const b = /^[\\d.]+$/.test(t) ? Number(t) * 2 ** 30 : P.parseBytes(t); return b === undefined ? NaN : b; }
+  return t;
+}
 function inputs() {
-  const i = { ...S.inputs, flashAttention: false };
-  // a field left empty reads as NaN, so that the planner's checks refuse it as the CLI refuses a missing number
-  for (const id of NUMBERS) i[id] = $(id).value === '' ? NaN : Number($(id).value);
-  for (const id of CHOICES) i[id] = $(id).value;
-  for (const id of OPTIONAL_NUMBERS) i[id] = $(id).value === '' ? undefined : Number($(id).value);
-  for (const id of OPTIONAL_TEXT) i[id] = $(id).value === '' ? undefined : $(id).value;
-  for (const id of CHECKS) i[id] = $(id).checked;
-  i.compile = $('compile').value || false;
-  i.hostMemoryBytes = $('hostMemory').value === '' ? undefined : Number($('hostMemory').value) * 2 ** 30;
-  i.zero = Number($('zero').value);
-  i.fsdp = false;
+  const i = { ...P.DEFAULT_INPUTS, prompt: S.inputs.prompt };
+  const given = [];
+  for (const [k, s] of SPECS) {
+    const v = read(k, s);
+    // a control left at its default (or empty) is not given: a contradiction is refused only between inputs a person set
+    if (v === undefined) { if (s.kind === 'int' && s.default !== undefined) i[k] = NaN; continue; }
+    i[k] = v;
+    if (shown($(k)) && v !== false && String(v) !== String(s.default)) given.push(k);
+  }
   if (i.mode === 'train') i.context = undefined;
-  // the controls set on the page, as the options given on a command line
-  i.given = [...NUMBERS, ...CHOICES, 'zero', ...OPTIONAL_NUMBERS, ...OPTIONAL_TEXT, ...CHECKS, 'compile'].filter((id) => shown(id) && (CHECKS.includes(id) ? $(id).checked : $(id).value !== ''));
-  if (i.mode === 'infer') i.given = i.given.filter((id) => id !== 'context' || $('context').value !== '');
-  // the engine's release and eager mode apply to vllm and sglang only
-  i.engineVersion = i.engine === 'hf' ? undefined : $('engineVersion').value.trim() || undefined;
-  i.enforceEager = i.engine !== 'hf' && $('enforceEager').checked;
+  i.given = given;
   return i;
 }
 function model() {
@@ -144,8 +133,8 @@ function model() {
 }
 function machine(i) {
   const v = $('gpu').value;
-  const mc = v === '__bench' ? { ...S.gpu.machine } : P.machineFromCatalogue(v);
-  mc.hostMemoryBytes = i.hostMemoryBytes;
+  const mc = v === '__bench' ? { ...S.gpu.machine } : v === '__memory' ? P.machineFromMemory($('gpuMemory').value) : P.machineFromCatalogue(v);
+  mc.hostMemoryBytes = i.hostMemory;
   return mc;
 }
 function table(head, rows) {
@@ -157,8 +146,9 @@ const PARTS = [['parametersBytes', 'parameters', '#0969da'], ['gradientsBytes', 
   ['logitsBytes', 'logits', '#bf3989'], ['kvCacheBytes', 'KV cache', '#9a6700'], ['workspaceBytes', 'workspace', '#d4a72c'], ['overheadBytes', 'overhead', '#57606a']];
 function update() {
   const mode = $('mode').value;
-  for (const el of document.querySelectorAll('.train')) el.style.display = mode === 'train' ? '' : 'none';
-  for (const el of document.querySelectorAll('.infer')) el.style.display = mode === 'infer' ? '' : 'none';
+  for (const el of document.querySelectorAll('label.train')) el.style.display = mode === 'train' ? '' : 'none';
+  for (const el of document.querySelectorAll('label.infer')) el.style.display = mode === 'infer' ? '' : 'none';
+  $('gpuMemoryLabel').style.display = $('gpu').value === '__memory' ? '' : 'none';
   let r;
   try {
     const i = inputs();

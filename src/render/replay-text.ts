@@ -44,7 +44,7 @@ export function renderReplay(r: ReplayReport, options: { width?: number } = {}):
     say(`note: the trace holds GPUs ${t.devices.join(', ')}; this is GPU ${t.device} alone (each GPU has its own memory; --device N for another)`, '  ');
   if (t.expandableSegments)
     say(
-      'note: the recording allocator had expandable segments on (it mapped and unmapped pieces of growable segments); pytorch-like replays the default fixed segments, gpumem-growable is the nearer match',
+      'note: the recording allocator had expandable segments on (it mapped and unmapped pieces of growable segments); pytorch-expandable replays that setting, pytorch-like the default fixed segments',
       '  ',
     );
   if (t.untrackedFrees > 0) say(`note: ${t.untrackedFrees} frees of memory allocated before the trace began were ignored`, '  ');

@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { sharedTest, sharedTrace } from '../testing/shared-traces.js';
 import { analyzeFiles } from '../analyze/analyze.js';
 import { readPytorchSnapshot } from '../formats/pytorch-snapshot.js';
 import { snapshotView, type SnapshotView } from '../replay/memory-timeline.js';
@@ -95,7 +96,7 @@ test('the page of a three-GPU snapshot pickle: timeline bands as memory_viz stac
   }
 });
 
-const SHARED = new URL('../../../shared/traces/cs336-a2-systems/memory_files/', import.meta.url).pathname;
+const SHARED = sharedTrace('cs336-a2-systems/memory_files/');
 const FIXTURES = new URL('../../fixtures/snapshots/', import.meta.url).pathname;
 const recordings = [
   ...['memory_ctx128_forward', 'memory_ctx256_forward_mixed', 'memory_ctx128_fullstep'].map((n) => `${SHARED}${n}.pickle.json.gz`),
@@ -103,73 +104,79 @@ const recordings = [
 ];
 
 for (const file of recordings) {
-  test(`the page of a snapshot recorded on a GPU (${file.split('/').slice(-1)[0]}): drawn, consistent with the snapshot's end state, hover works`, {
-    skip: skip || (existsSync(file) ? false : `${file} is absent`),
-  }, async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'gpumem-snaphtml-'));
-    try {
-      const snap = await readPytorchSnapshot(file, { stacks: true });
-      const view = snapshotView(snap);
-      const html = join(dir, 'page.html');
-      writeFileSync(html, renderSnapshotHtml(await analyzeFiles([file]), view));
-      const d = view.devices[0]!;
-      const t = d.timeline;
-      // what the timeline has live after the last event is what the snapshot says was in use when it was taken
-      const endLive = (series: number[]): number => series[series.length - 1]!;
-      const inUse = snap.devices[0]!.segments.flatMap((s) => s.blocks).reduce((n, b) => n + (b.state === 'inactive' ? 0 : b.requested), 0);
-      assert.equal(endLive(t.drawn) + endLive(t.rest), inUse);
-      assert.ok(t.peakBytes >= inUse && t.peakBytes >= t.liveAtStartBytes);
-      assert.ok(t.bands.length > 0 && t.bands.length <= 3000);
-      const r = d.replay!;
-      for (const c of r.configurations) assert.ok(c.minDeviceBytes >= r.trace.peakRequestedBytes, c.name);
-      // the band largest on screen in both directions, hovered at the whole pixel nearest its middle: the tooltip
-      // must name an allocation that covers the point under the pointer
-      const extent = (b: (typeof t.bands)[number]): number => Math.min(b.size / t.peakBytes, (b.end - b.start) / t.steps);
-      const big = t.bands.reduce((a, b) => (extent(b) > extent(a) ? b : a));
-      const mid = (big.start + big.end) / 2;
-      const edge = (b: (typeof t.bands)[number], step: number): number => {
-        let lo = b.points[1]!;
-        for (let j = 0; j < b.points.length && b.points[j]! <= step; j += 2) lo = b.points[j + 1]!;
-        return lo;
-      };
-      const { value, errors } = await withChromiumPage(html, async (page) => {
-        await page.locator(`#timeline-${d.device}`).scrollIntoViewIfNeeded();
-        const box = (await page.locator(`#timeline-${d.device}`).boundingBox())!;
-        const [x, y] = (await page.evaluate(
-          `(() => { const s = window.gpumemSnapshot.scales(${d.device}); return [Math.round(s.x(${mid})), Math.round(s.y(${edge(big, mid) + big.size / 2}))]; })()`,
-        )) as [number, number];
-        // whole viewport pixels, as a pointer gives them; the canvas's own offset can be fractional
-        const vx = Math.round(box.x + x);
-        const vy = Math.round(box.y + y);
-        await page.mouse.move(vx, vy);
-        const [step, bytes] = (await page.evaluate(
-          `(() => { const s = window.gpumemSnapshot.scales(${d.device}); return [s.step(${vx - box.x}), s.bytes(${vy - box.y})]; })()`,
-        )) as [number, number];
-        return {
-          ink: await page.evaluate(inked(`timeline-${d.device}`)),
-          tip: (await page.locator('#tip').textContent()) ?? '',
-          step,
-          bytes,
-          rows: await page.locator('table.whatif tbody tr').count(),
+  // the project's own recording is always there; the others are read in place from ../shared/traces
+  const register = file.startsWith(SHARED) ? sharedTest : (name: string, o: { skip?: string | false }, fn: () => Promise<void>) => test(name, o, fn);
+  register(
+    `the page of a snapshot recorded on a GPU (${file.split('/').slice(-1)[0]}): drawn, consistent with the snapshot's end state, hover works`,
+    {
+      skip: skip || (existsSync(file) || !file.startsWith(SHARED) ? false : `${file} is absent`),
+    },
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'gpumem-snaphtml-'));
+      try {
+        const snap = await readPytorchSnapshot(file, { stacks: true });
+        const view = snapshotView(snap);
+        const html = join(dir, 'page.html');
+        writeFileSync(html, renderSnapshotHtml(await analyzeFiles([file]), view));
+        const d = view.devices[0]!;
+        const t = d.timeline;
+        // what the timeline has live after the last event is what the snapshot says was in use when it was taken
+        const endLive = (series: number[]): number => series[series.length - 1]!;
+        const inUse = snap.devices[0]!.segments.flatMap((s) => s.blocks).reduce((n, b) => n + (b.state === 'inactive' ? 0 : b.requested), 0);
+        assert.equal(endLive(t.drawn) + endLive(t.rest), inUse);
+        assert.ok(t.peakBytes >= inUse && t.peakBytes >= t.liveAtStartBytes);
+        assert.ok(t.bands.length > 0 && t.bands.length <= 3000);
+        const r = d.replay!;
+        for (const c of r.configurations) assert.ok(c.minDeviceBytes >= r.trace.peakRequestedBytes, c.name);
+        // the band largest on screen in both directions, hovered at the whole pixel nearest its middle: the tooltip
+        // must name an allocation that covers the point under the pointer
+        const extent = (b: (typeof t.bands)[number]): number => Math.min(b.size / t.peakBytes, (b.end - b.start) / t.steps);
+        const big = t.bands.reduce((a, b) => (extent(b) > extent(a) ? b : a));
+        const mid = (big.start + big.end) / 2;
+        const edge = (b: (typeof t.bands)[number], step: number): number => {
+          let lo = b.points[1]!;
+          for (let j = 0; j < b.points.length && b.points[j]! <= step; j += 2) lo = b.points[j + 1]!;
+          return lo;
         };
-      });
-      assert.deepEqual(errors, []);
-      assert.ok((value.ink as number) > 1000);
-      const named = /^(\S+ \S+) allocated at event (\d+)/.exec(value.tip);
-      assert.ok(named, value.tip);
-      const under = t.bands.filter(
-        (b) =>
-          pageBytes(b.size) === named[1] &&
-          b.start === Number(named[2]) &&
-          value.step >= b.start &&
-          value.step < b.end &&
-          value.bytes >= edge(b, value.step) &&
-          value.bytes < edge(b, value.step) + b.size,
-      );
-      assert.equal(under.length > 0, true, `${value.tip} at event ${value.step}, ${value.bytes} bytes`);
-      assert.equal(value.rows, r.configurations.length);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+        const { value, errors } = await withChromiumPage(html, async (page) => {
+          await page.locator(`#timeline-${d.device}`).scrollIntoViewIfNeeded();
+          const box = (await page.locator(`#timeline-${d.device}`).boundingBox())!;
+          const [x, y] = (await page.evaluate(
+            `(() => { const s = window.gpumemSnapshot.scales(${d.device}); return [Math.round(s.x(${mid})), Math.round(s.y(${edge(big, mid) + big.size / 2}))]; })()`,
+          )) as [number, number];
+          // whole viewport pixels, as a pointer gives them; the canvas's own offset can be fractional
+          const vx = Math.round(box.x + x);
+          const vy = Math.round(box.y + y);
+          await page.mouse.move(vx, vy);
+          const [step, bytes] = (await page.evaluate(
+            `(() => { const s = window.gpumemSnapshot.scales(${d.device}); return [s.step(${vx - box.x}), s.bytes(${vy - box.y})]; })()`,
+          )) as [number, number];
+          return {
+            ink: await page.evaluate(inked(`timeline-${d.device}`)),
+            tip: (await page.locator('#tip').textContent()) ?? '',
+            step,
+            bytes,
+            rows: await page.locator('table.whatif tbody tr').count(),
+          };
+        });
+        assert.deepEqual(errors, []);
+        assert.ok((value.ink as number) > 1000);
+        const named = /^(\S+ \S+) allocated at event (\d+)/.exec(value.tip);
+        assert.ok(named, value.tip);
+        const under = t.bands.filter(
+          (b) =>
+            pageBytes(b.size) === named[1] &&
+            b.start === Number(named[2]) &&
+            value.step >= b.start &&
+            value.step < b.end &&
+            value.bytes >= edge(b, value.step) &&
+            value.bytes < edge(b, value.step) + b.size,
+        );
+        assert.equal(under.length > 0, true, `${value.tip} at event ${value.step}, ${value.bytes} bytes`);
+        assert.equal(value.rows, r.configurations.length);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 }

@@ -1,5 +1,5 @@
 /** Plain-text rendering helpers for the CLI: aligned tables and "unknown" for values that could not be read. */
-import { fitTable, type Column } from './width.js';
+import { fitTable, wrapLine, type Column } from './width.js';
 
 /**
  * Renders rows as an aligned table. Columns whose header starts with '>' are right-aligned. With a `width`, columns
@@ -8,12 +8,18 @@ import { fitTable, type Column } from './width.js';
 export function table(
   headers: readonly string[],
   rows: readonly (readonly (string | number | undefined)[])[],
-  options: { width?: number | undefined; priorities?: readonly (number | undefined)[] } = {},
+  options: { width?: number | undefined; priorities?: readonly (number | undefined)[]; wrap?: readonly boolean[] } = {},
 ): string {
-  const columns: Column[] = headers.map((h, i) => ({ header: h.replace(/^>/, ''), right: h.startsWith('>'), priority: options.priorities?.[i] }));
+  const columns: Column[] = headers.map((h, i) => ({
+    header: h.replace(/^>/, ''),
+    right: h.startsWith('>'),
+    priority: options.priorities?.[i],
+    wrap: options.wrap?.[i] === true,
+  }));
   const cells = rows.map((r) => columns.map((_, i) => fmtCell(r[i])));
   const { lines, dropped } = fitTable(columns, cells, options.width ?? Number.POSITIVE_INFINITY);
-  if (dropped.length) lines.push(`(left out to fit ${options.width} columns: ${dropped.join(', ')})`);
+  if (dropped.length)
+    lines.push(...wrapLine(`(left out to fit ${options.width} columns: ${dropped.join(', ')})`, options.width ?? Number.POSITIVE_INFINITY, ' '));
   return lines.join('\n');
 }
 

@@ -51,7 +51,15 @@ export interface Column {
   right?: boolean;
   /** Columns of the lowest priority are dropped first when the table does not fit; undefined: never dropped. */
   priority?: number;
+  /**
+   * A column that names what a row is (never dropped): when the table still does not fit, its cells wrap onto
+   * more lines of the row instead (at spaces, hyphens and arrows, down to its longest piece or 8 characters).
+   */
+  wrap?: boolean;
 }
+
+/** The narrowest a wrapping column is made. */
+const MIN_WRAP = 8;
 
 /**
  * Renders rows as an aligned table no wider than `width` where dropping columns can make it so (columns without a
@@ -66,26 +74,66 @@ export function fitTable(columns: readonly Column[], rows: readonly (readonly st
     let victim = -1;
     for (const i of keep) {
       const p = columns[i]?.priority;
-      if (p === undefined) continue;
+      if (p === undefined || columns[i]?.wrap) continue;
       if (victim < 0 || p < (columns[victim]?.priority ?? 0)) victim = i;
     }
     if (victim < 0) break;
     keep.splice(keep.indexOf(victim), 1);
     dropped.push(columns[victim]?.header ?? '');
   }
-  const line = (cells: readonly string[]): string =>
-    keep
-      .map((i) => {
-        const c = cells[i] ?? '';
-        const w = widths[i] ?? 0;
-        return columns[i]?.right ? c.padStart(w) : c.padEnd(w);
-      })
-      .join('  ')
-      .trimEnd();
+  narrowWrapping(columns, rows, widths, keep, total() - width);
+  const cellLines = (cells: readonly string[], i: number): string[] => {
+    const c = cells[i] ?? '';
+    return columns[i]?.wrap && c.length > (widths[i] ?? 0) ? wrapCell(c, widths[i] ?? 0) : [c];
+  };
+  const line = (cells: readonly string[]): string[] => {
+    const split = keep.map((i) => cellLines(cells, i));
+    const height = Math.max(1, ...split.map((l) => l.length));
+    return Array.from({ length: height }, (_, k) =>
+      keep
+        .map((i, j) => {
+          const c = split[j]?.[k] ?? '';
+          const w = widths[i] ?? 0;
+          return columns[i]?.right ? c.padStart(w) : c.padEnd(w);
+        })
+        .join('  ')
+        .trimEnd(),
+    );
+  };
   return {
-    lines: [line(columns.map((c) => c.header)), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)],
+    lines: [...line(columns.map((c) => c.header)), ...line(widths.map((w) => '-'.repeat(w))), ...rows.flatMap(line)],
     dropped,
   };
+}
+
+/** A cell's pieces for wrapping: words, split after a hyphen, a plus or an arrow too ("first-", "copy+", "device->"). */
+const cellTokens = (text: string): string[] => text.match(/[^ ]*?(?:->|[-+](?!>)|(?= )|$) */g)?.filter((t) => t !== '') ?? [text];
+
+/** Wraps a table cell to `width`: at spaces, hyphens, pluses and arrows, continuation lines indented by one space. */
+export function wrapCell(text: string, width: number): string[] {
+  const out: string[] = [];
+  let cur = '';
+  for (const t of cellTokens(text)) {
+    if (cur !== '' && `${cur}${t}`.trimEnd().length > width) {
+      out.push(cur.trimEnd());
+      cur = ` ${t}`;
+    } else cur += t;
+  }
+  if (cur.trim() !== '') out.push(cur.trimEnd());
+  return out;
+}
+
+/** Takes `excess` characters off the wrapping columns, a character at a time from the widest (so they end up even), none below its longest piece or MIN_WRAP. */
+function narrowWrapping(columns: readonly Column[], rows: readonly (readonly string[])[], widths: number[], keep: readonly number[], excess: number): void {
+  const floor = (i: number): number =>
+    Math.max(MIN_WRAP, columns[i]?.header.length ?? 0, ...rows.map((r) => Math.max(0, ...cellTokens(r[i] ?? '').map((w) => w.trimEnd().length + 1))));
+  const floors = new Map(keep.filter((i) => columns[i]?.wrap).map((i) => [i, floor(i)] as const));
+  for (let left = excess; left > 0; left--) {
+    let widest = -1;
+    for (const [i, f] of floors) if ((widths[i] ?? 0) > f && (widest < 0 || (widths[i] ?? 0) > (widths[widest] ?? 0))) widest = i;
+    if (widest < 0) return;
+    widths[widest] = (widths[widest] ?? 0) - 1;
+  }
 }
 
 /**

@@ -13,6 +13,7 @@ import { SimulatedResource } from '../pool/sources.js';
 import fc from 'fast-check';
 import { EventKind, readTrace, TraceEvents, type Trace } from '../formats/allocator-trace.js';
 import { propertyParams } from '../testing/property.js';
+import { sharedTest, sharedTrace } from '../testing/shared-traces.js';
 import { EXPECTED, MiB, writeSnapshotFixture } from '../testing/snapshot-fixture.js';
 import { recordedFacts, replay, stateAtStart } from './replay.js';
 
@@ -30,6 +31,20 @@ test('the PyTorch-like configuration reproduces what PyTorch itself reserved (GP
   assert.equal(pt.peakReservedBytes, 8803844096);
   assert.equal(pt.segmentAllocs, 138);
 });
+
+// Snapshots other projects published: pytorch-like and pytorch-expandable are the planner's allocator model
+// (allocator-model/torch-caching.ts), not fitted to any of them. The first was recorded with expandable segments on.
+for (const [file, expandable, reserved] of [
+  ['code_location/memory_snapshot.pickle.json.gz', true, 8541700096],
+  ['EoR_NN/snapshot.pickle.json.gz', false, 134217728],
+] as const)
+  sharedTest(`${file}: PyTorch's allocator with the recording's setting reserves what the recording reserved`, {}, async () => {
+    const r = replay(await readTrace(sharedTrace(file)));
+    assert.equal(r.trace.expandableSegments, expandable);
+    assert.equal(r.trace.peakReservedBytes, reserved);
+    const same = r.configurations.find((c) => c.name === (expandable ? 'pytorch-expandable' : 'pytorch-like'))!;
+    assert.equal(same.peakReservedBytes, reserved);
+  });
 
 for (const name of ['gpt2-train', 'llama-mini-train']) {
   test(`${name}: the growable configuration reserves at most 1.02 x its peak allocated, with fewer segment allocations than PyTorch made`, async () => {

@@ -3,6 +3,8 @@
  * configuration, the peaks of requested, allocated and reserved memory, segment allocations, fragmentation at the
  * peak, and the smallest device on which the trace runs without running out of memory.
  */
+import { type AllocConf, DEFAULT_ALLOC_CONF, parseAllocConf } from '../allocator-model/alloc-conf.js';
+import { TorchAllocatorModel } from '../allocator-model/torch-caching.js';
 import { OutOfMemoryError } from '../errors.js';
 import { CachingPool, type CachingPoolOptions } from '../pool/caching-pool.js';
 import { SimulatedGrowableSource } from '../pool/growable.js';
@@ -12,20 +14,27 @@ import { RangeSet } from './ranges.js';
 
 const MiB = 1024 * 1024;
 
-/** A pool configuration to replay against. */
-export interface ReplayConfiguration {
-  name: string;
-  description: string;
-  /** Options of the CachingPool; `growable: true` gives it growable segments on the simulated device. */
-  pool: Omit<CachingPoolOptions, 'growable'> & { growable?: boolean };
-}
+/**
+ * A configuration to replay against: gpumem's CachingPool with options (`growable: true` gives it growable segments
+ * on the simulated device), or PyTorch's caching allocator with PYTORCH_CUDA_ALLOC_CONF's settings, as the planner
+ * models it (allocator-model/torch-caching.ts).
+ */
+export type ReplayConfiguration = { name: string; description: string } & (
+  | { pool: Omit<CachingPoolOptions, 'growable'> & { growable?: boolean } }
+  | { pytorch: AllocConf }
+);
 
 /** The configurations `gpumem pool replay` compares by default. */
 export const DEFAULT_CONFIGURATIONS: readonly ReplayConfiguration[] = [
   {
     name: 'pytorch-like',
     description: "PyTorch's caching allocator defaults: 512-byte rounding, 2 MiB small / 20 MiB large segments, no reuse across streams",
-    pool: { alignment: 512, crossStream: false },
+    pytorch: DEFAULT_ALLOC_CONF,
+  },
+  {
+    name: 'pytorch-expandable',
+    description: "PyTorch's caching allocator with expandable_segments:True: one segment per stream, mapped in 2 MiB / 20 MiB pages",
+    pytorch: parseAllocConf('expandable_segments:True'),
   },
   {
     name: 'gpumem',
@@ -203,12 +212,71 @@ interface RunResult {
   fragmentationAtPeak: number;
 }
 
+/** What a replay drives: an allocator that hands out addresses (or handles) for sizes on streams. */
+interface Replayer {
+  allocate(size: number, stream: number): number;
+  deallocate(address: number, size: number, stream: number): void;
+  /** Ran out of memory (the torch model flags it; the pool throws OutOfMemoryError). */
+  readonly outOfMemory: boolean;
+  /** The reserved peak so far (cheap: read after every allocation). */
+  readonly reservedPeak: number;
+  figures(): { allocatedPeak: number; reservedPeak: number; segmentAllocs: number; fragmentation: number };
+  dispose(): void;
+}
+
+/** gpumem's CachingPool on a simulated device of `capacity` bytes. */
+function poolReplayer(options: Extract<ReplayConfiguration, { pool: unknown }>['pool'], capacity: number): Replayer {
+  const { growable, ...rest } = options;
+  const pool = growable
+    ? new CachingPool(undefined, { ...rest, traceEntries: 0, growable: new SimulatedGrowableSource(capacity) })
+    : new CachingPool(new SimulatedResource(capacity), { ...rest, traceEntries: 0 });
+  return {
+    allocate: (size, stream) => pool.allocate(size, { stream }),
+    deallocate: (address, size, stream) => pool.deallocate(address, size, { stream }),
+    outOfMemory: false,
+    get reservedPeak() {
+      return pool.reservedPeakBytes;
+    },
+    figures: () => {
+      const s = pool.stats();
+      return { allocatedPeak: s.allocatedBytes.peak, reservedPeak: s.reservedBytes.peak, segmentAllocs: s.segmentAllocs, fragmentation: s.fragmentation };
+    },
+    dispose: () => pool[Symbol.dispose](),
+  };
+}
+
+/** PyTorch's caching allocator, as the planner models it, with `capacity` bytes for cudaMalloc. */
+function torchReplayer(conf: AllocConf, capacity: number): Replayer {
+  const model = new TorchAllocatorModel({ capacityBytes: Number.isFinite(capacity) && capacity < Number.MAX_SAFE_INTEGER ? capacity : undefined, conf });
+  return {
+    allocate: (size, stream) => model.alloc(size, stream),
+    deallocate: (handle) => model.free(handle),
+    get outOfMemory() {
+      return model.outOfMemory;
+    },
+    get reservedPeak() {
+      return model.peakReservedBytes;
+    },
+    figures: () => {
+      const s = model.stats();
+      const free = s.reservedBytes - s.allocatedBytes;
+      return {
+        allocatedPeak: s.peakAllocatedBytes,
+        reservedPeak: s.peakReservedBytes,
+        segmentAllocs: s.segmentAllocs,
+        fragmentation: free > 0 ? 1 - Math.min(1, s.largestFreeBytes / free) : 0,
+      };
+    },
+    dispose: () => {},
+  };
+}
+
+const replayerOf = (config: ReplayConfiguration, capacity: number): Replayer =>
+  'pytorch' in config ? torchReplayer(config.pytorch, capacity) : poolReplayer(config.pool, capacity);
+
 /** Replays the trace once on a simulated device of `capacity` bytes, starting with the blocks live at its start. */
 function runOnce(trace: Trace, start: StartState, config: ReplayConfiguration, capacity: number): RunResult {
-  const { growable, ...options } = config.pool;
-  const pool = growable
-    ? new CachingPool(undefined, { ...options, traceEntries: 0, growable: new SimulatedGrowableSource(capacity) })
-    : new CachingPool(new SimulatedResource(capacity), { ...options, traceEntries: 0 });
+  const pool = replayerOf(config, capacity);
   const ev = trace.events;
   const freeKind = trace.hasFreeCompleted ? EventKind.Free : EventKind.FreeRequested;
   const map = new Map<number, { address: number; size: number; stream: number }>();
@@ -220,30 +288,30 @@ function runOnce(trace: Trace, start: StartState, config: ReplayConfiguration, c
   try {
     for (const b of start.blocks) {
       if (b.size <= 0) continue;
-      map.set(b.address, { address: pool.allocate(b.size, { stream: b.stream }), size: b.size, stream: b.stream });
+      map.set(b.address, { address: pool.allocate(b.size, b.stream), size: b.size, stream: b.stream });
       requested += b.size;
     }
     peakRequested = requested;
-    for (let i = 0; i < ev.length; i++) {
+    for (let i = 0; i < ev.length && !pool.outOfMemory; i++) {
       const k = ev.kind[i]!;
       if (k === EventKind.Alloc) {
         const size = ev.size[i]!;
         if (size <= 0) continue;
         const stream = ev.stream[i]!;
-        const address = pool.allocate(size, { stream });
+        const address = pool.allocate(size, stream);
         const prev = map.get(ev.addr[i]!);
-        if (prev) pool.deallocate(prev.address, prev.size, { stream: prev.stream }); // a reused address means the old one was freed unseen
+        if (prev) pool.deallocate(prev.address, prev.size, prev.stream); // a reused address means the old one was freed unseen
         map.set(ev.addr[i]!, { address, size, stream });
         requested += size;
         if (requested > peakRequested) peakRequested = requested;
-        if (pool.reservedPeakBytes > lastPeakReserved) {
-          lastPeakReserved = pool.reservedPeakBytes;
-          fragAtPeak = pool.stats().fragmentation;
+        if (pool.reservedPeak > lastPeakReserved) {
+          lastPeakReserved = pool.reservedPeak;
+          fragAtPeak = pool.figures().fragmentation;
         }
       } else if (k === freeKind) {
         const m = map.get(ev.addr[i]!);
         if (!m) continue;
-        pool.deallocate(m.address, m.size, { stream: m.stream });
+        pool.deallocate(m.address, m.size, m.stream);
         map.delete(ev.addr[i]!);
         requested -= m.size;
       }
@@ -252,13 +320,13 @@ function runOnce(trace: Trace, start: StartState, config: ReplayConfiguration, c
     if (!(e instanceof OutOfMemoryError)) throw e;
     ok = false;
   }
-  const s = pool.stats();
-  pool[Symbol.dispose]();
+  const s = pool.figures();
+  pool.dispose();
   return {
-    ok,
+    ok: ok && !pool.outOfMemory,
     peakRequested,
-    peakAllocated: s.allocatedBytes.peak,
-    peakReserved: s.reservedBytes.peak,
+    peakAllocated: s.allocatedPeak,
+    peakReserved: s.reservedPeak,
     segmentAllocs: s.segmentAllocs,
     fragmentationAtPeak: fragAtPeak,
   };

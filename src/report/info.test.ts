@@ -28,3 +28,10 @@ test('one device has no links and the text leaves the section out', () => {
   assert.deepEqual(report.links, []);
   assert.doesNotMatch(renderInfo(report), /links between devices/);
 });
+
+test("the host backend's device says where its memory figure comes from", () => {
+  using rt = openRuntime({ backend: 'host', host: { devices: 1, deviceBytes: 1 << 30 } });
+  const report = collectInfo(rt);
+  assert.match(report.devices[0]?.memorySource ?? '', /a slice of this machine's [\d.]+ GiB of memory \(as set; GPUMEM_HOST_DEVICE_BYTES sets it\)/);
+  assert.match(renderInfo(report), /1\.0 GiB total, 1\.0 GiB free\n\s+a slice of this machine's/);
+});

@@ -21,8 +21,13 @@ export const NO_SERVE: InferOptions['serve'] = Object.freeze({
   maxNumSeqs: 256,
 });
 
-/** Training on one GPU (mixed bf16, AdamW, PyTorch, SDPA, no recomputation or offload), changed by `over`. */
+/**
+ * Training on one GPU (mixed bf16, AdamW, PyTorch, SDPA, no recomputation or offload), changed by `over`; the strategy,
+ * unless given, as the CLI picks it: Megatron's own, FSDP2 at ZeRO stage 3, DeepSpeed's ZeRO below, else DDP.
+ */
 export function trainOptions(over: Partial<TrainOptions> = {}): TrainOptions {
+  const zero = over.parallel?.zero ?? 0;
+  const sharding = over.sharding ?? (over.framework === 'megatron' ? 'megatron' : zero === 3 ? 'fsdp2' : zero > 0 ? 'deepspeed' : 'ddp');
   return {
     mode: 'train',
     precision: 'amp-bf16',
@@ -38,6 +43,7 @@ export function trainOptions(over: Partial<TrainOptions> = {}): TrainOptions {
     offload: 'none',
     fragmentation: 0.05,
     ...over,
+    sharding,
   };
 }
 

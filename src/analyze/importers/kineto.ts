@@ -1,14 +1,17 @@
 /**
  * PyTorch profiler (Kineto) Chrome traces, .json or .json.gz, read as a stream: the CUDA flavour names copies
  * "Memcpy HtoD (Pageable -> Device)", the ROCm flavour "Memcpy HtoD (Host -> Device)" or "CopyHostToDevice", which
- * does not say whether the host side was pinned. Timestamps are microseconds with fractions.
+ * does not say whether the host side was pinned. Timestamps are microseconds with fractions. A Chrome trace that
+ * another tool wrote is told apart (chrome-trace-kind.ts): read as its CUDA / HIP calls, or refused naming it.
  */
 import { BadInputError } from '../../errors.js';
 import { walkJsonChunked } from '../../input/json-chunks.js';
 import { isJsonObject as isObj, walkJson, type Json, type JsonObject as Obj, type PathKey } from '../../input/json-stream.js';
-import { AllocLevel, Direction, MemKind, SyncKind, classifyApi, type TraceModel } from '../model.js';
+import { AllocLevel, Api, Direction, MemKind, SyncKind, classifyApi, type TraceModel } from '../model.js';
 import { describe, optNumber } from '../../input/numbers.js';
 import { directionCode, directionOf, memKindOf } from './fields.js';
+import { ChromeApiCalls } from './chrome-api-calls.js';
+import { CHROME_TRACE_KEYS, ChromeTraceSignature } from './chrome-trace-kind.js';
 
 /**
  * Event categories by schema: current Kineto writes gpu_memcpy / gpu_memset / kernel / cuda_runtime / cpu_op /
@@ -77,16 +80,23 @@ export async function importKineto(file: string, model: TraceModel, progress?: (
   let sawEvents = false;
   let bad = 0;
   const opByExternal = new Map<number, number>();
+  // which tool wrote the file, and the CUDA / HIP calls of another tool's trace, held until that is known
+  const signature = new ChromeTraceSignature();
+  const foreign = new ChromeApiCalls(file);
+  const gpu = { events: 0, launches: 0, calls: 0 };
   const us = (v: Json, what: string): number => {
     const n = optNumber(v, what, file);
     if (n === undefined) throw new BadInputError(`${what} is missing`, file);
     return n;
   };
   const select = (p: readonly PathKey[]): boolean =>
+    (p.length === 1 && typeof p[0] === 'string' && CHROME_TRACE_KEYS.has(p[0])) ||
     (p.length === 1 && p[0] === 'distributedInfo') ||
     (p.length === 2 && typeof p[1] === 'number' && (p[0] === 'traceEvents' || p[0] === 'deviceProperties' || p[0] === 'computeProperties')) ||
     (p.length === 1 && typeof p[0] === 'number');
   const onValue = (p: readonly PathKey[], v: Json): void => {
+    if (typeof p[0] === 'string' && p[0] !== 'traceEvents') signature.key(p[0]);
+    if (p.length === 1 && typeof p[0] === 'string' && p[0] !== 'distributedInfo') return;
     if (p[0] === 'distributedInfo') {
       if (isObj(v)) model.rank = optNumber(v.rank, 'distributedInfo.rank', file);
       return;
@@ -108,6 +118,7 @@ export async function importKineto(file: string, model: TraceModel, progress?: (
       return;
     }
     events++;
+    signature.event(v);
     const cat = typeof v.cat === 'string' ? v.cat.toLowerCase() : '';
 
     const name = typeof v.name === 'string' ? v.name : '';
@@ -130,9 +141,11 @@ export async function importKineto(file: string, model: TraceModel, progress?: (
       });
       return;
     }
-    if (v.ph !== 'X') return;
-    const kind = CATEGORY[cat];
-    if (kind === undefined) return;
+    const kind = v.ph === 'X' ? CATEGORY[cat] : undefined;
+    if (kind === undefined) {
+      foreign.offer(v, where);
+      return;
+    }
     const external = args['External id'] ?? args['external id'];
     if (kind === 'cpu_op') {
       if (CPU_OPS.test(name)) {
@@ -145,7 +158,8 @@ export async function importKineto(file: string, model: TraceModel, progress?: (
     const startUs = us(v.ts ?? null, `${where} ts`);
     const durUs = us(v.dur ?? null, `${where} dur`);
     const start = model.time(startUs * 1000);
-    const end = start + durUs * 1000;
+    // durations in µs with three decimals are whole nanoseconds: 4.07 µs is 4070 ns, not 4070.0000000000005
+    const end = start + Math.round(durUs * 1000);
     const device = optNumber(args.device, `${where} device`, file) ?? 0;
     const correlation = optNumber(args.correlation, `${where} correlation`, file) ?? Number.NaN;
     if (kind === 'cuda_sync') {
@@ -156,9 +170,13 @@ export async function importKineto(file: string, model: TraceModel, progress?: (
       return;
     }
     if (kind === 'runtime') {
-      model.runtime.push({ start, end, api: classifyApi(name), thread: Number(v.tid ?? 0) || 0, correlation });
+      const api = classifyApi(name);
+      gpu.calls++;
+      if (api === Api.launch) gpu.launches++;
+      model.runtime.push({ start, end, api, thread: Number(v.tid ?? 0) || 0, correlation });
       return;
     }
+    gpu.events++;
     const stream = optNumber(args.stream, `${where} stream`, file) ?? (Number(v.tid ?? 0) || 0);
     switch (kind) {
       case 'gpu_memcpy': {
@@ -193,6 +211,16 @@ export async function importKineto(file: string, model: TraceModel, progress?: (
   await (reader === 'careful' ? walkJson : walkJsonChunked)(file, select, onValue, { progress });
   if (!sawEvents) throw new BadInputError('no traceEvents array: not a PyTorch profiler / Chrome trace', file);
   if (events === 0) throw new BadInputError('traceEvents holds no events', file);
+  if (!signature.isKineto()) {
+    // another tool's Chrome trace: its CUDA / HIP calls where it holds some, else refused naming what it is
+    if (signature.gpuApiCalls() === 0) throw new BadInputError(signature.describe(), file);
+    foreign.commit(model);
+    return;
+  }
+  if (gpu.events === 0 && gpu.calls > 0)
+    model.note(
+      `${file}: the trace holds no GPU activity (no kernel, copy or memset; ${gpu.calls} CUDA / HIP runtime calls${gpu.launches ? `, ${gpu.launches} of them kernel launches` : ''}): was the profiler run without ProfilerActivity.CUDA, or did the GPU work fall outside the profiled steps?`,
+    );
   // CUPTI and roctracer activity record kernels, copies and memsets together: a trace with GPU activity traced copies
   if (model.kernels.length > 0 || model.copies.length > 0 || model.memsets.length > 0) model.traced('kernels', 'copies');
   model.formats.add('kineto');

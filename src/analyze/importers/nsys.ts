@@ -6,28 +6,17 @@
  * static, 6 managed static, 7 unknown (ENUM_CUDA_MEM_KIND); copy kinds 1 HtoD, 2 DtoH, 3 HtoA, 4 AtoH, 5 AtoA, 6 AtoD,
  * 7 DtoA, 8 DtoD, 9 HtoH, 10 PtoP, 11-13 unified-memory HtoD / DtoH / DtoD (ENUM_CUDA_MEMCPY_OPER); synchronisation
  * types 1 event, 2 stream wait, 3 stream, 4 context (ENUM_CUPTI_SYNC_TYPE). Recent exports carry these tables and
- * they are read where present (by their labels); older exports do not, and get the numbering above.
+ * they are read where present (by their labels); older exports do not, and get the numbering above. Copies of the
+ * unified-memory kinds are the driver's page migrations, kept apart from the program's copies (model.migrations).
  */
-import { BadInputError, isGpuError } from '../../errors.js';
-import { columnsOf, openSqlite, tablesOf, type SqliteDb } from '../../input/sqlite.js';
-import { AllocLevel, Direction, MemKind, SyncKind, classifyApi, type TraceModel } from '../model.js';
+import { BadInputError } from '../../errors.js';
+import { columnsOf, expectTables, tablesOf, type SqliteDb } from '../../input/sqlite.js';
+import { readDatabase, sqliteRows } from './sqlite-rows.js';
+import { CUPTI_COPY_KIND, CUPTI_SYNC_TYPE, pushCopy, readKernels, readMemsets, readSyncs } from './cupti-records.js';
+import { AllocLevel, Direction, MemKind, MigrationCause, SyncKind, classifyApi, type TraceModel } from '../model.js';
 
-/** Nsight's copy kinds when the export has no ENUM_CUDA_MEMCPY_OPER table. */
-const COPY_KIND: Record<number, number> = {
-  1: Direction.HtoD,
-  2: Direction.DtoH,
-  3: Direction.HtoD,
-  4: Direction.DtoH,
-  5: Direction.DtoD,
-  6: Direction.DtoD,
-  7: Direction.DtoD,
-  8: Direction.DtoD,
-  9: Direction.HtoH,
-  10: Direction.PtoP,
-  11: Direction.HtoD,
-  12: Direction.DtoH,
-  13: Direction.DtoD,
-};
+/** Nsight's copy kinds when the export has no ENUM_CUDA_MEMCPY_OPER table: CUPTI's, and 11-13 for unified memory. */
+const COPY_KIND: Record<number, number> = { ...CUPTI_COPY_KIND, 11: Direction.HtoD, 12: Direction.DtoH, 13: Direction.DtoD };
 /** Nsight's memory kinds when the export has no ENUM_CUDA_MEM_KIND table. */
 const MEM_KIND: Record<number, number> = {
   0: MemKind.pageable,
@@ -39,8 +28,6 @@ const MEM_KIND: Record<number, number> = {
   6: MemKind.managed,
   7: MemKind.unknown,
 };
-/** Nsight's synchronisation types when the export has no ENUM_CUPTI_SYNC_TYPE table. */
-const SYNC_TYPE: Record<number, number> = { 1: SyncKind.event, 2: SyncKind.streamWait, 3: SyncKind.stream, 4: SyncKind.device };
 
 /** A memory kind from an enum label ("Pageable", "CUDA_MEMOPR_MEMORY_KIND_PINNED", "Managed Static"). */
 function memKindLabel(label: string): number {
@@ -74,6 +61,84 @@ function syncLabel(label: string): number {
   return SyncKind.unknown;
 }
 
+/** A migration cause from an enum label ("User prefetch", "CUDA_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE"). */
+function migrationLabel(label: string): number {
+  const l = label.toUpperCase().replace(/[^A-Z]/g, '');
+  if (/USER/.test(l)) return MigrationCause.userPrefetch;
+  if (/SPECUL|CAUSEPREFETCH$/.test(l)) return MigrationCause.speculativePrefetch;
+  if (/PAGEFAULT|COHERENCE/.test(l)) return MigrationCause.pageFault;
+  if (/EVICT/.test(l)) return MigrationCause.eviction;
+  if (/ACCESSCOUNTER/.test(l)) return MigrationCause.accessCounters;
+  return MigrationCause.unknown;
+}
+
+/** CUPTI's migration causes when the export has no ENUM_CUDA_UNIF_MEM_MIGRATION table (the numbering is CUPTI's). */
+const MIGRATION_CAUSE: Record<number, number> = { 0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 5 };
+
+/** Copy kinds that are unified-memory migrations, by the export's label ("Unified Host-to-Device", "..._UVM_HTOD"). */
+const isUnifiedLabel = (label: string): boolean => /UVM|UNIFIED/i.test(label);
+
+/** A small integer id as the binding gives it (a bigint), or undefined. */
+const smallId = (v: unknown): number | undefined =>
+  typeof v === 'bigint' && v >= 0n && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : typeof v === 'number' && Number.isSafeInteger(v) ? v : undefined;
+
+/**
+ * The GPUs an export names: TARGET_INFO_GPU (id and totalMemory; exports before about 2021 name the device under
+ * deviceId and give no memory), with the memory from TARGET_INFO_CUDA_GPU (globalMemorySize) where that is all
+ * there is.
+ */
+function readDevices(db: SqliteDb, tables: Set<string>, model: TraceModel): void {
+  const pick = (c: Set<string>, ...names: string[]): string | undefined => names.find((n) => c.has(n));
+  for (const [t, idCols, memCols] of [
+    ['TARGET_INFO_GPU', ['id', 'deviceId', 'cuDevice'], ['totalMemory']],
+    ['TARGET_INFO_CUDA_GPU', ['deviceId', 'id'], ['globalMemorySize', 'totalMemory']],
+  ] as const) {
+    if (!tables.has(t)) continue;
+    const c = columnsOf(db, t);
+    const idCol = pick(c, ...idCols);
+    const memCol = pick(c, ...memCols);
+    if (!idCol || !c.has('name')) continue;
+    for (const r of db.all(`SELECT "${idCol}" AS id, name, ${memCol ? `"${memCol}"` : 'NULL'} AS mem FROM "${t}"`)) {
+      const k = smallId(r.id);
+      if (k === undefined || typeof r.name !== 'string' || r.name === '') continue;
+      if (!model.devices.has(k)) model.devices.set(k, r.name);
+      const mem = smallId(r.mem);
+      if (mem !== undefined && mem > 0 && !model.deviceMemory.has(k)) model.deviceMemory.set(k, mem);
+    }
+  }
+}
+
+/**
+ * Whether the run recorded unified-memory page faults: the capture settings say so (META_DATA_CAPTURE's
+ * COLLECT_UVM_CPU_PAGE_FAULTS / COLLECT_UVM_GPU_PAGE_FAULTS, nsys profile --cuda-um-cpu-page-faults /
+ * --cuda-um-gpu-page-faults), whatever the fault tables hold. Older exports create every table whether or not its
+ * activity was traced, so an empty fault table alone does not say that faults were recorded.
+ */
+function faultsTraced(db: SqliteDb, tables: Set<string>): boolean {
+  if (!tables.has('META_DATA_CAPTURE')) return false;
+  const c = columnsOf(db, 'META_DATA_CAPTURE');
+  if (!c.has('name') || !c.has('value')) return false;
+  return db
+    .all("SELECT value FROM META_DATA_CAPTURE WHERE name LIKE '%COLLECT_UVM_%PAGE_FAULTS'")
+    .some((r) => typeof r.value === 'string' && r.value.toLowerCase() === 'true');
+}
+
+/** The other tables the reader reads, besides the four activity tables that mark an export. */
+const NSYS_TABLES = [
+  'StringIds',
+  'TARGET_INFO_GPU',
+  'TARGET_INFO_CUDA_GPU',
+  'META_DATA_CAPTURE',
+  'ENUM_CUDA_MEM_KIND',
+  'ENUM_CUDA_MEMCPY_OPER',
+  'ENUM_CUPTI_SYNC_TYPE',
+  'ENUM_CUDA_UNIF_MEM_MIGRATION',
+  'CUPTI_ACTIVITY_KIND_SYNCHRONIZATION',
+  'CUDA_GPU_MEMORY_USAGE_EVENTS',
+  'CUDA_UM_CPU_PAGE_FAULT_EVENTS',
+  'CUDA_UM_GPU_PAGE_FAULT_EVENTS',
+];
+
 /** SQLite files start with this 16-byte header. */
 export const SQLITE_MAGIC = 'SQLite format 3\0';
 
@@ -82,21 +147,16 @@ export const SQLITE_MAGIC = 'SQLite format 3\0';
  * @throws BadInputError when the file is not SQLite or not an nsys export, or holds values of the wrong type.
  */
 export async function importNsys(file: string, model: TraceModel, progress?: (rows: number) => void): Promise<void> {
-  const db = openSqlite(file, { what: 'an Nsight Systems export' });
-  try {
-    read(db, file, model, progress);
-  } catch (e) {
-    if (isGpuError(e)) throw e;
-    throw new BadInputError(`cannot read it as an nsys export: ${(e as Error).message}`, file, { cause: e });
-  } finally {
-    db.close();
-  }
+  readDatabase(file, 'an Nsight Systems export', (db) => read(db, file, model, progress));
   model.formats.add('nsys-sqlite');
 }
 
 function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: number) => void): void {
-  const tables = tablesOf(db);
   const known = ['CUPTI_ACTIVITY_KIND_MEMCPY', 'CUPTI_ACTIVITY_KIND_KERNEL', 'CUPTI_ACTIVITY_KIND_RUNTIME', 'CUPTI_ACTIVITY_KIND_MEMSET'];
+  // nsys writes every object read here as a table: a view of one of those names is not an nsys export (and a view
+  // can hold a query that never ends)
+  expectTables(db, file, [...known, ...NSYS_TABLES], 'Nsight Systems');
+  const tables = tablesOf(db, ['table']);
   if (!known.some((t) => tables.has(t)))
     throw new BadInputError(
       `an Nsight Systems export with no CUDA activity (no CUPTI_ACTIVITY_KIND_* table${tables.has('OSRT_API') ? '; it holds OS runtime calls' : ''}): the run was recorded without --trace=cuda, or its CUDA work fell outside the profiled range`,
@@ -104,114 +164,71 @@ function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: n
     );
   // nsys --trace=cuda records kernels, copies and runtime calls together (a table is written only where events were)
   model.traced('kernels', 'copies', 'runtime');
+  if (faultsTraced(db, tables)) model.traced('faults');
   const columns = (t: string): Set<string> => columnsOf(db, t);
-  /** A small integer id as the binding gives it (a bigint), or undefined. */
-  const id = (v: unknown): number | undefined =>
-    typeof v === 'bigint' && v >= 0n && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : typeof v === 'number' && Number.isSafeInteger(v) ? v : undefined;
+  const id = smallId;
   const strings = new Map<number, string>();
   if (tables.has('StringIds'))
     for (const r of db.iterate('SELECT id, value FROM StringIds')) {
       const k = id(r.id);
       if (k !== undefined && typeof r.value === 'string') strings.set(k, r.value);
     }
-  if (tables.has('TARGET_INFO_GPU')) {
-    const c = columns('TARGET_INFO_GPU');
-    if (c.has('id') && c.has('name'))
-      for (const r of db.all(`SELECT id, name, ${c.has('totalMemory') ? 'totalMemory' : 'NULL'} AS mem FROM TARGET_INFO_GPU`)) {
-        const k = id(r.id);
-        if (k === undefined || typeof r.name !== 'string') continue;
-        model.devices.set(k, r.name);
-        const mem = id(r.mem);
-        if (mem !== undefined && mem > 0) model.deviceMemory.set(k, mem);
-      }
-  }
+  readDevices(db, tables, model);
   // The export's own enumerations, by label, where it carries them.
-  const enumTable = (t: string, fromLabel: (label: string) => number, fallback: Record<number, number>): Record<number, number> => {
-    if (!tables.has(t)) return fallback;
+  /** An enumeration's labels by id, where the export carries the table. */
+  const labels = (t: string): Map<number, string> | undefined => {
+    if (!tables.has(t)) return undefined;
     const c = columns(t);
     const label = c.has('label') ? 'label' : c.has('name') ? 'name' : undefined;
-    if (!c.has('id') || !label) return fallback;
-    const out: Record<number, number> = {};
+    if (!c.has('id') || !label) return undefined;
+    const out = new Map<number, string>();
     for (const r of db.all(`SELECT id, "${label}" AS label FROM "${t}"`)) {
       const k = id(r.id);
-      if (k !== undefined && typeof r.label === 'string') out[k] = fromLabel(r.label);
+      if (k !== undefined && typeof r.label === 'string') out.set(k, r.label);
     }
     return out;
   };
+  const enumTable = (t: string, fromLabel: (label: string) => number, fallback: Record<number, number>): Record<number, number> => {
+    const l = labels(t);
+    return l ? Object.fromEntries([...l].map(([k, v]) => [k, fromLabel(v)])) : fallback;
+  };
   const memKinds = enumTable('ENUM_CUDA_MEM_KIND', memKindLabel, MEM_KIND);
   const copyKinds = enumTable('ENUM_CUDA_MEMCPY_OPER', copyKindLabel, COPY_KIND);
-  const syncTypes = enumTable('ENUM_CUPTI_SYNC_TYPE', syncLabel, SYNC_TYPE);
-  let rows = 0;
-  /** Rows of a table with the wanted columns (missing optional ones read as NULL); start/end as bigints. */
-  const each = function* (t: string, need: string[], optional: string[] = []): Generator<Record<string, unknown>> {
-    if (!tables.has(t)) return;
-    const have = columns(t);
-    for (const c of need) if (!have.has(c)) throw new BadInputError(`table ${t} has no ${c} column`, file);
-    const cols = [...need, ...optional].map((c) => (have.has(c) ? `"${c}"` : `NULL AS "${c}"`)).join(', ');
-    for (const r of db.iterate(`SELECT ${cols} FROM "${t}"`)) {
-      if (++rows % 200_000 === 0) progress?.(rows);
-      yield r;
-    }
-  };
-  const int = (t: string, c: string, v: unknown): number => {
-    if (v === null || v === undefined) return Number.NaN;
-    if (typeof v === 'bigint' && v >= 0n && v <= 2n ** 63n) return Number(v);
-    if (typeof v === 'number' && Number.isFinite(v)) return v;
-    throw new BadInputError(`table ${t} column ${c} holds ${typeof v === 'string' ? JSON.stringify(v.slice(0, 30)) : String(v)}, not an integer`, file);
-  };
-  const stamp = (t: string, c: string, v: unknown): number => {
-    if (typeof v === 'bigint' || (typeof v === 'number' && Number.isFinite(v))) return model.time(v);
-    throw new BadInputError(`table ${t} column ${c} holds ${String(v).slice(0, 30)}, not a timestamp`, file);
-  };
-  const span = (t: string, r: Record<string, unknown>): [number, number] => {
-    const s = stamp(t, 'start', r.start);
-    const e = stamp(t, 'end', r.end);
-    if (e < s) throw new BadInputError(`table ${t}: a row ends before it starts`, file);
-    return [s, e];
-  };
+  const syncTypes = enumTable('ENUM_CUPTI_SYNC_TYPE', syncLabel, CUPTI_SYNC_TYPE);
+  const causes = enumTable('ENUM_CUDA_UNIF_MEM_MIGRATION', migrationLabel, MIGRATION_CAUSE);
+  const copyLabels = labels('ENUM_CUDA_MEMCPY_OPER');
+  // unified-memory copy kinds: by the export's labels, else Nsight's numbering (11-13)
+  const unified = (kind: number): boolean => (copyLabels ? isUnifiedLabel(copyLabels.get(kind) ?? '') : kind >= 11 && kind <= 13);
+  const rows = sqliteRows(db, tables, file, model, progress);
+  const { each, int, stamp, span } = rows;
 
   let T = 'CUPTI_ACTIVITY_KIND_MEMCPY';
   for (const r of each(T, ['start', 'end', 'bytes', 'copyKind'], ['srcKind', 'dstKind', 'streamId', 'deviceId', 'correlationId', 'migrationCause'])) {
     const [start, end] = span(T, r);
     const copyKind = int(T, 'copyKind', r.copyKind);
     const dir = copyKinds[copyKind] ?? Direction.unknown;
-    // a unified-memory migration (its cause recorded, or a UVM copy kind) moves managed pages, whatever the kinds say
-    const migration = int(T, 'migrationCause', r.migrationCause) > 0 || copyKind >= 11;
-    const src = migration ? MemKind.managed : (memKinds[int(T, 'srcKind', r.srcKind)] ?? MemKind.unknown);
-    const dst = migration ? MemKind.managed : (memKinds[int(T, 'dstKind', r.dstKind)] ?? MemKind.unknown);
-    if ((dir === Direction.HtoD && src === MemKind.unknown) || (dir === Direction.DtoH && dst === MemKind.unknown)) model.hostKindUnknown++;
-    model.copies.push({
-      start,
-      end,
-      dir,
-      src,
-      dst,
-      bytes: int(T, 'bytes', r.bytes),
-      stream: int(T, 'streamId', r.streamId) || 0,
-      device: int(T, 'deviceId', r.deviceId) || 0,
-      correlation: int(T, 'correlationId', r.correlationId),
-      hostAddr: Number.NaN,
-      op: -1,
-    });
+    const cause = int(T, 'migrationCause', r.migrationCause);
+    // a unified-memory migration (a UVM copy kind, or its cause recorded) is the driver moving managed pages: not
+    // one of the program's copies, kept apart from them
+    if (unified(copyKind) || cause > 0) {
+      model.migrations.push({
+        start,
+        end,
+        bytes: int(T, 'bytes', r.bytes),
+        dir,
+        cause: causes[cause] ?? MigrationCause.unknown,
+        device: int(T, 'deviceId', r.deviceId) || 0,
+      });
+      continue;
+    }
+    const src = memKinds[int(T, 'srcKind', r.srcKind)] ?? MemKind.unknown;
+    const dst = memKinds[int(T, 'dstKind', r.dstKind)] ?? MemKind.unknown;
+    pushCopy(model, rows, T, r, { start, end, dir, src, dst });
   }
-  T = 'CUPTI_ACTIVITY_KIND_MEMSET';
-  for (const r of each(T, ['start', 'end'], ['bytes', 'streamId', 'deviceId'])) {
-    const [start, end] = span(T, r);
-    model.memsets.push({
-      start,
-      end,
-      bytes: int(T, 'bytes', r.bytes),
-      stream: int(T, 'streamId', r.streamId) || 0,
-      device: int(T, 'deviceId', r.deviceId) || 0,
-    });
-  }
-  T = 'CUPTI_ACTIVITY_KIND_KERNEL';
-  for (const r of each(T, ['start', 'end'], ['shortName', 'demangledName', 'streamId', 'deviceId'])) {
-    const [start, end] = span(T, r);
-    model.kernels.push({ start, end, stream: int(T, 'streamId', r.streamId) || 0, device: int(T, 'deviceId', r.deviceId) || 0 });
-    const id = r.shortName ?? r.demangledName;
-    model.addKernelName(strings.get(int(T, 'shortName', id)) ?? 'kernel', end - start);
-  }
+  readMemsets(model, rows, 'CUPTI_ACTIVITY_KIND_MEMSET');
+  readKernels(model, rows, 'CUPTI_ACTIVITY_KIND_KERNEL', ['shortName', 'demangledName'], (r) =>
+    strings.get(int('KERNEL', 'shortName', r.shortName ?? r.demangledName)),
+  );
   T = 'CUPTI_ACTIVITY_KIND_RUNTIME';
   // Exports taken with --cudabacktrace hold some calls twice, an outer row with the call chain and an inner one, both
   // with the call's correlation id: one call is kept once.
@@ -233,19 +250,7 @@ function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: n
       correlation,
     });
   }
-  T = 'CUPTI_ACTIVITY_KIND_SYNCHRONIZATION';
-  for (const r of each(T, ['start', 'end'], ['streamId', 'syncType', 'correlationId'])) {
-    const [start, end] = span(T, r);
-    const stream = int(T, 'streamId', r.streamId);
-    const type = int(T, 'syncType', r.syncType);
-    model.syncs.push({
-      start,
-      end,
-      stream: Number.isNaN(stream) ? -1 : stream,
-      kind: syncTypes[type] ?? SyncKind.unknown,
-      correlation: int(T, 'correlationId', r.correlationId),
-    });
-  }
+  readSyncs(model, rows, 'CUPTI_ACTIVITY_KIND_SYNCHRONIZATION', 'syncType', syncTypes);
   T = 'CUDA_GPU_MEMORY_USAGE_EVENTS';
   for (const r of each(T, ['start', 'bytes', 'memoryOperationType'], ['address', 'deviceId', 'memKind'])) {
     const op = int(T, 'memoryOperationType', r.memoryOperationType);
@@ -272,8 +277,8 @@ function read(db: SqliteDb, file: string, model: TraceModel, progress?: (rows: n
   T = 'CUDA_UM_CPU_PAGE_FAULT_EVENTS';
   for (const r of each(T, ['start'], ['address']))
     model.faults.push({ time: stamp(T, 'start', r.start), duration: 0, bytes: Number.NaN, kind: 0, address: int(T, 'address', r.address) });
-  progress?.(rows);
-  if (model.kernels.length + model.copies.length + model.memsets.length === 0)
+  progress?.(rows.rows);
+  if (model.kernels.length + model.copies.length + model.memsets.length + model.migrations.length === 0)
     model.note(
       `${file}: the export holds no GPU activity (no kernel, copy or memset; ${model.runtime.length} CUDA API calls): did the GPU work fall outside the profiled range?`,
     );

@@ -74,6 +74,8 @@ export const RULES: readonly Rule[] = CHECKS.map(([id, check, needs]) => ({
     if (missing) return { notApplicable: `the trace did not record ${missing.map((a) => ACTIVITY_TEXT[a]).join(' or ')}` };
     if (ctx.model.aggregatesOnly() && !JUDGE_AGGREGATES.has(id))
       return { notApplicable: 'aggregate statistics (calls and time per name) record no timeline, sizes or host memory kinds' };
+    if (needs.some((g) => g.length === 1 && g[0] === 'copies') && ctx.model.copies.length === 0 && ctx.model.aggregateCopies.length > 0)
+      return { notApplicable: 'the trace holds copies only as totals of the calls that asked for them: no copy timed on the GPU, no host memory kind' };
     const out = check(ctx);
     if (!out || 'notApplicable' in out) return out;
     return { rule: id, ...out, overlapsWith: [] };

@@ -17,6 +17,8 @@ export function pageableCopies(dir: number): RuleCheck {
     const unknown = ctx.model.hostKindUnknown;
     if (all.length === 0 && unsized > 0) return { notApplicable: `${unsized} pageable ${DIRECTIONS[dir]} copies, none with a recorded size` };
     if (all.length === 0) return unknown > 0 && ctx.copyCount > 0 ? { notApplicable: `${unknown} host copies of unknown host memory kind` } : undefined;
+    if (!Number.isFinite(ctx.pinnedRate(dir)))
+      return { notApplicable: `no pinned copy rate to price the ${all.length} pageable ${DIRECTIONS[dir]} copies against (${ctx.rates.source})` };
     const bySize = new Map<number, number>();
     for (const i of all) bySize.set(c.get(i, 'bytes'), (bySize.get(c.get(i, 'bytes')) ?? 0) + 1);
     const idx = all.filter((i) => bySize.get(c.get(i, 'bytes'))! >= RECURRING);

@@ -7,7 +7,6 @@
  * Environment: GPUMEM_HOST_DEVICES (logical devices, default 1), GPUMEM_HOST_DEVICE_BYTES (capacity of each,
  * default a quarter of RAM, at most 8 GiB).
  */
-import { totalmem } from 'node:os';
 import { InvalidArgumentError } from '../../errors.js';
 import { parseBytes } from '../../units.js';
 import type {
@@ -26,7 +25,7 @@ import type {
 } from '../backend.js';
 import { HostQueue } from './host-queues.js';
 import { InlineHostCopier } from './inline-host-copier.js';
-import { HostCore, hostError } from './host-core.js';
+import { defaultHostDeviceBytes, HostCore, hostError } from './host-core.js';
 
 /** Options of the host backend (defaults come from the environment). */
 export interface HostBackendOptions {
@@ -303,7 +302,7 @@ export function hostOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): Requir
   if (!Number.isInteger(devices) || devices < 1 || devices > 64 || (rawDevices !== undefined && rawDevices.trim() === ''))
     throw new InvalidArgumentError(`GPUMEM_HOST_DEVICES="${rawDevices}": the host backend's device count must be a whole number from 1 to 64`);
   const rawBytes = env.GPUMEM_HOST_DEVICE_BYTES;
-  let deviceBytes = Math.min(8 * 2 ** 30, Math.floor(totalmem() / 4));
+  let deviceBytes = defaultHostDeviceBytes();
   if (rawBytes !== undefined && rawBytes !== '') {
     const parsed = parseBytes(rawBytes);
     if (parsed === undefined || !Number.isSafeInteger(parsed) || parsed < 2 ** 20)

@@ -3,7 +3,7 @@
  * when their stream reaches them. host-backend.ts adds streams, events, graphs, peers, kernels and the factory.
  */
 import { readFileSync } from 'node:fs';
-import { cpus, hostname } from 'node:os';
+import { cpus, hostname, totalmem } from 'node:os';
 import { ErrorCode, GpuError, OutOfMemoryError } from '../../errors.js';
 import type {
   Address,
@@ -121,6 +121,7 @@ export abstract class HostCore {
       arch: process.arch,
       totalBytes: this.capacity,
       freeBytes: this.capacity - this.used[device]!,
+      memorySource: hostMemorySource(this.capacity),
       multiprocessors: cpu.length,
       asyncEngines: 0,
       managedMemory: true,
@@ -339,4 +340,16 @@ export function machineId(): string {
     machine = id || hostname();
   }
   return machine;
+}
+
+/** Each host device's capacity by default: a quarter of this machine's memory, at most 8 GiB. */
+export function defaultHostDeviceBytes(): number {
+  return Math.min(8 * 2 ** 30, Math.floor(totalmem() / 4));
+}
+
+/** Where a host device's capacity comes from, in words, for `gpumem info`. */
+function hostMemorySource(capacity: number): string {
+  const gib = (b: number): string => `${(b / 2 ** 30).toFixed(1)} GiB`;
+  const why = capacity === defaultHostDeviceBytes() ? 'by default a quarter of it, at most 8 GiB' : 'as set';
+  return `a slice of this machine's ${gib(totalmem())} of memory (${why}; GPUMEM_HOST_DEVICE_BYTES sets it)`;
 }

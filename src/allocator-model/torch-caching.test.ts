@@ -1,0 +1,82 @@
+/**
+ * The caching allocator model against the rules of PyTorch's CUDACachingAllocator (defaults: 512-byte rounding,
+ * 2 MiB small segments, 20 MiB segments for requests under 10 MiB, larger ones rounded to 2 MiB, best fit, a block
+ * split only when the rest is worth it, merging only within a segment).
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { roundSize, segmentSize, TorchAllocatorModel } from './torch-caching.js';
+
+const MiB = 1024 * 1024;
+
+test('requests are rounded to 512 bytes and get the segment PyTorch asks cudaMalloc for', () => {
+  assert.equal(roundSize(1), 512, 'the smallest block is 512 bytes');
+  assert.equal(roundSize(513), 1024);
+  assert.equal(segmentSize(roundSize(1)), 2 * MiB, 'up to 1 MiB: the small pool, 2 MiB segments');
+  assert.equal(segmentSize(roundSize(MiB + 1)), 20 * MiB, 'between 1 and 10 MiB: a 20 MiB segment shared by such requests');
+  assert.equal(segmentSize(11 * MiB + 1), 12 * MiB, 'from 10 MiB: the request rounded up to 2 MiB');
+  const al = new TorchAllocatorModel();
+  al.alloc(1);
+  al.alloc(3 * MiB);
+  al.alloc(3 * MiB);
+  const s = al.stats();
+  assert.equal(s.reservedBytes, 22 * MiB, 'one small segment and one 20 MiB segment that holds both 3 MiB blocks');
+  assert.equal(s.allocatedBytes, 512 + 6 * MiB, 'allocated counts the rounded blocks');
+  assert.equal(s.segments, 2);
+});
+
+test('a request takes the smallest free block that holds it, and a rest of at most 1 MiB is not split off', () => {
+  const al = new TorchAllocatorModel();
+  const big = al.alloc(30 * MiB);
+  const mid = al.alloc(12 * MiB);
+  al.free(big);
+  al.free(mid);
+  al.alloc(11.5 * MiB);
+  // best fit: the 12 MiB block, whose 0.5 MiB rest is too small to split (more than 1 MiB is needed), so the whole
+  // block counts as allocated; the 30 MiB block stays free
+  assert.equal(al.stats().allocatedBytes, 12 * MiB);
+  assert.equal(al.stats().reservedBytes, 42 * MiB, 'no new segment');
+  al.alloc(20 * MiB);
+  assert.equal(al.stats().allocatedBytes, 32 * MiB, 'the 30 MiB block is split: its 10 MiB rest stays free');
+  al.alloc(10 * MiB);
+  assert.equal(al.stats().reservedBytes, 42 * MiB, 'the split-off rest serves a request of its size');
+});
+
+test('freed blocks merge with free neighbours in their segment, never across segments', () => {
+  const al = new TorchAllocatorModel();
+  const a = al.alloc(12 * MiB);
+  const b = al.alloc(12 * MiB);
+  al.free(a);
+  al.free(b);
+  al.alloc(20 * MiB);
+  // 24 MiB are free, in two segments of 12: neither holds 20 MiB, so the allocator asks for a new segment
+  assert.equal(al.stats().reservedBytes, 44 * MiB);
+
+  const one = new TorchAllocatorModel();
+  const s = one.alloc(40 * MiB);
+  one.free(s);
+  const p = one.alloc(15 * MiB);
+  const q = one.alloc(15 * MiB);
+  one.free(p);
+  one.free(q);
+  // the two halves merged back with the segment's rest: the whole segment serves a 40 MiB request again
+  one.alloc(40 * MiB);
+  assert.equal(one.stats().reservedBytes, 40 * MiB);
+});
+
+test('reserved memory only grows until empty_cache(), which returns the segments with nothing in them', () => {
+  const al = new TorchAllocatorModel();
+  const a = al.alloc(100 * MiB);
+  const b = al.alloc(50 * MiB);
+  al.free(a);
+  assert.equal(al.stats().reservedBytes, 150 * MiB, 'a freed block stays cached');
+  al.emptyCache();
+  assert.equal(al.stats().reservedBytes, 50 * MiB, 'the free segment went back; the one holding b did not');
+  al.free(b);
+  al.emptyCache();
+  assert.equal(al.stats().reservedBytes, 0);
+  assert.equal(al.stats().peakReservedBytes, 150 * MiB, 'the peak remembers');
+  al.resetPeaks();
+  assert.equal(al.stats().peakReservedBytes, 0, 'reset_peak_memory_stats() starts the peaks from the current figures');
+  assert.throws(() => al.free(b), /not live/, 'a double free is a bug in the replay, not a figure');
+});

@@ -1,0 +1,176 @@
+/**
+ * Hugging Face generate as a program: the weights, then the prefill (each layer's keys and values for the prompt,
+ * one layer's hidden and MLP buffers and its repeated key/value heads at a time, the last token's fp32 logits), then
+ * the decode steps (each layer's cache grown by concatenation: a copy one token longer, the old one freed; a paged
+ * cache grows in place). The walk reads the last decode step (the cache at its longest) and the prefill; the replay
+ * runs every step through the caching allocator, where the growing copies leave reserved memory above allocated.
+ */
+import { formatCount } from '../../units.js';
+import type { ModelConfig } from '../model-config.js';
+import { fusedAttention, type InferOptions } from '../options.js';
+import type { H, Mem, Tag } from './mem.js';
+import { Tags } from './mem.js';
+
+/** Decode steps the allocator replay runs one by one; a longer generation is replayed in strides. */
+export const REPLAYED_STEPS = 1024;
+
+/** What the program needs of a generate run, worked out once (infer.ts). */
+export interface GenerateSetup {
+  m: ModelConfig;
+  o: InferOptions;
+  /** Weights on this GPU: each layer's, and the ends' (embeddings and output layer). */
+  layerWeightBytes: number;
+  endWeightBytes: number;
+  layers: number;
+  /** Layers that keep only their last window (a sliding-window layer in Hugging Face's hybrid cache), and the window. */
+  slidingLayers: number;
+  window: number;
+  /** Key and value bytes per token of one layer on this GPU. */
+  kvPerTokenLayer: number;
+  tags: GenerateTags;
+}
+
+export interface GenerateTags {
+  set: Tags;
+  weights: Tag;
+  kv: Tag;
+  growth: Tag;
+  activations: Tag;
+  repeat: Tag;
+  logits: Tag;
+}
+
+/** The lines of a generate run. */
+export function generateTags(s: Omit<GenerateSetup, 'tags'>): GenerateTags {
+  const set = new Tags();
+  const o = s.o;
+  return {
+    set,
+    weights: set.get(
+      `weights (${o.weights})`,
+      'parametersBytes',
+      (b) => `${formatCount(Math.round(b))} bytes of weights here (the embeddings and the output layer in 16 bits under a quantised format)`,
+    ),
+    kv: set.get(
+      `KV cache (${o.kvDtype})`,
+      'kvCacheBytes',
+      `${s.kvPerTokenLayer} bytes per token per layer${s.m.mla ? ' (MLA latent)' : ''} x ${s.layers} layers x ${o.batch} sequences${s.slidingLayers ? ` (${s.slidingLayers} of ${s.layers} layers keep only the last ${s.window})` : ''}${o.blockSize ? ` (rounded to ${o.blockSize}-token blocks)` : ''}`,
+    ),
+    growth: set.get("KV cache growth: one layer's cache copied", 'workspaceBytes', 'a contiguous cache grows by concatenation at every step'),
+    activations: set.get(
+      'prefill activations',
+      'activationsBytes',
+      'hidden and MLP buffers for the prompt tokens of one layer (and the attention matrix without a fused kernel)',
+    ),
+    repeat: set.get(
+      'keys and values repeated to every head (one layer)',
+      'workspaceBytes',
+      'Hugging Face repeats grouped key/value heads for the attention call',
+    ),
+    logits: set.get('fp32 logits', 'logitsBytes', `${o.batch} sequences x ${s.m.vocab} vocabulary x 4 bytes`),
+  };
+}
+
+/** Tokens of the cache a layer keeps after `tokens` tokens (its window for a sliding-window layer), in blocks. */
+const kept = (s: GenerateSetup, tokens: number, sliding: boolean): number => {
+  const t = sliding ? Math.min(tokens, s.window) : tokens;
+  const b = s.o.blockSize;
+  return b ? Math.ceil(t / b) * b : t;
+};
+
+/** One layer's attention transients for `tokens` tokens of each sequence: repeated keys and values, or nothing. */
+function repeatKv(mem: Mem, s: GenerateSetup, tokens: number): void {
+  const { m, o } = s;
+  const e = o.weights === 'fp32' ? 4 : 2;
+  if (m.kvHeads < m.heads && !m.mla) mem.free(mem.alloc((2 * o.batch * tokens * m.heads * m.headDim * e) / o.parallel.tp, s.tags.repeat));
+}
+
+/** The runs of layers: those keeping every token, then the sliding-window ones. */
+const runs = (s: GenerateSetup): Array<{ count: number; sliding: boolean }> =>
+  [
+    { count: s.layers - s.slidingLayers, sliding: false },
+    { count: s.slidingLayers, sliding: true },
+  ].filter((r) => r.count > 0);
+
+/** The prefill: each layer's cache for the prompt, one layer's buffers at a time, the last token's logits. */
+function prefill(mem: Mem, s: GenerateSetup): H[][][] {
+  const { m, o } = s;
+  mem.phase('prefill');
+  const e = o.weights === 'fp32' ? 4 : 2;
+  const f = m.moe ? (m.moe.expertsPerToken + m.moe.sharedExperts) * m.moe.expertIntermediate : m.intermediate;
+  const tokens = o.batch * o.prompt;
+  const scores = fusedAttention(m, o.attention, o.weights) ? 0 : o.batch * (m.heads / o.parallel.tp) * o.prompt * o.prompt * 4;
+  const caches = runs(s).map((r) =>
+    mem.repeat(r.count, () => {
+      const half = (s.kvPerTokenLayer / 2) * o.batch * kept(s, o.prompt, r.sliding);
+      const kv = [mem.alloc(half, s.tags.kv), mem.alloc(half, s.tags.kv)];
+      mem.free(mem.alloc((tokens * (4 * m.hidden + 3 * f) * e) / o.parallel.tp + scores, s.tags.activations));
+      repeatKv(mem, s, o.prompt);
+      return kv;
+    }),
+  );
+  mem.free(mem.alloc(o.batch * m.vocab * 4, s.tags.logits));
+  return caches.map((c) => Array.from({ length: c.count }, (_, i) => c.at(i)));
+}
+
+/** One decode step at `tokens` tokens: each layer's cache grown (a contiguous cache by a copy), the logits. */
+function step(mem: Mem, s: GenerateSetup, caches: H[][][], tokens: number): void {
+  const o = s.o;
+  runs(s).forEach((r, i) => {
+    const layers = caches[i] as H[][];
+    mem.repeat(r.count, (j) => {
+      const kv = layers[j] ?? (layers[0] as H[]);
+      const grows = kept(s, tokens, r.sliding) !== kept(s, tokens - 1, r.sliding);
+      if (grows && !o.blockSize) {
+        // torch.cat: the longer copy made, then the old cache freed (DynamicCache.update)
+        const half = (s.kvPerTokenLayer / 2) * o.batch * kept(s, tokens, r.sliding);
+        const next = [mem.alloc(half, s.tags.growth), mem.alloc(half, s.tags.growth)];
+        mem.free(...kv);
+        for (const h of next) mem.retag(h, s.tags.kv);
+        kv.splice(0, 2, ...next);
+      } else if (grows) {
+        const extra = (s.kvPerTokenLayer / 2) * o.batch * (kept(s, tokens, r.sliding) - kept(s, tokens - 1, r.sliding));
+        kv.push(mem.alloc(extra, s.tags.kv), mem.alloc(extra, s.tags.kv));
+      }
+      repeatKv(mem, s, tokens);
+    });
+  });
+  mem.free(mem.alloc(o.batch * s.m.vocab * 4, s.tags.logits));
+}
+
+/**
+ * Runs generate through `mem`: every decode step (`allSteps`, for the allocator replay), or the cache grown to one
+ * token short and the last step (the walk: the last step is the largest).
+ */
+export function generateProgram(mem: Mem, s: GenerateSetup, allSteps: boolean): void {
+  mem.phase('load');
+  mem.repeat(s.layers, () => mem.alloc(s.layerWeightBytes, s.tags.weights));
+  mem.alloc(s.endWeightBytes, s.tags.weights);
+  const caches = prefill(mem, s);
+  mem.phase('decode');
+  const ctx = s.o.prompt + s.o.newTokens;
+  if (allSteps) {
+    // at most REPLAYED_STEPS steps are replayed: past that each grows the cache by several tokens (the copies'
+    // sizes and order are what the allocator sees; their number only repeats the pattern)
+    const stride = Math.ceil(s.o.newTokens / REPLAYED_STEPS);
+    for (let t = s.o.prompt + stride; t < ctx; t += stride) step(mem, s, caches, t);
+    step(mem, s, caches, ctx);
+  } else {
+    if (s.o.newTokens > 1) growTo(mem, s, caches, ctx - 1);
+    step(mem, s, caches, ctx);
+  }
+}
+
+/** The cache as the steps before the last leave it: `tokens` long (the walk's shortcut to the last step). */
+function growTo(mem: Mem, s: GenerateSetup, caches: H[][][], tokens: number): void {
+  runs(s).forEach((r, i) => {
+    const layers = caches[i] as H[][];
+    mem.repeat(r.count, (j) => {
+      const kv = layers[j] ?? (layers[0] as H[]);
+      const half = (s.kvPerTokenLayer / 2) * s.o.batch * kept(s, tokens, r.sliding);
+      const next = [mem.alloc(half, s.tags.kv), mem.alloc(half, s.tags.kv)];
+      mem.free(...kv);
+      kv.splice(0, kv.length, ...next);
+    });
+  });
+}
