@@ -22,7 +22,7 @@ import { importNsys, SQLITE_MAGIC } from './importers/nsys.js';
 import { importNvvp } from './importers/nvvp.js';
 import { importNvprofCsv, isNvprofLogLine, nvprofTableKind, splitCsvLine } from './importers/nvprof-csv.js';
 import { importAllocLog, importSnapshot } from './importers/allocator.js';
-import { isPickleFile, snapshotEncoding } from '../formats/snapshot-file.js';
+import { isPickleFile, isSegmentList, snapshotEncoding } from '../formats/snapshot-file.js';
 import { importRocpd } from './importers/rocpd.js';
 import { importRocprofDb } from './importers/rocprof-db.js';
 import { importRocprofV1Json } from './importers/rocprof-json.js';
@@ -50,8 +50,11 @@ export function detectTraceFormat(file: string): TraceFormat {
       throw new BadInputError('a gzip-compressed SQLite database: decompress it first (gunzip)', file);
     return sqliteFormat(file);
   }
-  if (isPickleFile(file)) {
-    snapshotEncoding(file); // a pickle of anything but a memory snapshot is refused, naming what it holds
+  // an XML file (the Visual Profiler's session file) is refused as what it is, before HTML goes to the snapshot reader
+  if (/^\s*<\?xml/.test(head.toString('utf8', 0, 512).replace(/^\uFEFF/, ''))) refuseNonTrace(file, head, isGzipFile(file));
+  // a pickle of anything but a memory snapshot, or an HTML page but memory_viz's, is refused naming what it holds
+  if (isPickleFile(file) || /^\s*</.test(head.toString('utf8', 0, 512).replace(/^\uFEFF/, ''))) {
+    snapshotEncoding(file);
     return 'memory-snapshot';
   }
   refuseNonTrace(file, head, isGzipFile(file));
@@ -68,7 +71,7 @@ export function detectTraceFormat(file: string): TraceFormat {
       );
     if (/^\{\s*"t"\s*:/.test(t)) return 'alloc-log';
     if (t.includes('"rocprofiler-sdk-tool"')) return 'rocprofv3-json';
-    if (/"(segments|device_traces)"\s*:/.test(t) && !t.includes('"traceEvents"')) return 'memory-snapshot';
+    if ((/"(segments|device_traces)"\s*:/.test(t) && !t.includes('"traceEvents"')) || isSegmentList(t)) return 'memory-snapshot';
     if (!isGzipFile(file)) refuseObjectWithoutEvents(file, text, fileSize(file));
     return jsonTraceFormat(text);
   }
@@ -179,6 +182,12 @@ export function traceInputs(paths: readonly string[], forced?: TraceFormat): { i
     notes.push(`${left.join(', ')}: statistics of activity the trace tables record event by event, left out so that nothing is counted twice`);
     inputs.splice(0, inputs.length, ...kept);
   }
+  const once = withoutRocprofV2Dispatches(inputs);
+  if (once.length < inputs.length) {
+    const left = inputs.filter((x) => !once.includes(x)).map((x) => x.file);
+    notes.push(`${left.join(', ')}: rocprofv2's dispatch table, left out: its hcc_ops_trace records the same kernels with the copies`);
+    inputs.splice(0, inputs.length, ...once);
+  }
   const formats = [...new Set(inputs.map((x) => x.format).filter((f) => PROFILER_FORMATS.includes(f)))];
   if (formats.length > 1) {
     const list = formats
@@ -203,6 +212,14 @@ function withoutTotalsOfTracedActivity<T extends { file: string; format: TraceFo
   const traced = new Set(csv.map((c) => c.role.activity).filter((a) => a !== undefined));
   if (inputs.some((x) => x.format === 'rocprof-json' || x.format === 'rocprof-db')) for (const a of ['kernels', 'copies', 'api'] as const) traced.add(a);
   const drop = new Set(csv.filter((c) => c.role.stats !== undefined && traced.has(c.role.stats)).map((c) => c.x));
+  return inputs.filter((x) => !drop.has(x));
+}
+
+/** The inputs less rocprofv2 dispatch tables (results_PID.csv) beside an hcc_ops_trace, which holds the same kernels. */
+function withoutRocprofV2Dispatches<T extends { file: string; format: TraceFormat }>(inputs: T[]): T[] {
+  const csv = inputs.filter((x) => x.format === 'rocprof-csv').map((x) => ({ x, kind: rocprofCsvRole(x.file).kind }));
+  if (!csv.some((c) => c.kind === 'v2-ops')) return inputs;
+  const drop = new Set(csv.filter((c) => c.kind === 'v2-dispatches').map((c) => c.x));
   return inputs.filter((x) => !drop.has(x));
 }
 

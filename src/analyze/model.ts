@@ -186,6 +186,17 @@ export interface SnapshotSegment {
   expandable: boolean;
 }
 
+/**
+ * What pool replay (src/replay/) found one GPU of a snapshot would have reserved under other pool configurations.
+ * The analyzer does not replay: the caller that ran the replay (the analyze command) fills it in.
+ */
+export interface PoolWhatIf {
+  device: number;
+  /** What the recording allocator reserved at its peak (its segment events, from what was reserved at the start). */
+  recordedPeakReservedBytes: number;
+  configurations: Array<{ name: string; description: string; peakReservedBytes: number }>;
+}
+
 export class TraceModel {
   /** Shared by the tables below: what their columns may still grow by. */
   private readonly budget = new EventBudget();
@@ -216,7 +227,11 @@ export class TraceModel {
   readonly aggregateApis: AggregateApi[] = [];
   /** Kernels by name where a tool kept only totals (rocprof --stats, rocprofv3 kernel_stats). */
   readonly aggregateKernels: AggregateApi[] = [];
+  /** Fills (memsets) by name where a tool kept only totals (legacy rocprof's copy_stats lists FillBuffer). */
+  readonly aggregateMemsets: AggregateApi[] = [];
   readonly segments: SnapshotSegment[] = [];
+  /** Pool replay's what-ifs of a snapshot's GPUs, where the caller ran them. */
+  readonly whatIfs: PoolWhatIf[] = [];
   /** Out-of-memory events seen in allocator traces. */
   ooms = 0;
   /** The allocator settings a memory snapshot recorded, and whether they had expandable segments on. */
@@ -249,7 +264,7 @@ export class TraceModel {
       case 'kernels':
         return this.kernels.length > 0 || this.kernelNames.size > 0 || this.aggregateKernels.length > 0;
       case 'copies':
-        return this.copies.length > 0 || this.aggregateCopies.length > 0;
+        return this.copies.length > 0 || this.aggregateCopies.length > 0 || this.aggregateMemsets.length > 0;
       case 'runtime':
         return this.runtime.length > 0 || this.syncs.length > 0 || this.aggregateApis.length > 0;
       case 'allocations':
@@ -262,7 +277,7 @@ export class TraceModel {
   /** True when the trace holds only a tool's totals per name: no event has a time, a size or a host memory kind. */
   aggregatesOnly(): boolean {
     const events = this.copies.length + this.kernels.length + this.memsets.length + this.runtime.length + this.syncs.length + this.allocs.length;
-    return events === 0 && this.aggregateCopies.length + this.aggregateApis.length + this.aggregateKernels.length > 0;
+    return events === 0 && this.aggregateCopies.length + this.aggregateApis.length + this.aggregateKernels.length + this.aggregateMemsets.length > 0;
   }
 
   /** Whose GPU the trace comes from, by its formats and device names; undefined when it does not say. */

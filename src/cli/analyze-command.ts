@@ -6,6 +6,8 @@ import { checkWritable, progressText, type Io } from './context.js';
 import { UsageError } from './errors.js';
 import { parsePositive } from './options.js';
 import { outputWidth } from '../render/width.js';
+import type { PytorchSnapshot } from '../formats/pytorch-snapshot.js';
+import type { ReplayReport } from '../replay/replay.js';
 
 export interface AnalyzeCliOptions {
   json?: boolean;
@@ -97,14 +99,25 @@ async function runAnalyze(files: string[], opts: AnalyzeCliOptions, io: Io): Pro
     return;
   }
   const model = await loadTraces(files, { format, progress });
-  const result = analyzeModel(model, rates ?? ratesForModel(model));
-  if (opts.html && inputs.length === 1 && inputs[0]!.format === 'memory-snapshot') {
-    // a snapshot's page: its memory timeline, segments and replay what-ifs per GPU (read again, with stack traces)
+  // a snapshot's pool replay what-ifs are findings too: the snapshot is read again (with stacks for its page, whose
+  // what-ifs need the full replay with the smallest device; the findings need only each configuration's peak)
+  const page = opts.html !== undefined && inputs.length === 1 && inputs[0]!.format === 'memory-snapshot';
+  const snapshots: Array<{ snap: PytorchSnapshot; replays: Map<number, ReplayReport> | undefined }> = [];
+  for (const { file } of inputs.filter((x) => x.format === 'memory-snapshot')) {
     const { readPytorchSnapshot } = await import('../formats/pytorch-snapshot.js');
+    const { replaysOf, whatIfOf, whatIfsOf } = await import('../replay/what-if.js');
+    const snap = await readPytorchSnapshot(file, { stacks: page, progress: (n) => progress(file, n, statSync(file).size) });
+    const replays = page ? replaysOf(snap) : undefined;
+    const whatIfs = replays ? [...replays.values()].map(whatIfOf) : whatIfsOf(snap);
+    for (const w of whatIfs) if (w) model.whatIfs.push(w);
+    snapshots.push({ snap, replays });
+  }
+  const result = analyzeModel(model, rates ?? ratesForModel(model));
+  if (page) {
+    // a snapshot's page: its memory timeline, segments and replay what-ifs per GPU
     const { snapshotView } = await import('../replay/memory-timeline.js');
     const { renderSnapshotHtml } = await import('../render/snapshot-html.js');
-    const snap = await readPytorchSnapshot(inputs[0]!.file, { stacks: true, progress: (n) => progress(inputs[0]!.file, n, statSync(inputs[0]!.file).size) });
-    writeFileSync(opts.html, renderSnapshotHtml(result, snapshotView(snap)));
+    writeFileSync(opts.html!, renderSnapshotHtml(result, snapshotView(snapshots[0]!.snap, snapshots[0]!.replays)));
     io.err(`wrote ${opts.html}\n`);
   } else if (opts.html) {
     writeFileSync(opts.html, renderAnalyzeHtml(result, timelineOf(model)));

@@ -3,6 +3,7 @@ import { Option, type Command } from 'commander';
 import { progressText, type Io } from './context.js';
 import { UsageError } from './errors.js';
 import { parseIntOption } from './options.js';
+import { outputWidth } from '../render/width.js';
 
 export interface ReplayCliOptions {
   json?: boolean;
@@ -86,5 +87,5 @@ async function runPoolReplay(given: string | undefined, opts: ReplayCliOptions, 
   const trace = await readTrace(file, { format: opts.format, device: opts.device, progress });
   io.err(`replaying ${trace.events.length} events against ${configs.length} configuration(s)...\n`);
   const report = replay(trace, configs);
-  io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderReplay(report)}\n`);
+  io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderReplay(report, { width: outputWidth() })}\n`);
 }

@@ -51,8 +51,8 @@ export async function detectFormat(file: string): Promise<TraceFormat> {
     .trimStart();
   if (/^Thread\s*,\s*Time\s*,\s*Action/i.test(t)) return 'rmm';
   if (/^\{\s*"t"\s*:/.test(t)) return 'gpumem';
-  if (t.startsWith('{') || t.startsWith('[') || isPickle(head)) {
-    snapshotEncoding(file); // refuses JSON and pickles that are not snapshots, naming what they are
+  if (t.startsWith('{') || t.startsWith('[') || t.startsWith('<') || isPickle(head)) {
+    snapshotEncoding(file); // refuses JSON, pickles and HTML pages that are not snapshots, naming what they are
     return 'pytorch';
   }
   throw new BadInputError(

@@ -5,6 +5,9 @@
  * one record, so that a gigabyte of one line is an error, not a crash. The rules are those csv-parse applies with
  * bom, trim, skip_empty_lines and relax_column_count (which this reader replaced: it read 3 MB/s); a line without a
  * quote, nearly every line of a profiler's CSV, is split in one call.
+ * Some tools wrote a name column unquoted (legacy rocprof before 2022 wrote C++ names with their commas bare), or
+ * left a column out of rows that had nothing for it (rocprofv2's Kernel_Name): such a column is elastic, and the
+ * others are matched from both ends of the record.
  */
 import { StringDecoder } from 'node:string_decoder';
 import { BadInputError } from '../errors.js';
@@ -14,6 +17,12 @@ export interface CsvOptions {
   /** Largest record accepted, in characters (default 1 MiB). */
   maxRecord?: number;
   progress?: (bytes: number) => void;
+  /**
+   * The column, given the header, whose cell may spread over several cells (its commas unquoted) or be missing from
+   * a record: the columns before it are matched from the start of a record, those after it from the end, and what is
+   * left between is its text, the pieces joined with ", " (how demanglers separate template and call arguments).
+   */
+  elastic?: (columns: readonly string[]) => string | undefined;
 }
 
 /**
@@ -27,6 +36,23 @@ export type CsvRow = Record<string, string>;
 
 /** A malformed record: the reason, in csv-parse's words. */
 class CsvSyntaxError extends Error {}
+
+/** A record's cells as a row of the header's columns, the elastic column (index `k`, or -1) taking what is left. */
+export function rowOf(columns: readonly string[], cells: readonly string[], k: number): CsvRow {
+  // no prototype: a column named "__proto__" is a column
+  const row = Object.create(null) as CsvRow;
+  if (k < 0 || cells.length === columns.length) {
+    // a short record leaves its last columns out, a long one's surplus cells are dropped (csv-parse's relax mode)
+    for (let i = 0; i < columns.length && i < cells.length; i++) row[columns[i]!] = cells[i]!;
+    return row;
+  }
+  const after = columns.length - k - 1;
+  for (let i = 0; i < k && i < cells.length; i++) row[columns[i]!] = cells[i]!;
+  for (let j = 0; j < after && cells.length - 1 - j >= k; j++) row[columns[columns.length - 1 - j]!] = cells[cells.length - 1 - j]!;
+  const middle = cells.slice(k, Math.max(k, cells.length - after));
+  if (middle.length > 0) row[columns[k]!] = middle.join(', ');
+  return row;
+}
 
 /**
  * Calls `onHeader` with the header's column names (it may throw to reject the file), then `onRow` for every row
@@ -43,18 +69,17 @@ export async function readCsv(
   let records = 0;
   let bytes = 0;
   let columns: string[] | undefined;
+  let elastic = -1;
   const emit = (fields: string[]): void => {
     if (!columns) {
       columns = fields.map((h) => h.trim());
       onHeader(columns);
+      const name = options.elastic?.(columns);
+      elastic = name === undefined ? -1 : columns.indexOf(name);
       return;
     }
-    // no prototype: a column named "__proto__" is a column
-    const row = Object.create(null) as CsvRow;
-    const n = Math.min(columns.length, fields.length);
-    for (let k = 0; k < n; k++) row[columns[k]!] = fields[k]!;
     records++;
-    onRow(row, records);
+    onRow(rowOf(columns, fields, elastic), records);
   };
   const decoder = new StringDecoder('utf8');
   let pending = '';
