@@ -146,14 +146,14 @@ def row(family, kind, batch, seq, flags, allocated, reserved, versions, details)
         "source": {"script": "benchmarks/pytorch/record_stack_peaks.py", "machine": versions["device"], "date": versions["date"]},
         "gpu": versions["device"], "gpus": 1,
         "model": f"configs/{family}/config.json",
-        "method": kind,
+        "method": {"fsdp1": "full", "fsdp2": "full", "kbit-prep": "lora", "generate": "infer"}.get(kind, kind),
         "flags": flags,
         "measured": [
             {"measures": "allocated", "value": allocated, "unit": "bytes", "how": "max_memory_allocated above memory_allocated before the model was built"},
             {"measures": "reserved", "value": reserved, "unit": "bytes", "how": "max_memory_reserved"},
         ],
         "role": "test",
-        "details": {"allocConf": a.alloc_conf or None, **details},
+        "details": {"run": kind, "allocConf": a.alloc_conf or None, **details},
     }
 
 
