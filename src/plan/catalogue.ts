@@ -155,7 +155,7 @@ export function catalogueModel(name: string): ModelConfig {
   const cfg = MODEL_CONFIGS[key];
   if (!cfg) {
     if (PATH_LIKE.test(name)) throw new BadInputError('no such file or folder (a model is a config.json, a folder holding one, or a catalogue name)', name);
-    const close = `Closest catalogue names: ${closest(key, Object.keys(MODEL_CONFIGS)).join(', ')}`;
+    const close = `Closest: ${closest(key, Object.keys(MODEL_CONFIGS)).join(', ')}`;
     if (HUB_ID.test(name))
       throw new BadInputError(
         `no such file or folder, and gpumem does not fetch "${name}" from the Hugging Face Hub: give its config.json or the folder holding it. ${close}`,

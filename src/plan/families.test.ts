@@ -238,6 +238,6 @@ test('a model path that is not there says so, a Hub id says it is not fetched, a
   assert.match(hub.err, /no such file or folder, and gpumem does not fetch "meta-llama\/Llama-9-8B" from the Hugging Face Hub/);
   const name = await runCli(['plan', '--model', 'llama-9-8b']);
   assert.equal(name.code, 2);
-  assert.match(name.err, /unknown model "llama-9-8b": not a config.json path nor a catalogue name\. Closest catalogue names: /);
+  assert.match(name.err, /unknown model "llama-9-8b": not a config.json path nor a catalogue name\. Closest: /);
   assert.equal(name.out + hub.out + path.out, '', 'nothing half-printed');
 });
