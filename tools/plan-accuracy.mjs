@@ -5,6 +5,12 @@
 // max_memory_reserved, device = nvidia-smi or a log's total used) and is compared with that planner quantity. A row
 // whose flags the planner refuses is printed as "not expressible" with the refusal.
 //
+// Each set says what its source was to the planner (the file's "split"): built-from (the sets the planner was made
+// against; the default), recorded (runs measured on a GPU with gpumem's own scripts), fit (a source whose figures a
+// mechanism was read against: evidence of nothing about accuracy) or held-out (a source nothing in the planner was
+// read against). Fit and held-out are kept apart by source, one file a source, and reported apart. Serving start-ups
+// (gpumem.engine-fixture/1: vLLM and SGLang logs) are compared figure by figure with the plan's serving quantities.
+//
 // Usage: npm run build && node tools/plan-accuracy.mjs [--json] [fixture.json ...]   (default: every set)
 //        GPUMEM_DIST: another built dist/ (as on the GPU machine)
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
@@ -18,6 +24,9 @@ const FIXTURES = fileURLToPath(new URL('../fixtures/plan/', import.meta.url));
 /** What a measured figure can measure, and the planner quantity each is compared with. */
 export const MEASURES = ['allocated', 'reserved', 'device'];
 
+/** What a set's source was to the planner (a fixture's "split"); a file without one is a set it was built from. */
+export const SPLITS = ['built-from', 'recorded', 'fit', 'held-out'];
+
 /** Units a source states its figure in; GB and MB are decimal, GiB and MiB binary. */
 export const UNITS = { bytes: 1, MB: 1e6, MiB: 2 ** 20, GB: 1e9, GiB: 2 ** 30 };
 
@@ -28,6 +37,7 @@ export const FIXTURE_SCHEMA = {
   properties: {
     schema: { const: 'gpumem.plan-fixture/1' },
     set: { type: 'string', minLength: 1 },
+    split: { enum: SPLITS },
     description: { type: 'string' },
     rows: {
       type: 'array',
@@ -165,36 +175,103 @@ export function legacyRows(doc, file, configDir) {
   });
 }
 
-/** Every set: [{ file, set, rows }], legacy files converted. */
+/** The fixture files of fixtures/plan/: the recorded sets, then the published ones. */
+function defaultFiles() {
+  return [
+    ...readdirSync(FIXTURES)
+      .filter((f) => /^measured-peaks.*\.json$/.test(f))
+      .sort()
+      .map((f) => join(FIXTURES, f)),
+    ...readdirSync(join(FIXTURES, 'published'))
+      .filter((f) => f.endsWith('.json'))
+      .sort()
+      .map((f) => join(FIXTURES, 'published', f)),
+  ];
+}
+
+/** A row's model as the planner takes it: a catalogue name, or a config under fixtures/plan/ (or beside its file). */
+function resolveModel(model, file) {
+  const base = dirname(file) === resolve(FIXTURES, 'published') ? FIXTURES : dirname(file);
+  return model.endsWith('.json') || model.startsWith('configs/') ? resolve(base, model) : model;
+}
+
+/** Every training and inference set: [{ file, set, split, rows }], legacy files converted; start-ups left out. */
 export async function loadSets(files, configDir) {
-  const all =
-    files.length > 0
-      ? files.map((f) => resolve(f))
-      : [
-          ...readdirSync(FIXTURES)
-            .filter((f) => /^measured-peaks.*\.json$/.test(f))
-            .sort()
-            .map((f) => join(FIXTURES, f)),
-          ...readdirSync(join(FIXTURES, 'published'))
-            .filter((f) => f.endsWith('.json'))
-            .sort()
-            .map((f) => join(FIXTURES, 'published', f)),
-        ];
+  const all = files.length > 0 ? files.map((f) => resolve(f)) : defaultFiles();
   const sets = [];
   for (const file of all) {
     const doc = JSON.parse(readFileSync(file, 'utf8'));
-    // serving start-ups (KV tokens, weights) have their own figures and test (src/plan/engines.test.ts)
+    // serving start-ups (KV tokens, weights) have their own figures: loadEngineSets
     if (doc.schema === 'gpumem.engine-fixture/1') continue;
     if (doc.schema === 'gpumem.measured-peaks/1') {
-      sets.push({ file, set: doc.set && doc.set !== 'all' ? `measured-peaks-${doc.set}` : basename(file, '.json'), rows: legacyRows(doc, file, configDir) });
+      const set = doc.set && doc.set !== 'all' ? `measured-peaks-${doc.set}` : basename(file, '.json');
+      sets.push({ file, set, split: 'recorded', rows: legacyRows(doc, file, configDir) });
       continue;
     }
     const errors = await validateFixture(doc);
     if (errors.length > 0) throw new Error(`${file}: not a well-formed fixture:\n  ${errors.join('\n  ')}`);
-    const base = dirname(file) === resolve(FIXTURES, 'published') ? FIXTURES : dirname(file);
-    sets.push({ file, set: doc.set, rows: doc.rows.map((r) => ({ ...r, model: r.model.endsWith('.json') ? resolve(base, r.model) : r.model })) });
+    const split = doc.split ?? 'built-from';
+    sets.push({ file, set: doc.set, split, rows: doc.rows.map((r) => ({ ...r, model: resolveModel(r.model, file) })) });
   }
   return sets;
+}
+
+/** The serving start-up sets (gpumem.engine-fixture/1): [{ file, set, split, rows }]; fit unless the file says otherwise. */
+export function loadEngineSets(files) {
+  const all = files.length > 0 ? files.map((f) => resolve(f)) : defaultFiles();
+  return all.flatMap((file) => {
+    const doc = JSON.parse(readFileSync(file, 'utf8'));
+    if (doc.schema !== 'gpumem.engine-fixture/1') return [];
+    return [{ file, set: doc.set, split: doc.split ?? 'fit', rows: doc.rows.map((r) => ({ ...r, model: resolveModel(r.model, file) })) }];
+  });
+}
+
+/**
+ * The plan's figure of the kind a start-up figure names, in the figure's unit: weights (the weights line, GiB),
+ * kvCache (serving.kvCacheBytes, GiB), kvTokens (serving.kvTokens), nonTorch (the memory outside PyTorch the engine
+ * counts, GiB), activationPeak (the profiling run's peak, GiB), kSize (SGLang's K size for the tokens it printed).
+ */
+export function engineQuantity(plan, figure) {
+  const s = plan.serving;
+  const line = (pick) => plan.lines.find(pick)?.bytes ?? Number.NaN;
+  switch (figure.quantity) {
+    case 'weights':
+      return line((l) => l.field === 'parametersBytes') / 2 ** 30;
+    case 'kvCache':
+      return s.kvCacheBytes / 2 ** 30;
+    case 'kvTokens':
+      return s.kvTokens;
+    case 'nonTorch':
+      return line((l) => l.name.startsWith('memory outside PyTorch')) / 2 ** 30;
+    case 'activationPeak':
+      return line((l) => l.field === 'activationsBytes') / 2 ** 30;
+    case 'kSize':
+      return (s.kvBytesPerToken * (figure.tokens ?? 0)) / 2 / 2 ** 30;
+  }
+  throw new Error(`unknown start-up quantity ${figure.quantity}`);
+}
+
+/** One start-up against the planner: per figure, the published and planned values and the error, or the refusal. */
+export async function evaluateEngineRow(row) {
+  const r = await runPlan(row.model, row.flags);
+  return row.measured
+    .filter((figure) => figure.rank !== 'non-driver')
+    .map((figure) => {
+      if (r.refusal !== undefined) return { row, figure, refusal: r.refusal };
+      const planned = engineQuantity(r.plan, figure);
+      return { row, figure, planned, version: r.plan.serving?.version, err: planned / figure.value - 1 };
+    });
+}
+
+/** Start-up figures within ±10%, per quantity: all of them, or those of one role (a figure's own). */
+export function summariseEngines(results, role) {
+  const of = role === undefined ? results : results.filter((x) => x.figure.role === role);
+  const count = (xs) => {
+    const expressible = xs.filter((x) => x.refusal === undefined);
+    return { figures: xs.length, expressible: expressible.length, within: expressible.filter((x) => Math.abs(x.err) <= 0.1).length };
+  };
+  const quantities = [...new Set(of.map((x) => x.figure.quantity))];
+  return { ...count(of), byQuantity: Object.fromEntries(quantities.map((q) => [q, count(of.filter((x) => x.figure.quantity === q))])) };
 }
 
 /** Runs `gpumem plan --json` in this process; answers { plan } or { refusal } (the message of a refused run). */
@@ -225,10 +302,13 @@ export async function evaluateRow(row) {
   });
 }
 
-/** Counts for the bar: test figures within ±10%, of those expressible and of all; the same per kind of figure. */
-export function summarise(results) {
+/**
+ * Counts for the bar: test figures within ±10%, of those expressible and of all; the same per kind of figure. A fit
+ * set is summarised on its fit rows (`role` 'fit'): how well the mechanisms read against it reproduce it.
+ */
+export function summarise(results, role = 'test') {
   const count = (xs) => {
-    const test = xs.filter((x) => x.row.role === 'test');
+    const test = xs.filter((x) => x.row.role === role);
     const expressible = test.filter((x) => x.refusal === undefined);
     const within = expressible.filter((x) => Math.abs(x.err) <= 0.1);
     const errs = expressible.map((x) => Math.abs(x.err)).sort((a, b) => a - b);
@@ -252,39 +332,95 @@ const line = (s) => {
   return `test figures: ${s.test}; expressible: ${s.expressible}; within ±10%: ${s.within}${p}${by}${m}`;
 };
 
+/** A training or inference set as a table, one line a run, its figures side by side; answers its results. */
+async function trainingTable(s, out) {
+  const results = [];
+  out.push(`\n### ${s.set} (${s.split}; ${s.rows.length} runs)\n`);
+  out.push('| run | model | flags | measures | measured (GiB) | planner (GiB) | error | role |');
+  out.push('|---|---|---|---|---:|---:|---:|---|');
+  for (const row of s.rows) {
+    const xs = await evaluateRow(row);
+    results.push(...xs.map((x) => ({ ...x, set: s.set, split: s.split })));
+    const model = row.model.endsWith('.json') ? basename(dirname(row.model)) : row.model;
+    const flags = row.flags.filter((f, i, a) => !(f === '--mode' || a[i - 1] === '--mode')).join(' ');
+    const cell = (f) => xs.map(f).join(' / ');
+    const refusal = xs[0]?.refusal;
+    const planned = refusal === undefined ? cell((x) => gib(x.plannedBytes)) : 'not expressible';
+    const err = refusal === undefined ? cell((x) => pct(x.err)) : refusal.replace(/\|/g, '\\|');
+    out.push(
+      `| ${row.id} | ${model} | ${flags} | ${cell((x) => x.figure.measures)} | ${cell((x) => gib(x.measuredBytes))} | ${planned} | ${err} | ${row.role} |`,
+    );
+  }
+  out.push(`\n${line(summarise(results, s.split === 'fit' ? 'fit' : 'test'))}`);
+  return results;
+}
+
+/** A start-up set as a table, one line a figure; answers its results. */
+async function engineTable(s, out) {
+  const results = [];
+  out.push(`\n### ${s.set} (${s.split} start-ups; ${s.rows.length} logs)\n`);
+  out.push('| start-up | release | quantity | published | planner | error | role |');
+  out.push('|---|---|---|---:|---:|---:|---|');
+  const show = (v, unit) => (unit === 'tokens' ? String(Math.round(v)) : v.toFixed(2));
+  for (const row of s.rows) {
+    const xs = await evaluateEngineRow(row);
+    results.push(...xs.map((x) => ({ ...x, set: s.set, split: s.split })));
+    for (const x of xs) {
+      const planned = x.refusal === undefined ? show(x.planned, x.figure.unit) : 'not expressible';
+      const err = x.refusal === undefined ? pct(x.err) : x.refusal.replace(/\|/g, '\\|');
+      out.push(
+        `| ${row.id} | ${row.engineVersion} | ${x.figure.quantity} (${x.figure.unit}) | ${show(x.figure.value, x.figure.unit)} | ${planned} | ${err} | ${x.figure.role} |`,
+      );
+    }
+  }
+  out.push(`\n${engineLine(summariseEngines(results))}`);
+  return results;
+}
+
+const engineLine = (s) =>
+  `start-up figures: ${s.figures}; expressible: ${s.expressible}; within ±10%: ${s.within} (${Object.entries(s.byQuantity)
+    .map(([q, c]) => `${q}: ${c.within} of ${c.expressible}`)
+    .join(', ')})`;
+
+/** The head of the report: each split apart, every held-out source on its own line. */
+function heads(training, engines) {
+  const of = (xs, split) => xs.filter((x) => x.split === split);
+  const sets = (xs) => [...new Set(xs.map((x) => x.set))];
+  const out = ['GiB = 2^30 bytes; error = planner / measured - 1'];
+  out.push(`sets the planner was built from: ${line(summarise(of(training, 'built-from')))}`);
+  out.push(`runs recorded on a GPU: ${line(summarise(of(training, 'recorded')))}`);
+  out.push(`held-out sources (nothing was read against them): ${line(summarise(of(training, 'held-out')))}`);
+  for (const set of sets(of(training, 'held-out'))) out.push(`  ${set}: ${line(summarise(training.filter((x) => x.set === set)))}`);
+  out.push(`fit sources (mechanisms read against them; evidence of nothing), their fit figures: ${line(summarise(of(training, 'fit'), 'fit'))}`);
+  for (const set of sets(of(training, 'fit')))
+    out.push(
+      `  ${set}: ${line(
+        summarise(
+          training.filter((x) => x.set === set),
+          'fit',
+        ),
+      )}`,
+    );
+  out.push(`start-ups, fit sources: ${engineLine(summariseEngines(of(engines, 'fit')))}`);
+  out.push(`start-ups, held-out sources: ${engineLine(summariseEngines(of(engines, 'held-out')))}`);
+  return out;
+}
+
 async function cli(argv) {
   const json = argv.includes('--json');
   const files = argv.filter((a) => a !== '--json');
   const configDir = mkdtempSync(join(tmpdir(), 'gpumem-plan-accuracy-'));
   try {
-    const sets = await loadSets(files, configDir);
-    const all = [];
+    const training = [];
+    const engines = [];
     const out = [];
-    for (const s of sets) {
-      const results = [];
-      out.push(`\n### ${s.set} (${s.rows.length} runs)\n`);
-      out.push('| run | model | flags | measures | measured (GiB) | planner (GiB) | error | role |');
-      out.push('|---|---|---|---|---:|---:|---:|---|');
-      for (const row of s.rows) {
-        // one line a run, its figures side by side
-        const xs = await evaluateRow(row);
-        results.push(...xs);
-        const model = row.model.endsWith('.json') ? basename(dirname(row.model)) : row.model;
-        const flags = row.flags.filter((f, i, a) => !(f === '--mode' || a[i - 1] === '--mode')).join(' ');
-        const cell = (f) => xs.map(f).join(' / ');
-        const refusal = xs[0]?.refusal;
-        const planned = refusal === undefined ? cell((x) => gib(x.plannedBytes)) : 'not expressible';
-        const err = refusal === undefined ? cell((x) => pct(x.err)) : refusal.replace(/\|/g, '\\|');
-        out.push(
-          `| ${row.id} | ${model} | ${flags} | ${cell((x) => x.figure.measures)} | ${cell((x) => gib(x.measuredBytes))} | ${planned} | ${err} | ${row.role} |`,
-        );
-      }
-      all.push(...results);
-      out.push(`\n${line(summarise(results))}`);
-    }
+    for (const s of await loadSets(files, configDir)) training.push(...(await trainingTable(s, out)));
+    for (const s of loadEngineSets(files)) engines.push(...(await engineTable(s, out)));
     if (json) {
-      const rows = all.map(({ row, figure, measuredBytes, plannedBytes, quantity, err, refusal }) => ({
+      const rows = training.map(({ row, figure, measuredBytes, plannedBytes, quantity, err, refusal, set, split }) => ({
         id: row.id,
+        set,
+        split,
         measures: figure.measures,
         measuredBytes,
         plannedBytes,
@@ -293,9 +429,35 @@ async function cli(argv) {
         refusal,
         role: row.role,
       }));
-      process.stdout.write(`${JSON.stringify({ summary: summarise(all), rows }, null, 1)}\n`);
+      const startups = engines.map(({ row, figure, planned, err, refusal, set, split }) => ({
+        id: row.id,
+        set,
+        split,
+        quantity: figure.quantity,
+        published: figure.value,
+        unit: figure.unit,
+        planned,
+        err,
+        refusal,
+        role: figure.role,
+      }));
+      const bySplit = Object.fromEntries(
+        SPLITS.map((k) => [
+          k,
+          summarise(
+            training.filter((x) => x.split === k),
+            k === 'fit' ? 'fit' : 'test',
+          ),
+        ]),
+      );
+      const summary = {
+        ...summarise(training),
+        bySplit,
+        startups: { fit: summariseEngines(engines.filter((x) => x.split === 'fit')), heldOut: summariseEngines(engines.filter((x) => x.split === 'held-out')) },
+      };
+      process.stdout.write(`${JSON.stringify({ summary, rows, startups }, null, 1)}\n`);
     } else {
-      console.log(`GiB = 2^30 bytes; error = planner / measured - 1; every set: ${line(summarise(all))}`);
+      console.log(heads(training, engines).join('\n'));
       console.log(out.join('\n'));
     }
   } finally {

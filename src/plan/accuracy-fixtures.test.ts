@@ -157,3 +157,19 @@ test('the tool runs the real planner with the row flags, and a flag it does not 
   const s = summarise([...refused.map((x) => ({ ...x, row })), { ...allocated, row }, { ...allocated, row: { ...row, role: 'fit' } }]);
   assert.deepEqual([s.test, s.expressible], [3, 1], 'fit rows are not counted; refused rows count as not expressible');
 });
+
+test('fit and held-out sets are kept apart by source: one split a file, a held-out source shares nothing with the others', () => {
+  const docs = fixtureFiles().map((f) => JSON.parse(readFileSync(f, 'utf8')) as { set: string; split?: string; rows: Row[] });
+  const sourceOf = (r: Row): string => r.source.url?.replace(/\/blob\/[0-9a-f]+\//, '/') ?? r.source.script ?? '';
+  const heldOut = docs.filter((d) => d.split === 'held-out');
+  const others = docs.filter((d) => d.split !== 'held-out');
+  assert.ok(heldOut.length >= 3, 'at least one held-out source per kind (training, quantised inference, generate)');
+  const elsewhere = new Set(others.flatMap((d) => d.rows.map(sourceOf)));
+  for (const d of heldOut) {
+    for (const r of d.rows) {
+      assert.equal(r.role, 'test', `${r.id}: a held-out row is never fit`);
+      assert.ok(!elsewhere.has(sourceOf(r)), `${r.id}: its source is also in a set the planner was built or fit from`);
+    }
+  }
+  for (const d of docs.filter((x) => x.split === 'fit')) for (const r of d.rows) assert.equal(r.role, 'fit', `${r.id} is in a fit set`);
+});

@@ -141,13 +141,27 @@ export const MODEL_CONFIGS: Record<string, Record<string, unknown>> = {
   'olmo-2-7b': { ...llama(4096, 32, 32, 32, 11008, 100352, 4096), model_type: 'olmo2' },
 };
 
-/** A catalogue model. @throws BadInputError listing the closest names. */
+/** A name only a path can be: relative (./, ../), absolute, from home (~), or of more than two parts. */
+const PATH_LIKE = /^(\.{1,2}[\\/]|[\\/]|~|[A-Za-z]:[\\/])|[\\/][^\\/]*[\\/]/;
+/** owner/name: a Hugging Face id, or a relative folder that is not there. */
+const HUB_ID = /^[\w.-]+\/[\w.-]+$/;
+
+/**
+ * A catalogue model; the name was not found as a file or folder (the caller looked) when this is reached.
+ * @throws BadInputError saying that a path is not there, that a Hub id is not fetched, or listing the closest names.
+ */
 export function catalogueModel(name: string): ModelConfig {
   const key = name.toLowerCase();
   const cfg = MODEL_CONFIGS[key];
-  if (!cfg)
-    throw new BadInputError(
-      `unknown model "${name}": not a config.json path nor a catalogue name. Closest: ${closest(key, Object.keys(MODEL_CONFIGS)).join(', ')}`,
-    );
+  if (!cfg) {
+    if (PATH_LIKE.test(name)) throw new BadInputError('no such file or folder (a model is a config.json, a folder holding one, or a catalogue name)', name);
+    const close = `Closest: ${closest(key, Object.keys(MODEL_CONFIGS)).join(', ')}`;
+    if (HUB_ID.test(name))
+      throw new BadInputError(
+        `no such file or folder, and gpumem does not fetch "${name}" from the Hugging Face Hub: give its config.json or the folder holding it. ${close}`,
+        name,
+      );
+    throw new BadInputError(`unknown model "${name}": not a config.json path nor a catalogue name. ${close}`);
+  }
   return normaliseConfig(cfg, `catalogue:${key}`, key);
 }

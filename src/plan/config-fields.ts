@@ -6,10 +6,26 @@ export type Json = Record<string, unknown>;
 
 /** Reads fields of one config.json, naming the file and the field in every refusal. */
 export class Fields {
+  /** The fields a family needs that the config left out, each with the default taken (they go to the plan's notes). */
+  readonly defaults: string[] = [];
+
   constructor(
     readonly c: Json,
     readonly file: string,
   ) {}
+
+  /**
+   * Like int, but `dflt` when every one of `names` is absent, and the default taken is recorded (`how` says what it
+   * is) so that the plan can say it: a config that leaves out a field its family needs is read, not refused, and not
+   * silently. @throws BadInputError
+   */
+  or(names: string | readonly string[], dflt: number, how: string, opts: { min?: number } = {}): number {
+    const v = this.int(names, opts);
+    if (v !== undefined) return v;
+    const first = typeof names === 'string' ? names : names[0];
+    this.defaults.push(`${first} is not in the config: took ${dflt} (${how})`);
+    return dflt;
+  }
 
   /** @throws BadInputError naming the field */
   fail(message: string): never {

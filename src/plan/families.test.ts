@@ -89,7 +89,8 @@ test('catalogue models agree with the checkpoint configs they share a name with'
   for (const name of checkpoints) {
     const key = twins[name] ?? name;
     if (!(key in MODEL_CONFIGS)) continue;
-    const fromFile = readConfigFile(join(CONFIGS, name));
+    // a file's notes of the defaults it took are the file's (the catalogue says none)
+    const { defaults: _, ...fromFile } = readConfigFile(join(CONFIGS, name));
     assert.deepEqual({ ...catalogueModel(key), name }, fromFile, key);
     compared++;
   }
@@ -198,4 +199,45 @@ test('--model takes a Hugging Face model folder holding config.json, and says so
   } finally {
     rmSync(empty, { recursive: true, force: true });
   }
+});
+
+test('a config.json without a field its family needs is read with a default, and the plan says which default it took', async () => {
+  const full = { model_type: 'llama', hidden_size: 512, num_hidden_layers: 2, num_attention_heads: 8, num_key_value_heads: 2, vocab_size: 1000 };
+  const m = normaliseConfig(full, 'cfg.json');
+  assert.equal(m.intermediate, 4 * 512, 'the default itself is unchanged');
+  assert.deepEqual(m.defaults, ['cfg.json: intermediate_size is not in the config: took 2048 (4 x the hidden size)']);
+  assert.equal(normaliseConfig({ ...full, intermediate_size: 1376 }, 'cfg.json').defaults, undefined, 'nothing to say when the field is there');
+  const moe = normaliseConfig({ ...full, model_type: 'qwen3_moe', intermediate_size: 1376, moe_intermediate_size: 256, num_experts: 8 }, 'moe.json');
+  assert.deepEqual(moe.defaults, ["moe.json: num_experts_per_tok is not in the config: took 8 (Qwen3-30B-A3B's)"]);
+  for (const name of Object.keys(MODEL_CONFIGS)) assert.equal(catalogueModel(name).defaults, undefined, `${name}: a catalogue entry says nothing`);
+  const dir = mkdtempSync(join(tmpdir(), 'gpumem-defaults-'));
+  try {
+    writeFileSync(join(dir, 'config.json'), JSON.stringify(full));
+    for (const mode of ['train', 'infer']) {
+      const r = await runCli(['plan', '--model', dir, '--mode', mode, '--json']);
+      assert.equal(r.code, 0, r.err);
+      const notes = (JSON.parse(r.out) as PlanResult).notes;
+      assert.ok(
+        notes.some((n) => n.includes('intermediate_size is not in the config: took 2048')),
+        `${mode}: ${notes.join(' | ')}`,
+      );
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a model path that is not there says so, a Hub id says it is not fetched, and only a plain name gets the closest names', async () => {
+  const gone = join(tmpdir(), 'gpumem-no-such-model-folder', 'llama');
+  const path = await runCli(['plan', '--model', gone]);
+  assert.equal(path.code, 2);
+  assert.match(path.err, /no such file or folder/);
+  assert.doesNotMatch(path.err, /unknown model|Closest/);
+  const hub = await runCli(['plan', '--model', 'meta-llama/Llama-9-8B']);
+  assert.equal(hub.code, 2);
+  assert.match(hub.err, /no such file or folder, and gpumem does not fetch "meta-llama\/Llama-9-8B" from the Hugging Face Hub/);
+  const name = await runCli(['plan', '--model', 'llama-9-8b']);
+  assert.equal(name.code, 2);
+  assert.match(name.err, /unknown model "llama-9-8b": not a config.json path nor a catalogue name\. Closest: /);
+  assert.equal(name.out + hub.out + path.out, '', 'nothing half-printed');
 });

@@ -99,9 +99,10 @@ function decoder(f: Fields, o: Options): Shape {
     hidden: d.hidden,
     layers: d.layers,
     heads: d.heads,
+    // every config class transformers has defaults num_key_value_heads to the heads (multi-head): not a guess to say
     kvHeads: o.kvHeads ?? f.int(names.kvHeads) ?? d.heads,
     headDim: d.headDim,
-    intermediate: o.intermediate ?? f.int(names.intermediate) ?? 4 * d.hidden,
+    intermediate: o.intermediate ?? f.or(names.intermediate, 4 * d.hidden, '4 x the hidden size'),
     vocab: d.vocab,
     maxPositions: d.maxPositions,
     tiedEmbeddings: f.bool('tie_word_embeddings', o.tiedDefault),
@@ -139,18 +140,18 @@ function qwenWindow(f: Fields): { window: number | undefined; layers: number } {
 
 /** Which layers hold experts: Qwen-MoE's decoder_sparse_step and mlp_only_layers. */
 function qwenMoe(f: Fields, shared: boolean): MoeShape | undefined {
-  const experts = f.int('num_experts', { min: 0 }) ?? 60;
+  const experts = f.or('num_experts', 60, "Qwen1.5-MoE-A2.7B's, gpumem's default for the family", { min: 0 });
   if (experts <= 1) return undefined;
   const layers = f.need('num_hidden_layers');
   const step = f.int('decoder_sparse_step') ?? 1;
   const only = new Set(f.list('mlp_only_layers', 'number') ?? []);
   let moeLayers = 0;
   for (let i = 0; i < layers; i++) if (!only.has(i) && (i + 1) % step === 0) moeLayers++;
-  const expert = f.int('moe_intermediate_size') ?? (shared ? 1408 : 768);
+  const expert = f.or('moe_intermediate_size', shared ? 1408 : 768, shared ? "Qwen1.5-MoE-A2.7B's" : "Qwen3-30B-A3B's");
   const sharedWidth = shared ? (f.int('shared_expert_intermediate_size', { min: 0 }) ?? 5632) : 0;
   return {
     experts,
-    expertsPerToken: f.int('num_experts_per_tok') ?? (shared ? 4 : 8),
+    expertsPerToken: f.or('num_experts_per_tok', shared ? 4 : 8, shared ? "Qwen1.5-MoE-A2.7B's" : "Qwen3-30B-A3B's"),
     sharedExperts: sharedWidth / expert,
     expertIntermediate: expert,
     denseLayers: layers - moeLayers,
@@ -172,7 +173,7 @@ function deepseek(v3: boolean): Family {
       qkRopeHeadDim: rope,
       vHeadDim: f.int('v_head_dim') ?? 128,
     };
-    const experts = f.int('n_routed_experts', { min: 0 }) ?? (v3 ? 256 : 160);
+    const experts = f.or('n_routed_experts', v3 ? 256 : 160, v3 ? "DeepSeek-V3's" : "DeepSeek-V2's", { min: 0 });
     const first = f.int('first_k_dense_replace', { min: 0 }) ?? (v3 ? 3 : 0);
     if (first > layers) f.fail(`first_k_dense_replace (${first}) exceeds num_hidden_layers (${layers})`);
     const freq = f.int('moe_layer_freq') ?? 1;
@@ -182,9 +183,9 @@ function deepseek(v3: boolean): Family {
       experts > 1
         ? {
             experts,
-            expertsPerToken: f.int('num_experts_per_tok') ?? (v3 ? 8 : 6),
+            expertsPerToken: f.or('num_experts_per_tok', v3 ? 8 : 6, v3 ? "DeepSeek-V3's" : "DeepSeek-V2's"),
             sharedExperts: f.int('n_shared_experts', { min: 0 }) ?? (v3 ? 1 : 2),
-            expertIntermediate: f.int('moe_intermediate_size') ?? (v3 ? 2048 : 1536),
+            expertIntermediate: f.or('moe_intermediate_size', v3 ? 2048 : 1536, v3 ? "DeepSeek-V3's" : "DeepSeek-V2's"),
             denseLayers: layers - moeLayers,
             sharedExpertGate: false,
             routerBias: v3,

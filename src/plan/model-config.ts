@@ -106,6 +106,8 @@ export interface ModelConfig {
   mla: MlaShape | undefined;
   moe: MoeShape | undefined;
   arch: ArchTraits;
+  /** The fields a config.json left out that its family needs, each with the default taken (the plan's notes say them). */
+  defaults?: readonly string[];
 }
 
 /**
@@ -121,7 +123,9 @@ export function normaliseConfig(cfg: unknown, file: string, name = 'custom'): Mo
   if (!family) return f.fail(`unknown model_type "${type}": gpumem reads ${MODEL_TYPES.join(', ')} and does not guess the layout of others`);
   const m = family(f);
   checkShape(m, f);
-  return { name, modelType: type, ...m };
+  // the catalogue's entries hold what their families need; a file's gaps are said in the plan
+  const said = f.defaults.length > 0 && !file.startsWith('catalogue:') ? { defaults: f.defaults.map((d) => `${file}: ${d}`) } : {};
+  return { name, modelType: type, ...m, ...said };
 }
 
 /** Constraints every family shares. @throws BadInputError */

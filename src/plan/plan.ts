@@ -276,6 +276,7 @@ function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' 
     `${engine === 'vllm' ? 'vLLM' : 'SGLang'} ${s.version} (--engine-version) takes ${(s.memoryFraction * 100).toFixed(0)}% of the GPU (${s.memoryFractionSource}) and gives the KV cache what the weights and its working memory leave`,
     `estimated, not exact: ${s.estimated.join(', ')}; the engine measures them at start-up and prints them`,
   ];
+  notes.push(...(m.defaults ?? []));
   if (!s.starts)
     notes.push(`one request of ${s.maxModelLen} tokens needs ${s.maxModelLen * s.kvBytesPerToken} bytes of KV cache: the engine would refuse to start`);
   return {
@@ -386,7 +387,7 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
     if (c !== undefined) largest.context = c;
     void total;
   }
-  const notes: string[] = [];
+  const notes: string[] = [...(m.defaults ?? [])];
   if (o.mode === 'train') {
     const other = e.otherMoment;
     notes.push(
