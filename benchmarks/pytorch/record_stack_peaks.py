@@ -139,7 +139,7 @@ def generate_run(family, kind, batch, seq, versions):
 
 def row(family, kind, batch, seq, flags, allocated, reserved, versions, details):
     conf = a.alloc_conf.replace(":", "-").replace(",", "_").lower()
-    name = f"h200-{family}-{kind}-{batch}x{seq}{'-' + conf if conf else ''}"
+    name = f"h200-stacks-{family}-{kind}-{batch}x{seq}{'-' + conf if conf else ''}"
     return {
         "id": name,
         "project": "gpumem (recorded)",

@@ -15,7 +15,7 @@ test('--help lists every library override with the library it names', async () =
 test('`gpumem pool` without a subcommand is a usage error that lists the subcommands', async () => {
   const r = await runCli(['pool']);
   assert.equal(r.code, 2);
-  assert.match(r.out + r.err, /replay \[options\] <trace>/);
+  assert.match(r.out + r.err, /replay \[options\] \[trace\]/);
   assert.match(r.err, /needs one of the subcommands listed above/);
   assert.equal((await runCli(['pool', '--help'])).code, 0);
   assert.equal((await runCli(['help', 'pool'])).code, 0);

@@ -3,6 +3,7 @@
  * `_dump_snapshot()` writes, or JSON, read as a stream so that gigabyte files work; gzip or not), gpumem's own NDJSON
  * log (LoggingAdaptor) or snapshot, and RMM's CSV log (logging_resource_adaptor: Thread,Time,Action,Pointer,Size,Stream).
  */
+import { statSync } from 'node:fs';
 import { BadInputError } from '../errors.js';
 import { fileSize, readFailure, sniffBytes } from '../input/files.js';
 import { isPickle } from '../input/pickle.js';
@@ -117,6 +118,15 @@ async function readRmmCsv(file: string, progress?: (bytes: number) => void): Pro
   return { file, format: 'rmm', devices: [0], device: 0, events, hasFreeCompleted: true };
 }
 
+/** Whether `file` names a folder (false where it cannot be read: the reader says why). */
+function isDirectory(file: string): boolean {
+  try {
+    return statSync(file).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Reads an allocation trace of any supported format. `progress(bytes, size)` is called as the file is read (bytes as
  * read, which for gzip can pass the file's size).
@@ -126,6 +136,12 @@ export async function readTrace(
   file: string,
   options: { format?: TraceFormat | 'auto'; device?: number; progress?: (bytes: number, total: number) => void } = {},
 ): Promise<Trace> {
+  // one trace is one file: a folder (a profiler's output directory) holds none to pick from by itself
+  if (isDirectory(file))
+    throw new BadInputError(
+      'a folder, not a trace file: pool replay reads one allocation trace (a memory snapshot, a gpumem NDJSON log or an RMM CSV log); give the file itself',
+      file,
+    );
   const size = fileSize(file);
   if (size === 0) throw new BadInputError('the file is empty', file);
   let trace: Trace;

@@ -41,7 +41,7 @@ const BOUNDS: Record<string, { share: number; why: string }> = {
   reserved: {
     share: 0.85,
     why:
-      "below the bar since the h200-stacks set (recorded 2026-12-02 after the model was built, nothing fitted on it) joined: " +
+      'below the bar since the h200-stacks set (recorded 2026-12-02 after the model was built, nothing fitted on it) joined: ' +
       "Hugging Face generate's reserved memory as its cache grows one token per step (3.5x to 6.6x its allocated peak, planned " +
       "1.0-1.3x: the decode's torch.cat of each layer's cache is not replayed through the allocator yet), FSDP2 on one GPU " +
       "(-28%: the all-gather stream's blocks) and peft's prepare_model_for_kbit_training on a bf16 base (-57%). Before it, " +

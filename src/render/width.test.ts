@@ -43,5 +43,8 @@ test('plan text fits 80 columns: the lines keep their figures, each "how" follow
     [],
   );
   assert.match(r.out, /^parameters: frozen base \(nf4\) +\d+\.\d\d +\d+\.\d\d$/m);
-  assert.match(r.out, /^how each line is counted:\n {2}parameters: frozen base \(nf4\): /m);
+  // each line's "how" in the section after the table, wrapped under its name
+  const how = r.out.slice(r.out.indexOf('how each line is counted:\n'));
+  assert.ok(how.length > 0 && r.out.indexOf('how each line is counted:') > r.out.indexOf('capacity'), 'the section follows the table');
+  assert.match(how, /^ {2}parameters: frozen base \(nf4\): .*\n {6}\S/m);
 });
