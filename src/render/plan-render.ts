@@ -95,9 +95,14 @@ export function renderPlanText(r: PlanResult, options: { width?: number } = {}):
     );
   if (r.suggestions.length) {
     out.push('');
-    out.push('changes that would make it fit (cheapest first), each with its new total:');
-    for (const s of r.suggestions) out.push(`  ${s.fits ? 'fits   ' : 'no     '} ${s.change}: ${gib(s.totalBytes)} GiB (${gb(s.totalBytes)} GB); ${s.cost}`);
+    out.push('the cheapest changes that make it fit (the Pareto set of memory against cost, cheapest first):');
+    r.suggestions.forEach((s, k) => {
+      out.push(`  ${k + 1}. ${s.flags.join(' ')}: ${gib(s.bytesPerGpu)} GiB (${gb(s.bytesPerGpu)} GB), ${gib(s.headroomBytes)} GiB to spare; cost ${(s.cost * 100).toFixed(1)}%`);
+      out.push(`     ${s.reason}`);
+      out.push(`     $ ${s.command}`);
+    });
   }
+  if (r.fit) out.push('', `--fit ${r.fit.target}: the largest that fits is ${r.fit.input}=${r.fit.value}; the plan above is at it`);
   const l = r.largest;
   const parts: string[] = [];
   if (l.batch !== undefined) parts.push(`${r.options.mode === 'train' ? 'micro-batch' : 'batch'} ${l.batch}`);
@@ -106,5 +111,6 @@ export function renderPlanText(r: PlanResult, options: { width?: number } = {}):
   out.push('');
   out.push(parts.length ? `largest that fits (one at a time, the rest as given): ${parts.join('; ')}` : 'nothing fits on this GPU even at batch 1');
   for (const n of r.notes) out.push(`note: ${n}`);
-  return out.map((l) => (width === undefined || l.includes('\n') ? l : wrapLine(l, width, l.startsWith('  ') ? '      ' : '  ').join('\n'))).join('\n');
+  // a command is never wrapped: it is copied whole
+  return out.map((l) => (width === undefined || l.includes('\n') || l.startsWith('     $ ') ? l : wrapLine(l, width, l.startsWith('  ') ? '      ' : '  ').join('\n'))).join('\n');
 }
