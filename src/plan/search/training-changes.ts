@@ -3,6 +3,7 @@
  * counted from the model's shape or the machine's links, with its source).
  */
 import type { TrainOptions } from '../options.js';
+import { frameworkOf } from '../frameworks/registry.js';
 import { countParams } from '../params.js';
 import type { PlanInputs } from '../schema.js';
 import type { Change, ChangeContext } from './change.js';
@@ -12,6 +13,8 @@ import { forwardFlops } from './step-time.js';
 const train = (c: ChangeContext): TrainOptions => c.options as TrainOptions;
 const cost = (part: Partial<Cost> & { words: string[] }): Cost => ({ ...FREE, ...part });
 const sixteenBit = (i: PlanInputs): boolean => i.precision === 'amp-bf16' || i.precision === 'bf16';
+/** The framework's FSDP version, as --fsdp names it. */
+const fsdpVersion = (i: PlanInputs): '1' | '2' => (frameworkOf(i.framework).fsdp === 'fsdp1' ? '1' : '2');
 const pct = (x: number): string => `${(x * 100).toFixed(0)}%`;
 
 /**
@@ -87,9 +90,10 @@ function moreGpus(k: number): Change {
   return {
     knob: 'gpus',
     says: `${k}x the GPUs, sharded (FSDP or ZeRO-3)`,
+    // FSDP by the framework's version, named: the page's control and the command say the same
     set: (i) => ({
       gpus: i.gpus * k,
-      ...(i.zero === 0 && i.framework !== 'megatron' ? { fsdp: true } : {}),
+      ...(i.zero === 0 && i.fsdp === false && i.framework !== 'megatron' ? { fsdp: fsdpVersion(i) } : {}),
       ...(i.framework === 'megatron' && i.zero === 0 ? { zero: 1 } : {}),
     }),
     applies: (i) => i.nodes === 1,
@@ -116,7 +120,7 @@ function zero(stage: 1 | 2 | 3): Change {
       stage === 3
         ? '--fsdp: parameters, gradients and optimizer states sharded over the GPUs'
         : `--zero ${stage}: ${stage === 1 ? 'optimizer states' : 'optimizer states and gradients'} sharded over the GPUs`,
-    set: () => (stage === 3 ? { fsdp: true } : { zero: stage }),
+    set: (i) => (stage === 3 ? { fsdp: fsdpVersion(i) } : { zero: stage }),
     applies: (i) => i.gpus > 1 && i.zero < stage && i.fsdp === false && (stage === 3 ? i.framework !== 'megatron' : i.framework !== 'megatron' || stage === 1),
     cost: (c) => {
       const s = shardComm(c);
