@@ -42,19 +42,20 @@ export function largestTrue(ok: (n: number) => boolean, lo: number, hi: number):
 }
 
 /**
- * The largest value of the target's input that fits, and the inputs at it; undefined when even the smallest does not.
+ * The largest value of the target's input that fits (up to `below` where given), and the inputs at it; undefined when even the smallest does not.
  * @throws InvalidArgumentError where the target does not apply to the run
  */
 export function fitLargest(
   m: ModelConfig,
   i: PlanInputs,
   t: FitTarget,
-  evaluate: (i: PlanInputs) => Evaluated | undefined,
+  evaluate: (i: PlanInputs) => Pick<Evaluated, 'fits'> | undefined,
+  below?: number,
 ): { input: string; value: number; inputs: PlanInputs } | undefined {
   const key = fitInput(t, i);
   const positions = m.maxPositions ?? LIMITS.tokens;
   const lo = key === 'context' ? i.newTokens + 1 : 1;
-  const hi = key === 'batch' || key === 'maxNumSeqs' ? (i.mode === 'train' ? 4096 : 1 << 16) : positions;
+  const hi = below ?? (key === 'batch' || key === 'maxNumSeqs' ? (i.mode === 'train' ? 4096 : 1 << 16) : positions);
   const at = (n: number): PlanInputs => ({ ...i, [key]: n, given: [...new Set([...(i.given ?? []), key])] }) as PlanInputs;
   if (hi < lo) return undefined;
   const n = largestTrue((n) => evaluate(at(n))?.fits === true, lo, hi);

@@ -186,6 +186,14 @@ test('--fit: the largest batch, sequence and context that fit, the next one not;
   const r = planAsked(big, { ...infer, weights: 'fp8', fit: 'context' }, mc);
   assert.equal(r.serving!.starts, true);
   assert.deepEqual(r.fit, { target: 'context', input: 'maxModelLen', value: ctx.value });
+  // the full planner has the last word: the plan at the value fits, one more does not
+  const eight = catalogueModel('llama-3.1-8b');
+  const qlora = { ...DEFAULT_INPUTS, lora: 16, baseWeights: 'nf4', given: ['lora', 'baseWeights'] } as PlanInputs;
+  const rtx = machineFromCatalogue('rtx-4090');
+  const seq = planAsked(eight, { ...qlora, fit: 'seq' }, rtx);
+  assert.equal(seq.fits, true);
+  assert.equal(seq.fit!.input, 'seq');
+  assert.equal(plan(eight, planOptionsFrom({ ...qlora, seq: seq.fit!.value + 1 }), rtx).fits, false);
   assert.throws(() => planAsked(m, { ...DEFAULT_INPUTS, fit: 'context' }, mc), /--fit context is for --mode infer/);
   assert.throws(() => planAsked(m, { ...infer, fit: 'seq' }, mc), /--fit seq is for training/);
 });
