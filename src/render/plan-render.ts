@@ -35,6 +35,24 @@ function describe(r: PlanResult): string {
   return `inference, ${o.weights} weights, ${o.kvDtype} KV cache${o.blockSize ? ` in ${o.blockSize}-token blocks` : ''}, batch ${o.batch}, ${o.prompt} prompt + ${o.newTokens} new tokens; ${par}`;
 }
 
+/** A command to copy, broken at spaces with a shell's line continuation where it is wider than the width. */
+function commandLines(command: string, width: number | undefined): string {
+  const lines = [`     $ ${command}`];
+  if (width === undefined) return lines[0]!;
+  const words = command.split(' ');
+  lines.length = 0;
+  let cur = '     $';
+  for (const w of words) {
+    if (cur.length + 1 + w.length + 2 > width && cur.trim() !== '$') {
+      lines.push(`${cur} \\`);
+      cur = '       ';
+    }
+    cur += `${cur.endsWith(' ') ? '' : ' '}${w}`;
+  }
+  lines.push(cur);
+  return lines.join('\n');
+}
+
 /**
  * The plan as text. With a `width` (the terminal's), prose wraps and, where the table of lines with its "how" column
  * would be wider, the table keeps the figures and each line's "how" follows it, wrapped.
@@ -99,7 +117,7 @@ export function renderPlanText(r: PlanResult, options: { width?: number } = {}):
     r.suggestions.forEach((s, k) => {
       out.push(`  ${k + 1}. ${s.flags.join(' ')}: ${gib(s.bytesPerGpu)} GiB (${gb(s.bytesPerGpu)} GB), ${gib(s.headroomBytes)} GiB to spare; cost ${(s.cost * 100).toFixed(1)}%`);
       out.push(`     ${s.reason}`);
-      out.push(`     $ ${s.command}`);
+      out.push(commandLines(s.command, width));
     });
   }
   if (r.fit) out.push('', `--fit ${r.fit.target}: the largest that fits is ${r.fit.input}=${r.fit.value}; the plan above is at it`);
@@ -111,6 +129,5 @@ export function renderPlanText(r: PlanResult, options: { width?: number } = {}):
   out.push('');
   out.push(parts.length ? `largest that fits (one at a time, the rest as given): ${parts.join('; ')}` : 'nothing fits on this GPU even at batch 1');
   for (const n of r.notes) out.push(`note: ${n}`);
-  // a command is never wrapped: it is copied whole
-  return out.map((l) => (width === undefined || l.includes('\n') || l.startsWith('     $ ') ? l : wrapLine(l, width, l.startsWith('  ') ? '      ' : '  ').join('\n'))).join('\n');
+    return out.map((l) => (width === undefined || l.includes('\n') ? l : wrapLine(l, width, l.startsWith('  ') ? '      ' : '  ').join('\n'))).join('\n');
 }

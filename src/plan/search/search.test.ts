@@ -11,6 +11,7 @@ import { DEFAULT_INPUTS, planOptionsFrom, type PlanInputs } from '../inputs.js';
 import { type ModelConfig, parseConfigText } from '../model-config.js';
 import type { TrainOptions } from '../options.js';
 import { type Machine, machineFromCatalogue, machineFromMemory, plan } from '../plan.js';
+import { renderPlanText } from '../../render/plan-render.js';
 import { planAsked } from './ask.js';
 import { candidates } from './candidates.js';
 import { price } from './cost.js';
@@ -65,6 +66,10 @@ test('Qwen2.5-7B-Instruct, full fine-tuning: the fused optimizer, then adamw8bit
       assert.equal(p.capacityBytes - p.perGpu.totalBytes, s.headroomBytes, s.command);
       assert.ok(s.command.endsWith(s.flags.join(' ')), s.command);
     }
+  // the text shows each at 80 columns, the command kept whole with a shell's line continuation
+  const text = renderPlanText(h100, { width: 80 });
+  assert.deepEqual(text.split('\n').filter((l) => l.length > 80), []);
+  assert.ok(text.replace(/ \\\n +/g, ' ').includes(`$ ${combo.command}`), text);
   // shown cheapest first, each needing fewer bytes than the cheaper ones (the Pareto set)
   for (const r of [h200, h100])
     for (let k = 1; k < r.suggestions.length; k++) {
