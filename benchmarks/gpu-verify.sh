@@ -11,7 +11,8 @@
 #   npm run gpu:verify -- --only copy,memory --evidence DIR   # some groups, into another folder (to split the work
 #                                           # across calls on machines that limit a command's time; run compare.mjs
 #                                           # on the folder afterwards). Groups: copy, memory, transfer, collectives,
-#                                           # plan (with --plan-set base|variety|all, default all)
+#                                           # plan (with --plan-set base|variety|all, default all), stacks (FSDP1/2 on
+#                                           # one GPU, expandable segments, peft's kbit preparation, generate's reserved)
 #
 # Each round runs the native CUDA C programs of benchmarks/native/ and gpumem, interleaved, then PyTorch where it is
 # installed: copies (native bandwidth.cu against `gpumem bench --only copy`), transfers (native transfer.cu
@@ -45,7 +46,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 for g in ${only//,/ }; do
-  case "$g" in copy|memory|transfer|collectives|plan) ;; *) echo "gpu-verify: unknown group $g (copy, memory, transfer, collectives, plan)" >&2; exit 2 ;; esac
+  case "$g" in copy|memory|transfer|collectives|plan|stacks) ;; *) echo "gpu-verify: unknown group $g (copy, memory, transfer, collectives, plan, stacks)" >&2; exit 2 ;; esac
 done
 want() { [[ ",$only," == *",$1,"* ]]; }
 all_parts=${parts/all/first,shapes,many,file,host,batch,chain}
@@ -185,6 +186,14 @@ done
 if want plan; then
   python3 benchmarks/pytorch/record_training_peaks.py --set "$plan_set" > "$ev/measured-peaks.json"
   GPUMEM_DIST="$app/dist" "$node_bin" tools/plan-accuracy.mjs "$ev/measured-peaks.json" > "$ev/plan-accuracy.md"
+fi
+if want stacks; then
+  # the allocator reads PYTORCH_CUDA_ALLOC_CONF when CUDA starts: one process per setting
+  for conf in "" "expandable_segments:True"; do
+    name=stacks-${conf:+expandable}; name=${name%-}
+    (cd benchmarks/pytorch && python3 record_stack_peaks.py --out "$ev/$name.json" ${conf:+--alloc-conf "$conf"}) || true
+    [ -f "$ev/$name.json" ] && GPUMEM_DIST="$app/dist" "$node_bin" tools/plan-accuracy.mjs "$ev/$name.json" > "$ev/$name-accuracy.md" || true
+  done
 fi
 "$node_bin" benchmarks/compare.mjs "$ev" > "$ev/tables.md"
 if [ "$quick" = 0 ]; then "$node_bin" benchmarks/compare.mjs "$ev" --update docs/performance.md; fi

@@ -101,7 +101,18 @@ async function corpus(configDir) {
     ['--mode', 'infer', '--engine', 'sglang', '--engine-version', '0.4.3'],
     ['--mode', 'infer', '--engine', 'sglang', '--gpus', '4', '--tp', '4'],
   ];
-  for (const m of ['llama-3.1-8b', 'mixtral-8x7b', 'gemma-2-9b', 'qwen3-8b', 'gpt-2-medium', 'falcon-7b', 'phi-2', 'deepseek-v2-lite', 'qwen3-30b-a3b', 'olmo-2-7b'])
+  for (const m of [
+    'llama-3.1-8b',
+    'mixtral-8x7b',
+    'gemma-2-9b',
+    'qwen3-8b',
+    'gpt-2-medium',
+    'falcon-7b',
+    'phi-2',
+    'deepseek-v2-lite',
+    'qwen3-30b-a3b',
+    'olmo-2-7b',
+  ])
     for (const f of variety) runs.push([m, f]);
   for (const s of await loadSets([], configDir)) for (const r of s.rows) runs.push([r.model, r.flags, r.id]);
   return runs;
@@ -113,7 +124,14 @@ async function runner(dist) {
     let out = '';
     let err = '';
     const code = await main(['plan', '--model', model, ...flags, '--json'], { out: (s) => (out += s), err: (s) => (err += s) });
-    if (code !== 0) return { refusal: err.split('\n').find((l) => l.trim() && !l.startsWith('(run '))?.trim() ?? `exit ${code}` };
+    if (code !== 0)
+      return {
+        refusal:
+          err
+            .split('\n')
+            .find((l) => l.trim() && !l.startsWith('(run '))
+            ?.trim() ?? `exit ${code}`,
+      };
     const p = JSON.parse(out);
     const figures = {
       total: p.perGpu.totalBytes,
@@ -160,7 +178,9 @@ try {
     console.log(`${runs.length} command lines; ${same} with every figure within ${(threshold * 100).toFixed(1)}%; ${changed.length} figures moved`);
     const gib = (v) => (typeof v === 'number' && v > 1e6 ? `${(v / 2 ** 30).toFixed(2)} GiB` : String(v));
     for (const c of changed)
-      console.log(`${c.run} | ${c.figure ?? 'refusal'} | ${gib(c.before)} -> ${gib(c.after)}${c.change !== undefined ? ` (${c.change >= 0 ? '+' : ''}${(c.change * 100).toFixed(1)}%)` : ''}`);
+      console.log(
+        `${c.run} | ${c.figure ?? 'refusal'} | ${gib(c.before)} -> ${gib(c.after)}${c.change !== undefined ? ` (${c.change >= 0 ? '+' : ''}${(c.change * 100).toFixed(1)}%)` : ''}`,
+      );
   }
 } finally {
   rmSync(configDir, { recursive: true, force: true });

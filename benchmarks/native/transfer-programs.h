@@ -19,9 +19,31 @@ struct Piece {
   size_t n;
 };
 
+// One chunk's copies: one cudaMemcpyBatchAsync for several where the runtime has it (its one attribute names where
+// the sources and destinations live), else one cudaMemcpyAsync each.
+static void chunk_copies(std::vector<void*>& dsts, std::vector<void*>& srcs, std::vector<size_t>& sizes, bool up, cudaStream_t s) {
+#if CUDART_VERSION >= 12080
+  if (sizes.size() > 1) {
+    cudaMemcpyAttributes attr;
+    std::memset(&attr, 0, sizeof attr);
+    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    attr.srcLocHint.type = up ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
+    attr.dstLocHint.type = up ? cudaMemLocationTypeDevice : cudaMemLocationTypeHost;
+    size_t first = 0;
+#if CUDART_VERSION >= 13000
+    CHECK(cudaMemcpyBatchAsync(dsts.data(), (const void**)srcs.data(), sizes.data(), sizes.size(), &attr, &first, 1, s));
+#else
+    size_t fail = 0;
+    CHECK(cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), sizes.size(), &attr, &first, 1, &fail, s));
+#endif
+    return;
+  }
+#endif
+  for (size_t p = 0; p < sizes.size(); p++) CHECK(cudaMemcpyAsync(dsts[p], srcs[p], sizes[p], up ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s));
+}
+
 // Every piece of `list` through the ring without draining it: pieces are packed into chunks back to back, a chunk is
-// filled by the threads (each copying whole pieces or parts of one), then landed with one copy per piece, or one
-// cudaMemcpyBatchAsync for a chunk of several pieces where the runtime has it.
+// filled by the threads (each copying whole pieces or parts of one), then landed with chunk_copies.
 static void staged_list(const std::vector<Piece>& list, Ring& r, int threads, cudaStream_t s) {
   size_t i = 0, off = 0;  // the next piece, and how much of it is already staged
   size_t k = 0;
@@ -56,42 +78,76 @@ static void staged_list(const std::vector<Piece>& list, Ring& r, int threads, cu
       for (size_t o = 0; o < f.n; o += per) parts.push_back({f.src + o, (char*)f.dst + o, std::min(per, f.n - o)});
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
     for (size_t p = 0; p < parts.size(); p++) std::memcpy(parts[p].dst, parts[p].src, parts[p].n);
-#if CUDART_VERSION >= 12080
-    if (sizes.size() > 1) {
-      cudaMemcpyAttributes attr;
-      std::memset(&attr, 0, sizeof attr);
-      attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
-      attr.srcLocHint.type = cudaMemLocationTypeHost;
-      attr.dstLocHint.type = cudaMemLocationTypeDevice;
-      size_t first = 0;
-#if CUDART_VERSION >= 13000
-      CHECK(cudaMemcpyBatchAsync(dsts.data(), (const void**)srcs.data(), sizes.data(), sizes.size(), &attr, &first, 1, s));
-#else
-      size_t fail = 0;
-      CHECK(cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), sizes.size(), &attr, &first, 1, &fail, s));
-#endif
-    } else
-#endif
-      for (size_t p = 0; p < sizes.size(); p++) CHECK(cudaMemcpyAsync(dsts[p], srcs[p], sizes[p], cudaMemcpyHostToDevice, s));
+    chunk_copies(dsts, srcs, sizes, true, s);
     CHECK(cudaEventRecord(r.ev[slot], s));
     k++;
   }
   CHECK(cudaStreamSynchronize(s));
 }
 
-// `count` separate host arrays of `each` bytes to one device buffer: each staged and waited for in turn, and all
-// through the ring at once.
-static void many_rows(char* dev, size_t count, size_t each, int threads, int reps, cudaStream_t s) {
+// The download side of staged_list: every piece of `list` (here `src` is device memory, `dst` the host array) from
+// the device through the ring, packed into chunks the same way; each chunk's copies (chunk_copies, device to host)
+// enqueued up to the ring's depth ahead, and the chunk scattered into the arrays by the threads once it has arrived.
+static void staged_list_down(const std::vector<Piece>& list, Ring& r, int threads, cudaStream_t s) {
+  struct Planned {
+    std::vector<Piece> scatter;  // slot -> host array parts
+    std::vector<void*> dsts, srcs;
+    std::vector<size_t> sizes;
+    size_t used = 0;
+  };
+  std::vector<Planned> chunks;
+  size_t i = 0, off = 0;
+  while (i < list.size()) {
+    char* base = r.pinned + (chunks.size() % r.depth) * r.chunk;
+    Planned c;
+    std::vector<Piece> whole;
+    while (i < list.size() && c.used < r.chunk) {
+      size_t take = std::min(list[i].n - off, r.chunk - c.used);
+      whole.push_back({base + c.used, list[i].dst + off, take});
+      c.dsts.push_back(base + c.used);
+      c.srcs.push_back((void*)(list[i].src + off));
+      c.sizes.push_back(take);
+      c.used += take;
+      off += take;
+      if (off == list[i].n) {
+        i++;
+        off = 0;
+      }
+    }
+    size_t per = std::max<size_t>(64 << 10, (c.used / threads + 4095) / 4096 * 4096);
+    for (const Piece& f : whole)
+      for (size_t o = 0; o < f.n; o += per) c.scatter.push_back({f.src + o, f.dst + o, std::min(per, f.n - o)});
+    chunks.push_back(std::move(c));
+  }
+  size_t issued = 0;
+  for (size_t k = 0; k < chunks.size(); k++) {
+    while (issued < chunks.size() && issued < k + r.depth) {
+      Planned& c = chunks[issued];
+      chunk_copies(c.dsts, c.srcs, c.sizes, false, s);
+      CHECK(cudaEventRecord(r.ev[issued % r.depth], s));
+      issued++;
+    }
+    CHECK(cudaEventSynchronize(r.ev[k % r.depth]));
+    const std::vector<Piece>& parts = chunks[k].scatter;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (size_t p = 0; p < parts.size(); p++) std::memcpy(parts[p].dst, parts[p].src, parts[p].n);
+  }
+}
+
+// `count` separate host arrays of `each` bytes to one device buffer and back: each staged and waited for in turn
+// (where `each_rows`), and all through the ring at once, up and down.
+static void many_rows(char* dev, size_t count, size_t each, int threads, int reps, cudaStream_t s, bool each_rows = true) {
   std::vector<char*> arrays(count);
   for (auto& a : arrays) {
     a = (char*)std::malloc(each);
     std::memset(a, 3, each);
   }
-  std::vector<Piece> list;
+  std::vector<Piece> list, back;
   for (size_t i = 0; i < count; i++) list.push_back({arrays[i], dev + i * each, each});
+  for (size_t i = 0; i < count; i++) back.push_back({dev + i * each, arrays[i], each});
   Ring ring(8 << 20, 8);
   char row[96];
-  for (int r = 0; r <= reps; r++) {
+  for (int r = 0; each_rows && r <= reps; r++) {
     double t = seconds();
     for (size_t i = 0; i < count; i++) staged_upload(dev + i * each, arrays[i], each, ring, threads, s);
     std::snprintf(row, sizeof row, "HtoD-many pageable staged-each %zu", each);
@@ -101,6 +157,12 @@ static void many_rows(char* dev, size_t count, size_t each, int threads, int rep
     double t = seconds();
     staged_list(list, ring, threads, s);
     std::snprintf(row, sizeof row, "HtoD-many pageable staged-list %zu", each);
+    if (r) emit(row, count * each, seconds() - t, threads, ring.chunk);
+  }
+  for (int r = 0; r <= reps; r++) {
+    double t = seconds();
+    staged_list_down(back, ring, threads, s);
+    std::snprintf(row, sizeof row, "DtoH-many pageable staged-list %zu", each);
     if (r) emit(row, count * each, seconds() - t, threads, ring.chunk);
   }
   for (auto a : arrays) std::free(a);

@@ -5,8 +5,9 @@
 //   host copies alone: pageable into pinned memory on T threads
 //   1000 copies of 64 KiB from pinned memory: one by one, one CUDA graph, one cudaMemcpyBatchAsync, one large copy
 //   a chain of 100 small operations: one by one and as one graph (microseconds per operation)
-//   programs (transfer-programs.h): 256 x 4 MiB and 4096 x 64 KiB separate arrays staged, the first staged upload of
-//     the process, a file to the device through the ring (pread, buffered and O_DIRECT) and through cuFile
+//   programs (transfer-programs.h): 256 x 4 MiB, 4096 x 64 KiB and 16384 x 16 KiB separate arrays staged (up, and
+//     down as one list), the first staged upload of the process, a file to the device through the ring (pread,
+//     buffered and O_DIRECT) and through cuFile
 // Prints one JSON object per measurement and repeat. Build and run (benchmarks/gpu-verify.sh does both; add
 // -DHAVE_CUFILE -lcufile where cufile.h is installed):
 //   nvcc -O2 -arch=sm_90 -Xcompiler -fopenmp -o /tmp/gpumem-native-transfer benchmarks/native/transfer.cu
@@ -129,6 +130,7 @@ int main(int argc, char** argv) {
   if (want("many")) {
     many_rows(dev, N / (4 << 20), 4 << 20, dflt, reps, s);
     many_rows(dev, N / (256 << 10), 64 << 10, dflt, reps, s);
+    many_rows(dev, N / (64 << 10), 16 << 10, dflt, reps, s, false);  // 16384 x 16 KiB: the lists only
   }
   if (want("file")) file_rows(dev, host, N, dflt, reps, s);
   if (want("shapes")) shape_rows(dev, host, back, N, reps, depth, cores, dflt, s);

@@ -4,9 +4,10 @@
  * Pure TypeScript: no GPU library is loaded.
  */
 import { BadInputError, isGpuError } from '../errors.js';
-import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
-import { headBytes, isGzipFile, sniffBytes, fileSize } from '../input/files.js';
+import { statSync } from 'node:fs';
+import { filesInFolder, type FolderFiles } from '../input/folder.js';
+import { fsReason } from '../input/fs-errors.js';
+import { headBytes, inputFileSize, isGzipFile, sniffBytes, fileSize } from '../input/files.js';
 import { ratesForModel, ratesFromBench, type CopyRates } from './bandwidth.js';
 import { AnalysisContext } from './context.js';
 import { inferHostKinds } from './infer.js';
@@ -21,7 +22,7 @@ import { importNsys, SQLITE_MAGIC } from './importers/nsys.js';
 import { importNvvp } from './importers/nvvp.js';
 import { importNvprofCsv, isNvprofLogLine, nvprofTableKind, splitCsvLine } from './importers/nvprof-csv.js';
 import { importAllocLog, importSnapshot } from './importers/allocator.js';
-import { isPickleFile, snapshotEncoding } from '../formats/snapshot-file.js';
+import { isPickleFile, isSegmentList, snapshotEncoding } from '../formats/snapshot-file.js';
 import { importRocpd } from './importers/rocpd.js';
 import { importRocprofDb } from './importers/rocprof-db.js';
 import { importRocprofV1Json } from './importers/rocprof-json.js';
@@ -49,8 +50,11 @@ export function detectTraceFormat(file: string): TraceFormat {
       throw new BadInputError('a gzip-compressed SQLite database: decompress it first (gunzip)', file);
     return sqliteFormat(file);
   }
-  if (isPickleFile(file)) {
-    snapshotEncoding(file); // a pickle of anything but a memory snapshot is refused, naming what it holds
+  // an XML file (the Visual Profiler's session file) is refused as what it is, before HTML goes to the snapshot reader
+  if (/^\s*<\?xml/.test(head.toString('utf8', 0, 512).replace(/^\uFEFF/, ''))) refuseNonTrace(file, head, isGzipFile(file));
+  // a pickle of anything but a memory snapshot, or an HTML page but memory_viz's, is refused naming what it holds
+  if (isPickleFile(file) || /^\s*</.test(head.toString('utf8', 0, 512).replace(/^\uFEFF/, ''))) {
+    snapshotEncoding(file);
     return 'memory-snapshot';
   }
   refuseNonTrace(file, head, isGzipFile(file));
@@ -67,7 +71,7 @@ export function detectTraceFormat(file: string): TraceFormat {
       );
     if (/^\{\s*"t"\s*:/.test(t)) return 'alloc-log';
     if (t.includes('"rocprofiler-sdk-tool"')) return 'rocprofv3-json';
-    if (/"(segments|device_traces)"\s*:/.test(t) && !t.includes('"traceEvents"')) return 'memory-snapshot';
+    if ((/"(segments|device_traces)"\s*:/.test(t) && !t.includes('"traceEvents"')) || isSegmentList(t)) return 'memory-snapshot';
     if (!isGzipFile(file)) refuseObjectWithoutEvents(file, text, fileSize(file));
     return jsonTraceFormat(text);
   }
@@ -118,17 +122,13 @@ const FOLDER_PREFERENCE: readonly TraceFormat[] = [
   'nvprof-csv',
 ];
 
-/** The files under a folder, depth first, in name order. */
-function filesUnder(dir: string, depth = 0): string[] {
-  if (depth > 4) return [];
-  const out: string[] = [];
-  for (const name of readdirSync(dir).sort()) {
-    const p = join(dir, name);
-    const st = statSync(p);
-    if (st.isDirectory()) out.push(...filesUnder(p, depth + 1));
-    else if (st.isFile() && st.size > 0) out.push(p);
+/** The files of a folder named on the command line, and what was skipped in it. @throws BadInputError when it cannot be listed. */
+function readFolder(path: string): FolderFiles {
+  try {
+    return filesInFolder(path);
+  } catch (e) {
+    throw new BadInputError(`cannot list the folder (${fsReason(e)})`, path);
   }
-  return out;
 }
 
 /**
@@ -145,16 +145,20 @@ export function traceInputs(paths: readonly string[], forced?: TraceFormat): { i
     let isDir = false;
     try {
       isDir = statSync(path).isDirectory();
-    } catch {
-      throw new BadInputError('cannot read the file (does it exist?)', path);
+    } catch (e) {
+      throw new BadInputError(`cannot read it (${fsReason(e)})`, path);
     }
     if (!isDir) {
+      // a pipe or a device is refused by what it is, before a reader would wait on it
+      if (inputFileSize(path) === 0) throw new BadInputError('the file is empty', path);
       inputs.push({ file: path, format: forced ?? detectTraceFormat(path) });
       continue;
     }
     const found: Array<{ file: string; format: TraceFormat }> = [];
     let skipped = 0;
-    for (const file of filesUnder(path)) {
+    const folder = readFolder(path);
+    notes.push(...folder.notes);
+    for (const file of folder.files) {
       try {
         found.push({ file, format: forced ?? detectTraceFormat(file) });
       } catch {
@@ -177,6 +181,12 @@ export function traceInputs(paths: readonly string[], forced?: TraceFormat): { i
     const left = inputs.filter((x) => !kept.includes(x)).map((x) => x.file);
     notes.push(`${left.join(', ')}: statistics of activity the trace tables record event by event, left out so that nothing is counted twice`);
     inputs.splice(0, inputs.length, ...kept);
+  }
+  const once = withoutRocprofV2Dispatches(inputs);
+  if (once.length < inputs.length) {
+    const left = inputs.filter((x) => !once.includes(x)).map((x) => x.file);
+    notes.push(`${left.join(', ')}: rocprofv2's dispatch table, left out: its hcc_ops_trace records the same kernels with the copies`);
+    inputs.splice(0, inputs.length, ...once);
   }
   const formats = [...new Set(inputs.map((x) => x.format).filter((f) => PROFILER_FORMATS.includes(f)))];
   if (formats.length > 1) {
@@ -202,6 +212,14 @@ function withoutTotalsOfTracedActivity<T extends { file: string; format: TraceFo
   const traced = new Set(csv.map((c) => c.role.activity).filter((a) => a !== undefined));
   if (inputs.some((x) => x.format === 'rocprof-json' || x.format === 'rocprof-db')) for (const a of ['kernels', 'copies', 'api'] as const) traced.add(a);
   const drop = new Set(csv.filter((c) => c.role.stats !== undefined && traced.has(c.role.stats)).map((c) => c.x));
+  return inputs.filter((x) => !drop.has(x));
+}
+
+/** The inputs less rocprofv2 dispatch tables (results_PID.csv) beside an hcc_ops_trace, which holds the same kernels. */
+function withoutRocprofV2Dispatches<T extends { file: string; format: TraceFormat }>(inputs: T[]): T[] {
+  const csv = inputs.filter((x) => x.format === 'rocprof-csv').map((x) => ({ x, kind: rocprofCsvRole(x.file).kind }));
+  if (!csv.some((c) => c.kind === 'v2-ops')) return inputs;
+  const drop = new Set(csv.filter((c) => c.kind === 'v2-dispatches').map((c) => c.x));
   return inputs.filter((x) => !drop.has(x));
 }
 
@@ -254,10 +272,14 @@ export async function loadTraces(files: readonly string[], options: AnalyzeOptio
           break;
       }
     } catch (e) {
+      // a limit of the model (its event budget) names no file: name the one it was reading
+      if (e instanceof BadInputError && e.file === undefined) throw new BadInputError(e.message, file, { cause: e });
       // what reading a file can throw beyond the importers' own errors: the file system's and zlib's; anything else
       // is a bug in gpumem, and goes up as it is
       if (!isFileError(e)) throw e;
-      throw new BadInputError(`cannot read it as ${format}: ${(e as Error).message}`, file, { cause: e });
+      const code = (e as NodeJS.ErrnoException).code ?? '';
+      const why = code.startsWith('Z_') ? 'the gzip data is corrupt or cut short' : /^E[A-Z]+$/.test(code) ? fsReason(e) : (e as Error).message;
+      throw new BadInputError(`cannot read it as ${format} (${why})`, file, { cause: e });
     }
     model.files.push(file);
   }

@@ -7,9 +7,10 @@
  */
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { BadInputError, ErrorCode, isGpuError } from '../errors.js';
-import { openSqlite, tablesOf } from '../input/sqlite.js';
-import { ROCPROF_V1_TABLES } from './importers/rocprof-db.js';
+import { columnsOf, openSqlite, tablesOf, type SqliteDb } from '../input/sqlite.js';
+import { isSegmentList } from '../formats/snapshot-file.js';
 import { isNvprofDatabase } from './importers/nvvp.js';
+import { isRocprofV1Db } from './importers/rocprof-db.js';
 
 /** The JSON and SQLite formats detect.ts tells apart (the rest of TraceFormat is recognised in analyze.ts). */
 export type DetectedFormat = 'kineto' | 'rocprof-json' | 'nsys-sqlite' | 'nvvp' | 'rocpd' | 'rocprof-db';
@@ -108,6 +109,7 @@ export function refuseNonTrace(file: string, head: Buffer, gzip: boolean): void 
 
 /** A top-level JSON array is a trace only when its elements are Chrome trace events. */
 function refuseJsonArray(file: string, t: string): void {
+  if (isSegmentList(t)) return; // torch.cuda.memory_snapshot()'s list of segments
   if (/^\[\s*\[/.test(t))
     throw new BadInputError(
       'a JSON array of arrays, not a trace: this is the shape of torch.profiler export_memory_timeline output ([time, action, bytes, category] rows); analyze reads the profiler trace itself (export_chrome_trace) or a memory snapshot',
@@ -143,6 +145,11 @@ export function refuseObjectWithoutEvents(file: string, text: string, sizeBytes:
     return; // gzip, or not JSON: the reader names what is wrong
   }
   if (v === null || typeof v !== 'object' || Array.isArray(v) || 'traceEvents' in v) return;
+  if ('ph' in v && 'name' in v)
+    throw new BadInputError(
+      `one Chrome trace event (ph ${JSON.stringify((v as { ph: unknown }).ph)}) alone, not a trace: a trace holds its events in "traceEvents" (a legacy rocprof results.json cut short holds only its first lane label)`,
+      file,
+    );
   const keys = Object.keys(v).slice(0, 6);
   throw new BadInputError(`a JSON object with keys ${keys.join(', ') || '(none)'}, not a trace (a Chrome or Kineto trace holds "traceEvents")`, file);
 }
@@ -171,23 +178,28 @@ function firstMiB(file: string): string {
  * @throws BadInputError for a database that is neither, naming what it holds.
  */
 export function sqliteFormat(file: string): DetectedFormat {
-  let tables: Set<string>;
+  let db: SqliteDb;
   try {
-    const db = openSqlite(file);
-    try {
-      tables = tablesOf(db);
-      if (isNvprofDatabase(db, tables)) return 'nvvp';
-    } finally {
-      db.close();
-    }
+    db = openSqlite(file);
   } catch (e) {
-    // without a binding the schema's text still shows which it is; the reader then says how to get a binding
+    // without a binding the schema's text still shows which it is; the reader then says how to get one
     if (!isGpuError(e, ErrorCode.UNSUPPORTED)) throw e;
     const head = firstMiB(file);
     if (/rocpd_(kernel_dispatch|info_agent|memory_copy)/.test(head)) return 'rocpd';
     if (/CREATE TABLE StringTable\s*\(\s*_id_/.test(head)) return 'nvvp';
-    return /CREATE TABLE (KERN|HIP|HSA|COPY|OPS) \("(Index|BeginNs)"/.test(head) ? 'rocprof-db' : 'nsys-sqlite';
+    return /CREATE TABLE "?(KERN|A|HIP|HSA|COPY|OPS)"? \("(Index|BeginNs)"/.test(head) ? 'rocprof-db' : 'nsys-sqlite';
   }
+  try {
+    const tables = tablesOf(db);
+    if (isNvprofDatabase(db, tables)) return 'nvvp';
+    return formatOfTables(file, tables, (t) => columnsOf(db, t));
+  } finally {
+    db.close();
+  }
+}
+
+/** Which database the tables make, or a refusal naming what it holds. */
+function formatOfTables(file: string, tables: Set<string>, columns: (table: string) => ReadonlySet<string>): DetectedFormat {
   const names = [...tables];
   if (names.some((t) => t.startsWith('CUPTI_ACTIVITY_KIND_')) || tables.has('TARGET_INFO_SESSION_START_TIME')) return 'nsys-sqlite';
   if (['rocpd_kernel_dispatch', 'rocpd_memory_copy', 'rocpd_info_agent', 'rocpd_region'].some((t) => tables.has(t))) return 'rocpd';
@@ -197,8 +209,8 @@ export function sqliteFormat(file: string): DetectedFormat {
       file,
     );
   if (tables.has('StringIds') || tables.has('TARGET_INFO_GPU')) return 'nsys-sqlite';
-  // legacy rocprof (v1) results.db: only the tables its tblextr.py creates, at least one of them a trace
-  if (names.length > 0 && names.every((t) => ROCPROF_V1_TABLES.has(t)) && ['KERN', 'HIP', 'HSA', 'COPY', 'OPS'].some((t) => tables.has(t))) return 'rocprof-db';
+  // legacy rocprof (v1) results.db: tblextr's tables with tblextr's columns, whatever else a user added beside them
+  if (isRocprofV1Db(tables, columns)) return 'rocprof-db';
   throw new BadInputError(
     `an SQLite database that is neither an Nsight Systems export, a rocprofv3 database nor a legacy rocprof results.db (it holds ${names.length} tables and views${names.length ? `: ${names.slice(0, 6).join(', ')}${names.length > 6 ? ', ...' : ''}` : ''})`,
     file,

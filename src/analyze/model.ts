@@ -4,17 +4,44 @@
  * columns, so a trace of millions of events stays small in memory. Times are nanoseconds.
  */
 
+import { BadInputError } from '../errors.js';
+
+/**
+ * The most bytes the event columns of one model may take, all tables together: a trace of valid events can hold
+ * more than any machine's memory (a few MB of gzip inflate to gigabytes), and a model is refused, not held, past it.
+ * 256 MiB is 8 million kernels or 3 million copies; a 1 GiB Kineto trace of a training step needs about a tenth.
+ */
+export const MAX_EVENT_BYTES = 256 * 2 ** 20;
+
+/** What the tables of one model may still grow by, in bytes. */
+export class EventBudget {
+  constructor(public left = MAX_EVENT_BYTES) {}
+
+  /** @throws BadInputError when `bytes` more would pass the budget. */
+  take(bytes: number, rows: number): void {
+    if (bytes > this.left)
+      throw new BadInputError(
+        `the trace holds more events than gpumem keeps in memory (over ${rows.toLocaleString('en-US')} of one kind, ${MAX_EVENT_BYTES / 2 ** 20} MiB of event columns in all): profile fewer steps, or one rank per file`,
+      );
+    this.left -= bytes;
+  }
+}
+
 /** A growable table of numeric columns. */
 export class Table<K extends string> {
   private cols: Record<K, Float64Array>;
   length = 0;
 
-  constructor(private readonly names: readonly K[]) {
+  constructor(
+    private readonly names: readonly K[],
+    private readonly budget = new EventBudget(),
+  ) {
     this.cols = Object.fromEntries(names.map((n) => [n, new Float64Array(256)])) as Record<K, Float64Array>;
   }
 
   push(row: Record<K, number>): void {
     if (this.length === this.cols[this.names[0]!].length) {
+      this.budget.take(this.length * this.names.length * 8, this.length);
       for (const n of this.names) {
         const a = new Float64Array(this.length * 2);
         a.set(this.cols[n]);
@@ -159,27 +186,40 @@ export interface SnapshotSegment {
   expandable: boolean;
 }
 
+/**
+ * What pool replay (src/replay/) found one GPU of a snapshot would have reserved under other pool configurations.
+ * The analyzer does not replay: the caller that ran the replay (the analyze command) fills it in.
+ */
+export interface PoolWhatIf {
+  device: number;
+  /** What the recording allocator reserved at its peak (its segment events, from what was reserved at the start). */
+  recordedPeakReservedBytes: number;
+  configurations: Array<{ name: string; description: string; peakReservedBytes: number }>;
+}
+
 export class TraceModel {
+  /** Shared by the tables below: what their columns may still grow by. */
+  private readonly budget = new EventBudget();
   /** bytes is NaN where the trace does not record it; op indexes opNames (-1: not known). */
-  readonly copies = new Table(['start', 'end', 'bytes', 'dir', 'src', 'dst', 'stream', 'device', 'correlation', 'hostAddr', 'op'] as const);
-  readonly memsets = new Table(['start', 'end', 'bytes', 'stream', 'device'] as const);
-  readonly kernels = new Table(['start', 'end', 'stream', 'device'] as const);
-  readonly runtime = new Table(['start', 'end', 'api', 'thread', 'correlation'] as const);
+  readonly copies = new Table(['start', 'end', 'bytes', 'dir', 'src', 'dst', 'stream', 'device', 'correlation', 'hostAddr', 'op'] as const, this.budget);
+  readonly memsets = new Table(['start', 'end', 'bytes', 'stream', 'device'] as const, this.budget);
+  readonly kernels = new Table(['start', 'end', 'stream', 'device'] as const, this.budget);
+  readonly runtime = new Table(['start', 'end', 'api', 'thread', 'correlation'] as const, this.budget);
   /** Synchronisation records of the device timeline; correlation links them to runtime calls (NaN: none). */
-  readonly syncs = new Table(['start', 'end', 'stream', 'kind', 'correlation'] as const);
+  readonly syncs = new Table(['start', 'end', 'stream', 'kind', 'correlation'] as const, this.budget);
   /**
    * Allocator events: bytes is negative for a free; host is 1 for host (pinned) memory, 0 for device memory, NaN when
    * the trace names an agent whose type is resolved later (agent indexes agentNames, -1 none). level is
    * AllocLevel.framework for a caching allocator's tensor events, AllocLevel.driver for memory from the driver.
    */
-  readonly allocs = new Table(['time', 'bytes', 'device', 'address', 'allocated', 'reserved', 'host', 'agent', 'level'] as const);
-  readonly faults = new Table(['time', 'duration', 'bytes', 'kind', 'address'] as const);
+  readonly allocs = new Table(['time', 'bytes', 'device', 'address', 'allocated', 'reserved', 'host', 'agent', 'level'] as const, this.budget);
+  readonly faults = new Table(['time', 'duration', 'bytes', 'kind', 'address'] as const, this.budget);
   /**
    * Unified-memory page migrations: the driver moving managed pages between host and device (nsys exports them
    * among the copies, with copy kinds 11-13). They are not the program's copies, and no copy rule reads them.
    * cause is a MigrationCause.
    */
-  readonly migrations = new Table(['start', 'end', 'bytes', 'dir', 'cause', 'device'] as const);
+  readonly migrations = new Table(['start', 'end', 'bytes', 'dir', 'cause', 'device'] as const, this.budget);
   /** Agent names as traces write them ("Agent 0", "CPU 0", "2") and their types where known. */
   readonly agentNames: string[] = [];
   readonly agentTypes = new Map<string, 'CPU' | 'GPU'>();
@@ -187,7 +227,11 @@ export class TraceModel {
   readonly aggregateApis: AggregateApi[] = [];
   /** Kernels by name where a tool kept only totals (rocprof --stats, rocprofv3 kernel_stats). */
   readonly aggregateKernels: AggregateApi[] = [];
+  /** Fills (memsets) by name where a tool kept only totals (legacy rocprof's copy_stats lists FillBuffer). */
+  readonly aggregateMemsets: AggregateApi[] = [];
   readonly segments: SnapshotSegment[] = [];
+  /** Pool replay's what-ifs of a snapshot's GPUs, where the caller ran them. */
+  readonly whatIfs: PoolWhatIf[] = [];
   /** Out-of-memory events seen in allocator traces. */
   ooms = 0;
   /** The allocator settings a memory snapshot recorded, and whether they had expandable segments on. */
@@ -220,7 +264,7 @@ export class TraceModel {
       case 'kernels':
         return this.kernels.length > 0 || this.kernelNames.size > 0 || this.aggregateKernels.length > 0;
       case 'copies':
-        return this.copies.length > 0 || this.aggregateCopies.length > 0;
+        return this.copies.length > 0 || this.aggregateCopies.length > 0 || this.aggregateMemsets.length > 0;
       case 'runtime':
         return this.runtime.length > 0 || this.syncs.length > 0 || this.aggregateApis.length > 0;
       case 'allocations':
@@ -233,7 +277,7 @@ export class TraceModel {
   /** True when the trace holds only a tool's totals per name: no event has a time, a size or a host memory kind. */
   aggregatesOnly(): boolean {
     const events = this.copies.length + this.kernels.length + this.memsets.length + this.runtime.length + this.syncs.length + this.allocs.length;
-    return events === 0 && this.aggregateCopies.length + this.aggregateApis.length + this.aggregateKernels.length > 0;
+    return events === 0 && this.aggregateCopies.length + this.aggregateApis.length + this.aggregateKernels.length + this.aggregateMemsets.length > 0;
   }
 
   /** Whose GPU the trace comes from, by its formats and device names; undefined when it does not say. */

@@ -95,7 +95,7 @@ export interface Summary {
   migrations: Array<{ cause: MigrationCauseName; direction: DirectionName; count: number; bytes: number; timeNs: number }>;
   cpuOps: Record<string, number>;
   /** A tool's totals per name (rocprof --stats), where the trace kept those; the figures above include them. */
-  aggregates: { copies: AggregateCopy[]; apis: AggregateApi[]; kernels: AggregateApi[] } | null;
+  aggregates: { copies: AggregateCopy[]; apis: AggregateApi[]; kernels: AggregateApi[]; memsets: AggregateApi[] } | null;
   rates: CopyRates;
   notes: string[];
   /** Rules that could not judge this trace, and why. */

@@ -201,7 +201,11 @@ export function summarize(ctx: AnalysisContext, notApplicable: Summary['notAppli
         .sort((x, y) => y.timeNs - x.timeNs)
         .slice(0, 5),
     },
-    memsets: { count: m.memsets.length, bytes: knownSum(m.memsets.col('bytes')), timeNs: memsetNs },
+    memsets: {
+      count: m.memsets.length + m.aggregateMemsets.reduce((t, a) => t + a.calls, 0),
+      bytes: knownSum(m.memsets.col('bytes')),
+      timeNs: memsetNs + m.aggregateMemsets.reduce((t, a) => t + a.totalNs, 0),
+    },
     perDevice: perDevice(ctx),
     syncs,
     allocations: {
@@ -225,11 +229,12 @@ export function summarize(ctx: AnalysisContext, notApplicable: Summary['notAppli
     migrations: migrationGroups(m),
     cpuOps: Object.fromEntries(m.cpuOps),
     aggregates:
-      m.aggregateCopies.length + m.aggregateApis.length + m.aggregateKernels.length > 0
+      m.aggregateCopies.length + m.aggregateApis.length + m.aggregateKernels.length + m.aggregateMemsets.length > 0
         ? {
             copies: m.aggregateCopies,
             apis: [...m.aggregateApis].sort((x, y) => y.totalNs - x.totalNs).slice(0, 15),
             kernels: [...m.aggregateKernels].sort((x, y) => y.totalNs - x.totalNs).slice(0, 15),
+            memsets: m.aggregateMemsets,
           }
         : null,
     rates: ctx.rates,

@@ -57,6 +57,14 @@ export interface BackendCapabilities {
   batchCopies: boolean;
   /** Stream capture into graphs, launched with one call (cudaStreamBeginCapture ... cudaGraphLaunch; hipGraph*). */
   graphs: boolean;
+  /**
+   * The host copier (createHostCopier) copies on worker threads of its own, which take tens of milliseconds to start
+   * and pin the staging ring with the runtime's allocator: a runtime starts them ahead and its stagers share them.
+   * False where copies run on the JS thread (the host backend: its addresses are its own, no thread can reach them).
+   */
+  hostCopierThreads: boolean;
+  /** Files can go between storage and device memory through cuFile (GPUDirect Storage, NVIDIA's), where libcufile loads. */
+  gpuDirectStorage: boolean;
 }
 
 /** Copy direction, in the runtime's numbering (CUDA and HIP agree: 0..4). */
@@ -237,7 +245,10 @@ export interface Backend {
    */
   memcpyBatchAsync(batch: NativeCopyBatch, stream: Handle): BatchOutcome;
 
-  /** A pool of `threads` threads for host-to-host copies (the host backend copies on the JS thread). */
+  /**
+   * A pool of `threads` threads for host-to-host copies, able to pin memory with the runtime's own allocator where
+   * the runtime has threads for it (`capabilities.hostCopierThreads`); the host backend copies on the JS thread.
+   */
   createHostCopier(threads: number): HostCopier;
 
   // Graphs, where `capabilities.graphs`. Capture records the work enqueued on one stream until it ends.

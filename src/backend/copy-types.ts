@@ -9,7 +9,10 @@ export interface HostCopier {
   readonly threads: number;
   /** Copies `bytes` from `src` to `dst` (host addresses, already checked), split over the threads. */
   copy(dst: Address, src: Address, bytes: number): Promise<void>;
-  /** Many copies as one job (a gather into a chunk or a scatter out of it), split over the threads. */
+  /**
+   * Many copies as one request (a gather into a chunk or a scatter out of it), split over the threads. The lists are
+   * read before the call returns: the caller may reuse them at once.
+   */
   copyMany?(dsts: ArrayLike<Address>, srcs: ArrayLike<Address>, sizes: ArrayLike<number>): Promise<void>;
   /**
    * Reads bytes `[offset, offset + bytes)` of the open file `fd` into host memory at `dst` on the threads (pread);
@@ -27,9 +30,7 @@ export interface HostCopier {
   dropCache?(fd: number, offset: number, bytes: number): boolean;
   /** Waits on this thread until the work already posted has finished (the threads keep running). */
   waitIdle?(): void;
-  /** Lets the threads pin memory with the runtime's allocator (the library's path as the backend loaded it). */
-  configurePinning?(library: string, symbol: 'cudaHostAlloc' | 'hipHostMalloc'): void;
-  /** Whether pinHost works (configurePinning was called). */
+  /** Whether pinHost works (the backend told the threads how its runtime pins memory). */
   readonly canPin?: boolean;
   /**
    * Portable pinned host memory allocated on a copier thread; free it with the backend's hostFree. `landed` is called

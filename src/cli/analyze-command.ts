@@ -2,10 +2,12 @@
 import { statSync, writeFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { TRACE_FORMATS, type TraceFormat } from '../analyze/trace-formats.js';
-import { checkWritable, type Io } from './context.js';
+import { checkWritable, progressText, type Io } from './context.js';
 import { UsageError } from './errors.js';
 import { parsePositive } from './options.js';
 import { outputWidth } from '../render/width.js';
+import type { PytorchSnapshot } from '../formats/pytorch-snapshot.js';
+import type { ReplayReport } from '../replay/replay.js';
 
 export interface AnalyzeCliOptions {
   json?: boolean;
@@ -69,16 +71,15 @@ async function runAnalyze(files: string[], opts: AnalyzeCliOptions, io: Io): Pro
     const now = Date.now();
     if (now - lastReport < 1000 || (total < PROGRESS_FROM && opts.progress !== true)) return;
     lastReport = now;
-    const what =
-      file.endsWith('.sqlite') || file.endsWith('.db')
-        ? `${done} rows`
-        : `${Math.min(100, (100 * done) / total).toFixed(0)}% of ${(total / 2 ** 20).toFixed(0)} MiB${done > total ? ' (decompressed)' : ''}`;
+    const what = file.endsWith('.sqlite') || file.endsWith('.db') ? `${done} rows` : progressText(done, total);
     io.err(`reading ${file}: ${what}\n`);
   };
   const format = opts.format === 'auto' ? undefined : opts.format;
-  const { inputs } = traceInputs(files, format);
+  const { inputs, notes } = traceInputs(files, format);
   const rankFormat = inputs[0]?.format;
   if (inputs.length >= 2 && rankFormat && RANK_FORMATS.includes(rankFormat) && inputs.every((x) => x.format === rankFormat)) {
+    // a single trace's notes go into its result; the ranks' result has no place for the folder's
+    for (const n of notes) io.err(`note: ${n}\n`);
     // several whole-run traces of one profiler: one per rank (or process), analysed each on its own and compared
     if (opts.html) throw new UsageError("--html draws the timeline of one trace: give one rank's file with --html");
     const { analyzeRanks } = await import('../analyze/ranks.js');
@@ -98,14 +99,25 @@ async function runAnalyze(files: string[], opts: AnalyzeCliOptions, io: Io): Pro
     return;
   }
   const model = await loadTraces(files, { format, progress });
-  const result = analyzeModel(model, rates ?? ratesForModel(model));
-  if (opts.html && inputs.length === 1 && inputs[0]!.format === 'memory-snapshot') {
-    // a snapshot's page: its memory timeline, segments and replay what-ifs per GPU (read again, with stack traces)
+  // a snapshot's pool replay what-ifs are findings too: the snapshot is read again (with stacks for its page, whose
+  // what-ifs need the full replay with the smallest device; the findings need only each configuration's peak)
+  const page = opts.html !== undefined && inputs.length === 1 && inputs[0]!.format === 'memory-snapshot';
+  const snapshots: Array<{ snap: PytorchSnapshot; replays: Map<number, ReplayReport> | undefined }> = [];
+  for (const { file } of inputs.filter((x) => x.format === 'memory-snapshot')) {
     const { readPytorchSnapshot } = await import('../formats/pytorch-snapshot.js');
+    const { replaysOf, whatIfOf, whatIfsOf } = await import('../replay/what-if.js');
+    const snap = await readPytorchSnapshot(file, { stacks: page, progress: (n) => progress(file, n, statSync(file).size) });
+    const replays = page ? replaysOf(snap) : undefined;
+    const whatIfs = replays ? [...replays.values()].map(whatIfOf) : whatIfsOf(snap);
+    for (const w of whatIfs) if (w) model.whatIfs.push(w);
+    snapshots.push({ snap, replays });
+  }
+  const result = analyzeModel(model, rates ?? ratesForModel(model));
+  if (page) {
+    // a snapshot's page: its memory timeline, segments and replay what-ifs per GPU
     const { snapshotView } = await import('../replay/memory-timeline.js');
     const { renderSnapshotHtml } = await import('../render/snapshot-html.js');
-    const snap = await readPytorchSnapshot(inputs[0]!.file, { stacks: true, progress: (n) => progress(inputs[0]!.file, n, statSync(inputs[0]!.file).size) });
-    writeFileSync(opts.html, renderSnapshotHtml(result, snapshotView(snap)));
+    writeFileSync(opts.html!, renderSnapshotHtml(result, snapshotView(snapshots[0]!.snap, snapshots[0]!.replays)));
     io.err(`wrote ${opts.html}\n`);
   } else if (opts.html) {
     writeFileSync(opts.html, renderAnalyzeHtml(result, timelineOf(model)));

@@ -2,13 +2,35 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Runtime } from '../runtime/runtime.js';
+import { ErrorCode, isGpuError } from '../errors.js';
 import { Interrupted, UsageError } from './errors.js';
+import { onStopSignal, type StopSignal } from './signals.js';
 import { fsReason } from '../input/fs-errors.js';
+import { terminalText } from '../render/terminal-text.js';
 
 /** Where a command writes: stdout and stderr, or a test's buffers. */
 export interface Io {
   out: (s: string) => void;
   err: (s: string) => void;
+  /** Terminal control sequences of the command's own (the monitor's redraw), written as they are; never data. */
+  control?: (s: string) => void;
+}
+
+/**
+ * The same output with every control character of the text escaped (render/terminal-text.ts): what a command prints
+ * quotes names from files, which must not act on the terminal. `control` passes the command's own sequences.
+ */
+export function inertIo(io: Io): Io {
+  return { out: (s) => io.out(terminalText(s)), err: (s) => io.err(terminalText(s)), control: io.control ?? io.out };
+}
+
+/**
+ * A reader's progress in words: the share of the content read (its inflated size for gzip), or, past a size that
+ * was only a guess (a gzip trailer), the bytes read so far.
+ */
+export function progressText(done: number, total: number): string {
+  const mib = (n: number): string => `${(n / 2 ** 20).toFixed(0)} MiB`;
+  return done <= total ? `${((100 * done) / Math.max(1, total)).toFixed(0)}% of ${mib(total)}` : `${mib(done)} read`;
 }
 
 /** What a command does with the runtime it opens. */
@@ -38,26 +60,35 @@ export async function withRuntime<T>(opts: { backend?: string | undefined } & Ru
 }
 
 /**
- * Runs `fn` with an AbortSignal that Ctrl-C fires. `isAbort` tells the error the work throws once it has stopped;
- * such a run reports that everything was freed and ends with {@link Interrupted} (exit code 130).
+ * Runs `fn` with an AbortSignal that SIGINT (Ctrl-C) or SIGTERM fires. `isAbort` tells the error the work throws once
+ * it has stopped; such a run, or one that returns after the signal (a bench that prints the rows it finished, marked
+ * interrupted), reports that everything was freed and ends with {@link Interrupted} (exit code 130, or 143 for SIGTERM).
  */
 export async function interruptible<T>(io: Io, isAbort: (e: unknown) => boolean, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const ac = new AbortController();
-  const onInt = (): void => {
-    io.err('\ninterrupt: stopping after the current measurement and freeing what was allocated...\n');
+  let stoppedBy: StopSignal | undefined;
+  const release = onStopSignal((s) => {
+    if (stoppedBy) return;
+    stoppedBy = s;
+    io.err(`\n${s === 'SIGINT' ? 'interrupt' : 'SIGTERM'}: stopping after the current measurement and freeing what was allocated...\n`);
     ac.abort();
-  };
-  process.once('SIGINT', onInt);
+  });
   try {
-    return await fn(ac.signal);
-  } catch (e) {
-    if (isAbort(e)) {
+    const out = await fn(ac.signal);
+    if (stoppedBy) {
       io.err('interrupted: every allocation was freed\n');
-      throw new Interrupted();
+      throw new Interrupted(stoppedBy);
+    }
+    return out;
+  } catch (e) {
+    if (e instanceof Interrupted) throw stoppedBy ? new Interrupted(stoppedBy) : e;
+    if (isAbort(e) || (stoppedBy && ac.signal.aborted && isGpuError(e, ErrorCode.ABORTED))) {
+      io.err('interrupted: every allocation was freed\n');
+      throw new Interrupted(stoppedBy ?? 'SIGINT');
     }
     throw e;
   } finally {
-    process.removeListener('SIGINT', onInt);
+    release();
   }
 }
 
@@ -90,16 +121,7 @@ export function checkWritable(file: string | undefined, option: string): void {
 export function interruption(): { signal: AbortSignal; done: Promise<void>; abort: () => void; release: () => void } {
   const ac = new AbortController();
   const finish = (): void => ac.abort();
-  process.once('SIGINT', finish);
-  process.once('SIGTERM', finish);
+  const release = onStopSignal(finish);
   const done = new Promise<void>((resolve) => ac.signal.addEventListener('abort', () => resolve(), { once: true }));
-  return {
-    signal: ac.signal,
-    done,
-    abort: finish,
-    release: () => {
-      process.removeListener('SIGINT', finish);
-      process.removeListener('SIGTERM', finish);
-    },
-  };
+  return { signal: ac.signal, done, abort: finish, release };
 }

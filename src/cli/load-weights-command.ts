@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import { ErrorCode, isGpuError } from '../errors.js';
 import type { LoadWeightsReport } from '../render/load-weights-text.js';
+import { formatBytes } from '../units.js';
 import { interruptible, withRuntime, type Io } from './context.js';
 import { UsageError } from './errors.js';
 import { backendOption, parseIntOption, parsePositive } from './options.js';
@@ -59,6 +60,10 @@ async function runLoadWeights(path: string, opts: LoadWeightsCliOptions, io: Io)
       (e) => isGpuError(e, ErrorCode.ABORTED),
       async (signal) => {
         const device = rt.device(opts.device);
+        const verify = (tensors: Parameters<typeof verifyLoaded>[1], bytes: number): ReturnType<typeof verifyLoaded> => {
+          io.err(`verifying ${formatBytes(bytes)} on device ${device.index} against the files...\n`);
+          return verifyLoaded(rt, tensors, { signal });
+        };
         const runs: LoadWeightsReport['runs'] = [];
         let report: LoadWeightsReport | undefined;
         for (let i = 0; i < opts.repeat; i++) {
@@ -87,7 +92,7 @@ async function runLoadWeights(path: string, opts: LoadWeightsCliOptions, io: Io)
             runs,
             medianGBps: sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2,
             paths: [...loaded.paths],
-            verified: opts.verify ? await verifyLoaded(rt, tensors) : undefined,
+            verified: opts.verify ? await verify(tensors, loaded.bytes) : undefined,
           };
         }
         io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderLoadWeights(report!)}\n`);

@@ -25,6 +25,7 @@ export interface MonitorCliOptions {
   log?: string;
   port: number;
   host: string;
+  allowHost?: string[];
   warn: number;
   critical: number;
   warnTime: number;
@@ -66,6 +67,10 @@ export function defineMonitor(program: Command, io: Io): void {
     .option('--serve', 'serve the web dashboard at / and Prometheus metrics at /metrics until Ctrl-C')
     .option('--port <n>', 'port for --serve (0 picks a free one)', (v) => parsePort(v), 9464)
     .option('--host <address>', 'address for --serve to listen on (0.0.0.0 to let other machines scrape it)', '127.0.0.1')
+    .option(
+      '--allow-host <name...>',
+      'host names --serve answers to besides localhost (name or name:port; default GPUMEM_ALLOWED_HOSTS); on an address beyond loopback, the only ones',
+    )
     .addHelpText(
       'after',
       `
@@ -75,6 +80,9 @@ Examples:
   $ gpumem monitor --serve --host 0.0.0.0 --port 9464     dashboard at http://HOST:9464/, scrape /metrics
   $ gpumem monitor --once --csv
   $ gpumem monitor --interval 10 --log memory.ndjson      the history on disk, one sample per line
+
+Bound to loopback (the default), --serve answers only requests for localhost, 127.0.0.1 or [::1] with its port,
+so a page on another site cannot read it through a name rebound to 127.0.0.1; --allow-host adds names.
 
 Every sample forecasts the time to out-of-memory from the growth of used memory over the forecast window and marks
 each device and pool ok, warning or critical (--warn, --critical, --warn-time, --critical-time). For a fleet, run
@@ -134,7 +142,7 @@ export async function runMonitor(opts: MonitorCliOptions, io: Io, interactive = 
     const intervalMs = opts.interval * 1000;
     const limit = opts.once ? 1 : opts.count;
     if (opts.serve) {
-      await using server = new MonitorServer(monitor, { port: opts.port, host: opts.host, intervalMs });
+      await using server = new MonitorServer(monitor, { port: opts.port, host: opts.host, intervalMs, allowedHosts: opts.allowHost });
       const stop = interruption();
       try {
         const before = monitor.sampleCount;
@@ -157,7 +165,10 @@ export async function runMonitor(opts: MonitorCliOptions, io: Io, interactive = 
         if (opts.json) io.out(`${JSON.stringify(s)}\n`);
         else if (opts.prometheus) io.out(toPrometheus(s));
         else if (opts.csv) io.out(toCsv(s, n === 0));
-        else io.out(`${redraw ? '\x1b[H\x1b[2J' : n > 0 ? '\n' : ''}${renderFrame(s, { interactive: redraw, width: outputWidth() })}`);
+        else {
+          if (redraw) (io.control ?? io.out)('\x1b[H\x1b[2J');
+          io.out(`${!redraw && n > 0 ? '\n' : ''}${renderFrame(s, { interactive: redraw, width: outputWidth() })}`);
+        }
         if (limit !== undefined && n + 1 >= limit) break;
         await sleep(intervalMs, undefined, { signal: stop.signal }).catch(() => undefined);
       }

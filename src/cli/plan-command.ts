@@ -20,7 +20,12 @@ function number(v: string, name: string): number {
 function optionOf(key: string, spec: OptionSpec): Option {
   const flag = flagOf(key);
   const arg = 'arg' in spec && spec.arg ? ` ${spec.arg}` : spec.kind === 'choice' ? ' <choice>' : '';
-  const help = key === 'precision' ? `${spec.help}: ${Object.entries(PRECISIONS).map(([k, v]) => `${k}: ${v}`).join('; ')}` : spec.help;
+  const help =
+    key === 'precision'
+      ? `${spec.help}: ${Object.entries(PRECISIONS)
+          .map(([k, v]) => `${k}: ${v}`)
+          .join('; ')}`
+      : spec.help;
   const o = new Option(`${flag}${arg}`, help);
   switch (spec.kind) {
     case 'choice':
@@ -89,7 +94,8 @@ async function runPlan(opts: Record<string, unknown>, cmd: Command, io: Io): Pro
   // a config.json, or a Hugging Face model folder holding one
   const source = modelArg.endsWith('.json') || existsSync(modelArg) ? readConfigSource(modelArg) : undefined;
   const model = source ? parseConfigText(source.text, source.file, source.name) : catalogueModel(modelArg);
-  if ([opts.gpu, opts.fromBench, opts.gpuMemory].filter((x) => x !== undefined).length > 1) throw new UsageError('give one of --gpu, --gpu-memory and --from-bench');
+  if ([opts.gpu, opts.fromBench, opts.gpuMemory].filter((x) => x !== undefined).length > 1)
+    throw new UsageError('give one of --gpu, --gpu-memory and --from-bench');
   const machine = opts.fromBench
     ? machineFromBench(String(opts.fromBench))
     : opts.gpuMemory !== undefined
@@ -97,7 +103,10 @@ async function runPlan(opts: Record<string, unknown>, cmd: Command, io: Io): Pro
       : machineFromCatalogue(String(opts.gpu ?? 'h200'));
   // commander's option names are the schema's input names; switches not given are off, the rest the defaults
   const values = Object.fromEntries(
-    Object.entries(SCHEMA as Record<string, OptionSpec>).map(([k, spec]) => [k, spec.kind === 'flag' ? !!opts[k] : spec.kind === 'scope' ? (opts[k] ?? false) : opts[k]]),
+    Object.entries(SCHEMA as Record<string, OptionSpec>).map(([k, spec]) => [
+      k,
+      spec.kind === 'flag' ? !!opts[k] : spec.kind === 'scope' ? (opts[k] ?? false) : opts[k],
+    ]),
   );
   const inputs = {
     ...DEFAULT_INPUTS,
@@ -134,4 +143,3 @@ async function runPlan(opts: Record<string, unknown>, cmd: Command, io: Io): Pro
     }
   }
 }
-

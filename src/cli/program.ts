@@ -6,7 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { defineAnalyze } from './analyze-command.js';
 import { defineBench } from './bench-command.js';
-import type { Io } from './context.js';
+import { inertIo, type Io } from './context.js';
 import { exitCodeFor, Interrupted } from './errors.js';
 import { LIBRARY_ENV } from '../backend/library-env.js';
 import { fsReason } from '../input/fs-errors.js';
@@ -36,8 +36,9 @@ function environmentHelp(): string {
 
 const STDIO: Io = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) };
 
-/** Builds the program. `io` lets tests capture output. */
-export function buildProgram(io: Io = STDIO): Command {
+/** Builds the program. `io` lets tests capture output; whatever it is, control characters in the text are escaped. */
+export function buildProgram(given: Io = STDIO): Command {
+  const io = inertIo(given);
   const program = new Command('gpumem');
   program
     .description("GPU memory management for AMD ROCm (HIP) and NVIDIA CUDA: what this machine's memory system is, what fits, and what to change.")
@@ -63,7 +64,11 @@ Environment:
 ${environmentHelp()}
   GPUMEM_HOST_DEVICES, GPUMEM_HOST_DEVICE_BYTES
                                      logical devices and capacity of the host (CPU) backend
-  GPUMEM_CACHE_DIR                   where compiled kernels are cached`,
+  GPUMEM_CACHE_DIR                   where compiled kernels are cached
+  GPUMEM_ALLOWED_HOSTS               host names monitor --serve and plan --serve answer besides localhost
+  GPUMEM_STOP_GRACE_MS               how long a command may take to stop cleanly after Ctrl-C or SIGTERM (1000)
+
+Ctrl-C (SIGINT) and SIGTERM stop every command within a second: exit 130 and 143.`,
   );
   defineInfo(program, io);
   defineBench(program, io);
@@ -79,12 +84,12 @@ ${environmentHelp()}
 /** Runs the CLI with `argv` (without node and script) and answers the exit code. */
 export async function main(argv: string[], io?: Io): Promise<number> {
   const program = buildProgram(io);
-  const err = io?.err ?? STDIO.err;
+  const err = inertIo(io ?? STDIO).err;
   try {
     await program.parseAsync(argv, { from: 'user' });
     return 0;
   } catch (e) {
-    if (e instanceof Interrupted) return 130;
+    if (e instanceof Interrupted) return e.exitCode;
     if (e instanceof CommanderError) {
       if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version') return 0;
       // a command group run without its subcommand (`gpumem pool`) prints its help as an error: a usage error

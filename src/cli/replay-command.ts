@@ -1,8 +1,9 @@
 /** `gpumem pool replay`: a recorded allocation trace replayed against pool configurations on a simulated device. */
 import { Option, type Command } from 'commander';
-import type { Io } from './context.js';
+import { progressText, type Io } from './context.js';
 import { UsageError } from './errors.js';
 import { parseIntOption } from './options.js';
+import { outputWidth } from '../render/width.js';
 
 export interface ReplayCliOptions {
   json?: boolean;
@@ -21,13 +22,14 @@ export function definePool(program: Command, io: Io): void {
     .command('replay')
     .description('replay a recorded allocation trace against pool configurations on a simulated device (no GPU needed)')
     .argument(
-      '<trace>',
+      // optional to commander: `--config NAME TRACE` gives the trace to the variadic option, and the action takes it back
+      '[trace]',
       'a PyTorch memory snapshot with device_traces (the pickle _dump_snapshot writes, or JSON; gzip or not), a gpumem NDJSON log, or an RMM CSV log',
     )
     .option('--json', 'print JSON: { trace: {...}, configurations: [...] }')
     .addOption(new Option('--format <format>', 'trace format').choices(['auto', 'pytorch', 'gpumem', 'rmm']).default('auto'))
     .option('--device <n>', 'which device of a multi-device trace to replay', (v) => parseIntOption(v, '--device'))
-    .option('--config <names...>', 'replay only these configurations')
+    .option('--config <names...>', 'replay only these configurations (before or after the trace)')
     .option('--progress', 'report reading progress on stderr (default: files over 32 MiB)')
     .addHelpText(
       'after',
@@ -43,12 +45,30 @@ Examples:
   $ gpumem pool replay trace.ndjson --json
   $ gpumem pool replay rmm_log.csv --config gpumem gpumem-growable`,
     )
-    .action((trace: string, opts: ReplayCliOptions) => runPoolReplay(trace, opts, io));
+    .action((trace: string | undefined, opts: ReplayCliOptions) => runPoolReplay(trace, opts, io));
 }
 
-async function runPoolReplay(file: string, opts: ReplayCliOptions, io: Io): Promise<void> {
+/**
+ * The trace's path: the argument, or, when `--config` came first and took it, its last value when that names no
+ * configuration. @throws UsageError when there is none, or no configuration is left.
+ */
+function traceArgument(trace: string | undefined, opts: ReplayCliOptions, known: readonly string[]): string {
+  if (trace !== undefined) return trace;
+  const last = opts.config?.at(-1);
+  if (last === undefined || known.includes(last)) throw new UsageError('missing the trace: gpumem pool replay TRACE [--config NAME...]');
+  opts.config = opts.config!.slice(0, -1);
+  if (opts.config.length === 0) throw new UsageError(`--config: name a configuration before the trace ${last} (known: ${known.join(', ')})`);
+  return last;
+}
+
+async function runPoolReplay(given: string | undefined, opts: ReplayCliOptions, io: Io): Promise<void> {
   const { readTrace } = await import('../formats/allocator-trace.js');
   const { replay, DEFAULT_CONFIGURATIONS } = await import('../replay/replay.js');
+  const file = traceArgument(
+    given,
+    opts,
+    DEFAULT_CONFIGURATIONS.map((c) => c.name),
+  );
   const { renderReplay } = await import('../render/replay-text.js');
   let configs = DEFAULT_CONFIGURATIONS;
   if (opts.config) {
@@ -62,12 +82,10 @@ async function runPoolReplay(file: string, opts: ReplayCliOptions, io: Io): Prom
     const now = Date.now();
     if (now - last < 1000 || (total < PROGRESS_FROM && opts.progress !== true)) return;
     last = now;
-    io.err(
-      `reading ${file}: ${Math.min(100, (100 * done) / total).toFixed(0)}% of ${(total / 2 ** 20).toFixed(0)} MiB${done > total ? ' (decompressed)' : ''}\n`,
-    );
+    io.err(`reading ${file}: ${progressText(done, total)}\n`);
   };
   const trace = await readTrace(file, { format: opts.format, device: opts.device, progress });
   io.err(`replaying ${trace.events.length} events against ${configs.length} configuration(s)...\n`);
   const report = replay(trace, configs);
-  io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderReplay(report)}\n`);
+  io.out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderReplay(report, { width: outputWidth() })}\n`);
 }

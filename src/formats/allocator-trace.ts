@@ -3,12 +3,11 @@
  * `_dump_snapshot()` writes, or JSON, read as a stream so that gigabyte files work; gzip or not), gpumem's own NDJSON
  * log (LoggingAdaptor) or snapshot, and RMM's CSV log (logging_resource_adaptor: Thread,Time,Action,Pointer,Size,Stream).
  */
-import { statSync } from 'node:fs';
 import { BadInputError } from '../errors.js';
-import { sniffBytes } from '../input/files.js';
+import { fileSize, readFailure, sniffBytes } from '../input/files.js';
 import { isPickle } from '../input/pickle.js';
 import { readLines } from '../input/lines.js';
-import { reqNumber } from '../input/numbers.js';
+import { reqWhole } from '../input/numbers.js';
 import { deviceTrace, readPytorchSnapshot } from './pytorch-snapshot.js';
 import { snapshotEncoding } from './snapshot-file.js';
 import { EventKind, type Extent, TraceEvents } from './trace-events.js';
@@ -52,8 +51,8 @@ export async function detectFormat(file: string): Promise<TraceFormat> {
     .trimStart();
   if (/^Thread\s*,\s*Time\s*,\s*Action/i.test(t)) return 'rmm';
   if (/^\{\s*"t"\s*:/.test(t)) return 'gpumem';
-  if (t.startsWith('{') || t.startsWith('[') || isPickle(head)) {
-    snapshotEncoding(file); // refuses JSON and pickles that are not snapshots, naming what they are
+  if (t.startsWith('{') || t.startsWith('[') || t.startsWith('<') || isPickle(head)) {
+    snapshotEncoding(file); // refuses JSON, pickles and HTML pages that are not snapshots, naming what they are
     return 'pytorch';
   }
   throw new BadInputError(
@@ -64,7 +63,7 @@ export async function detectFormat(file: string): Promise<TraceFormat> {
 
 /** An address, size or stream as a trace writes it (decimal or 0x hex; an empty CSV cell reads as 0). */
 function num(v: unknown, what: string, file: string): number {
-  return reqNumber(typeof v === 'string' && v.trim() === '' ? 0 : v, what, file, Number.MAX_SAFE_INTEGER);
+  return reqWhole(typeof v === 'string' && v.trim() === '' ? 0 : v, what, file);
 }
 
 /** Reads gpumem's NDJSON log (one object per line: { t, action, address, bytes, stream }). */
@@ -127,12 +126,7 @@ export async function readTrace(
   file: string,
   options: { format?: TraceFormat | 'auto'; device?: number; progress?: (bytes: number, total: number) => void } = {},
 ): Promise<Trace> {
-  let size: number;
-  try {
-    size = statSync(file).size;
-  } catch {
-    throw new BadInputError('cannot read the file', file);
-  }
+  const size = fileSize(file);
   if (size === 0) throw new BadInputError('the file is empty', file);
   let trace: Trace;
   try {
@@ -145,8 +139,7 @@ export async function readTrace(
           ? await readNdjson(file, progress)
           : await readRmmCsv(file, progress);
   } catch (e) {
-    if (e instanceof BadInputError) throw e;
-    throw new BadInputError(`cannot read it: ${(e as Error).message} (truncated or corrupt?)`, file, { cause: e });
+    throw readFailure(e, file);
   }
   if (options.device !== undefined && !trace.devices.includes(options.device)) {
     throw new BadInputError(`--device ${options.device}: the trace holds events of device ${trace.devices.join(', ')} only`, file);

@@ -6,7 +6,7 @@
  */
 import { BadInputError } from '../errors.js';
 import { isJsonObject, type Json, type JsonObject, type PathKey } from '../input/json-stream.js';
-import { reqNumber } from '../input/numbers.js';
+import { reqNumber, reqWhole } from '../input/numbers.js';
 import { type SnapshotEncoding, walkSnapshot } from './snapshot-file.js';
 import { EventKind, type Extent, TraceEvents } from './trace-events.js';
 import type { Trace } from './allocator-trace.js';
@@ -59,6 +59,11 @@ export interface PytorchSnapshot {
   allocatorSettings: Record<string, unknown> | undefined;
   /** Stack traces, when asked for: events and blocks index this table. */
   stacks: Frame[][];
+  /**
+   * Blocks whose address the snapshot does not hold (PyTorch 2.0 and before wrote none), placed by their segment's
+   * address and the sizes of the blocks before them: a segment's blocks are listed in address order, back to back.
+   */
+  derivedAddresses: number;
 }
 
 const ACTIONS: Record<string, EventKind> = {
@@ -110,7 +115,8 @@ const STATES: readonly string[] = ['active_allocated', 'active_pending_free', 'a
  * @throws BadInputError naming the file and what is wrong with it (UnsafePickleError for a pickle that would run code).
  */
 export async function readPytorchSnapshot(file: string, options: { stacks?: boolean; progress?: (bytes: number) => void } = {}): Promise<PytorchSnapshot> {
-  const num = (v: unknown, what: string): number => reqNumber(v, what, file, Number.MAX_SAFE_INTEGER);
+  // sizes, addresses, streams and devices are whole numbers (a fractional one would reach the replay's pool as a size)
+  const num = (v: unknown, what: string): number => reqWhole(v, what, file);
   const devices = new Map<number, DeviceSnapshot>();
   const deviceOf = (d: number): DeviceSnapshot => {
     let s = devices.get(d);
@@ -124,32 +130,42 @@ export async function readPytorchSnapshot(file: string, options: { stacks?: bool
   let untimed = 0;
   let timed = 0;
   let settings: Record<string, unknown> | undefined;
+  // a list at the top is torch.cuda.memory_snapshot()'s: segments alone
   const select = (p: readonly PathKey[]): boolean =>
+    (p.length === 1 && typeof p[0] === 'number') ||
     (p.length === 3 && p[0] === 'device_traces' && typeof p[2] === 'number') ||
     (p.length === 2 && p[0] === 'segments' && typeof p[1] === 'number') ||
     (p.length === 1 && p[0] === 'allocator_settings');
+  let derived = 0;
   const onSegment = (v: Json, where: string): void => {
     if (!isJsonObject(v)) throw new BadInputError(`${where} is not an object`, file);
     const device = num(v.device ?? 0, `${where}.device`);
     const stream = num(v.stream ?? 0, `${where}.stream`);
+    // gpumem's growable segments report their virtual range as total_size and the memory behind it as mapped_size
+    const size = num(v.mapped_size ?? v.total_size, `${where}.total_size`);
+    const address = num(v.address, `${where}.address`);
     const blocks: SnapshotBlock[] = [];
+    let at = address;
     for (const [j, b] of (Array.isArray(v.blocks) ? v.blocks : []).entries()) {
       const w = `${where}.blocks[${j}]`;
       if (!isJsonObject(b)) throw new BadInputError(`${w} is not an object`, file);
       const state = STATES.includes(String(b.state)) ? (b.state === 'active_awaiting_free' ? 'active_pending_free' : (b.state as BlockState)) : undefined;
       if (!state) throw new BadInputError(`${w}.state is ${JSON.stringify(b.state)}, not one of ${STATES.join(', ')}`, file);
       const size = num(b.size, `${w}.size`);
+      // PyTorch 2.0 kept a block's requested size and frames in its history (torch/cuda/_memory_viz.py _block_extra_legacy)
+      const first = Array.isArray(b.history) && isJsonObject(b.history[0]) ? b.history[0] : undefined;
+      if (b.address === undefined) derived++;
+      const blockAddress = b.address === undefined ? at : num(b.address, `${w}.address`);
+      at = blockAddress + size;
       blocks.push({
-        address: num(b.address, `${w}.address`),
+        address: blockAddress,
         size,
-        requested: num(b.requested_size ?? size, `${w}.requested_size`),
+        requested: num(b.requested_size ?? first?.real_size ?? size, `${w}.requested_size`),
         state,
-        stack: stackOf(b, w),
+        stack: stackOf(b.frames === undefined && first ? first : b, w),
       });
     }
-    // gpumem's growable segments report their virtual range as total_size and the memory behind it as mapped_size
-    const size = num(v.mapped_size ?? v.total_size, `${where}.total_size`);
-    deviceOf(device).segments.push({ device, address: num(v.address, `${where}.address`), size, stream, expandable: v.is_expandable === true, blocks });
+    deviceOf(device).segments.push({ device, address, size, stream, expandable: v.is_expandable === true, blocks });
   };
   const onEvent = (v: Json, device: number, where: string): void => {
     if (!isJsonObject(v)) throw new BadInputError(`${where} is not an object`, file);
@@ -159,7 +175,7 @@ export async function readPytorchSnapshot(file: string, options: { stacks?: bool
     let time = Number.NaN;
     if (v.time_us === undefined || v.time_us === null) untimed++;
     else {
-      time = num(v.time_us, `${where}.time_us`);
+      time = reqNumber(v.time_us, `${where}.time_us`, file, Number.MAX_SAFE_INTEGER);
       timed++;
     }
     const addr = kind === EventKind.Oom ? 0 : num(v.addr ?? 0, `${where}.addr`);
@@ -171,7 +187,8 @@ export async function readPytorchSnapshot(file: string, options: { stacks?: bool
     (p, v) => {
       if (p[0] === 'allocator_settings') {
         if (isJsonObject(v)) settings = v;
-      } else if (p[0] === 'segments') onSegment(v, `segments[${String(p[1])}]`);
+      } else if (typeof p[0] === 'number') onSegment(v, `[${p[0]}]`);
+      else if (p[0] === 'segments') onSegment(v, `segments[${String(p[1])}]`);
       else {
         hasDeviceTraces = true;
         onEvent(v, p[1] as number, `device_traces[${String(p[1])}][${String(p[2])}]`);
@@ -188,6 +205,7 @@ export async function readPytorchSnapshot(file: string, options: { stacks?: bool
     hasFreeCompleted,
     allocatorSettings: settings,
     stacks: table.stacks,
+    derivedAddresses: derived,
   };
 }
 

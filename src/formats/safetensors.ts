@@ -8,7 +8,8 @@
  * - the header length is at most 100,000,000 bytes and the header lies inside the file;
  * - the header is UTF-8 JSON, an object; JSON whitespace may pad it before and after (writers pad it so that the
  *   byte buffer starts aligned);
- * - keys are unique (the README disallows duplicates; the reference keeps the last silently: refused here);
+ * - keys are unique (the README disallows duplicates; the reference keeps the last silently: refused here, even
+ *   when the repeat holds the same value);
  * - each tensor has a dtype the format defines, a shape of non-negative integers and `data_offsets` [begin, end)
  *   relative to the byte buffer; ordered by offset, each tensor starts where the one before it ends (no overlap, no
  *   hole: the buffer is entirely indexed, so a file cannot also be another format), and elements x bits / 8 is
@@ -20,8 +21,9 @@
  * reference's Dtype enum, descending), then by name (UTF-8 bytes); `__metadata__` first; compact JSON; the header
  * padded with spaces to a multiple of 8 bytes.
  */
-import { parse as parseJson } from 'lossless-json';
 import { BadInputError, ErrorCode, InvalidArgumentError } from '../errors.js';
+import { JsonNumber, JsonSyntaxError, parseStrictJson } from '../input/json-strict.js';
+import { quoteValue } from '../input/quote.js';
 
 /** Every dtype the format defines, in the order of the reference's enum (the writer sorts by it, descending). */
 export const SAFETENSORS_DTYPES = [
@@ -195,15 +197,38 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** A JSON number as its source text: offsets and sizes are u64 in the format, beyond what a double holds exactly. */
-class JsonNumber {
-  constructor(readonly text: string) {}
+/** A non-negative integer literal: its value, or undefined (offsets and sizes are u64, kept as their text). */
+function natural(v: unknown): bigint | undefined {
+  return v instanceof JsonNumber && v.text.length <= 20 && INTEGER.test(v.text) ? BigInt(v.text) : undefined;
 }
 
-/** A non-negative integer literal: its value, or undefined. */
-function natural(v: unknown): bigint | undefined {
-  return v instanceof JsonNumber && INTEGER.test(v.text) ? BigInt(v.text) : undefined;
+/** Beyond this many elements no tensor fits in a file (2^64 bytes, 8 elements per byte): the product stops there. */
+const ELEMENTS_CAP = 2n ** 67n;
+
+/** The product of the dimensions, or undefined beyond ELEMENTS_CAP (a zero anywhere makes it 0). */
+function elementCount(dims: readonly bigint[]): bigint | undefined {
+  if (dims.includes(0n)) return 0n;
+  let n = 1n;
+  for (const d of dims) {
+    n *= d;
+    if (n > ELEMENTS_CAP) return undefined;
+  }
+  return n;
 }
+
+/** A shape for a message: its first dimensions, and how many there are when there are many. */
+function shapeText(dims: readonly bigint[]): string {
+  return dims.length <= 8 ? `[${dims.join(', ')}]` : `[${dims.slice(0, 8).join(', ')}, ...] (${dims.length} dimensions)`;
+}
+
+/**
+ * The longest tensor name or metadata key read, in characters. The format sets none; real names are under a few
+ * hundred characters, and a header of one 99 MB name is no checkpoint (printing it alone takes seconds and GBs).
+ */
+export const SAFETENSORS_MAX_NAME = 65_536;
+
+/** The deepest nesting a header needs: the root, a tensor, its shape. Deeper is refused before it is parsed. */
+const HEADER_DEPTH = 4;
 
 /**
  * Parses and checks the JSON header (the N bytes after the length) of a file of `fileBytes` bytes.
@@ -221,11 +246,11 @@ export function parseHeader(json: Uint8Array, fileBytes: number, file?: string):
   }
   let root: unknown;
   try {
-    root = parseJson(text, null, (s: string) => new JsonNumber(s));
+    root = parseStrictJson(text, { maxDepth: HEADER_DEPTH });
   } catch (e) {
-    const message = e instanceof Error ? e.message : String(e);
-    if (/duplicate key/i.test(message)) fail('duplicate-key', `the header repeats a key: ${message}`, e);
-    fail('header-json', `the header is not JSON: ${message}`, e);
+    if (!(e instanceof JsonSyntaxError)) throw e;
+    if (e.duplicateKey !== undefined) fail('duplicate-key', `the header repeats a key: ${e.message}`, e);
+    fail('header-json', `the header is not JSON: ${e.message}`, e);
   }
   if (!isPlainObject(root)) return fail('header-json', 'the header is not a JSON object');
   let metadata: Map<string, string> | undefined;
@@ -233,42 +258,46 @@ export function parseHeader(json: Uint8Array, fileBytes: number, file?: string):
   // data_offsets count from the end of the header
   const room = BigInt(fileBytes - SAFETENSORS_PREFIX_BYTES - json.byteLength);
   for (const [name, entry] of Object.entries(root)) {
+    const tensor = `tensor ${quoteValue(name)}`;
+    if (name.length > SAFETENSORS_MAX_NAME) fail('bad-entry', `${tensor}: a name of ${name.length} characters; at most ${SAFETENSORS_MAX_NAME} are read`);
     if (name === '__metadata__') {
       if (entry === null) continue;
       if (!isPlainObject(entry)) fail('metadata', '__metadata__ must be an object of strings');
       metadata = new Map();
       for (const [k, v] of Object.entries(entry as Record<string, unknown>)) {
-        if (typeof v !== 'string') fail('metadata', `__metadata__ must hold only strings; "${k}" is not one`);
+        if (typeof v !== 'string') fail('metadata', `__metadata__ must hold only strings; ${quoteValue(k)} is not one`);
+        if (k.length > SAFETENSORS_MAX_NAME) fail('metadata', `__metadata__ key ${quoteValue(k)}: at most ${SAFETENSORS_MAX_NAME} characters are read`);
         metadata.set(k, v as string);
       }
       continue;
     }
-    if (!isPlainObject(entry)) fail('bad-entry', `tensor "${name}": expected an object with dtype, shape and data_offsets`);
+    if (!isPlainObject(entry)) fail('bad-entry', `${tensor}: expected an object with dtype, shape and data_offsets`);
     const { dtype, shape, data_offsets: offsets } = entry as Record<string, unknown>;
-    if (typeof dtype !== 'string') fail('bad-entry', `tensor "${name}": dtype must be a string`);
+    if (typeof dtype !== 'string') fail('bad-entry', `${tensor}: dtype must be a string`);
     if (!isSafetensorsDtype(dtype))
-      fail('unknown-dtype', `tensor "${name}": unknown dtype ${JSON.stringify(dtype)} (the format defines ${SAFETENSORS_DTYPES.join(', ')})`);
-    if (!Array.isArray(shape)) fail('bad-entry', `tensor "${name}": shape must be an array of non-negative integers`);
+      fail('unknown-dtype', `${tensor}: unknown dtype ${quoteValue(dtype as string, 40)} (the format defines ${SAFETENSORS_DTYPES.join(', ')})`);
+    if (!Array.isArray(shape)) fail('bad-entry', `${tensor}: shape must be an array of non-negative integers`);
     const dims = (shape as unknown[]).map(natural);
-    if (dims.some((d) => d === undefined)) fail('bad-entry', `tensor "${name}": shape must be an array of non-negative integers`);
-    if (!Array.isArray(offsets) || offsets.length !== 2) fail('bad-entry', `tensor "${name}": data_offsets must be [begin, end]`);
+    if (dims.some((d) => d === undefined)) fail('bad-entry', `${tensor}: shape must be an array of non-negative integers`);
+    if (!Array.isArray(offsets) || offsets.length !== 2) fail('bad-entry', `${tensor}: data_offsets must be [begin, end]`);
     const [b, e] = (offsets as unknown[]).map(natural);
-    if (b === undefined || e === undefined) fail('bad-entry', `tensor "${name}": data_offsets must be two non-negative integers`);
-    if (e! < b!) fail('invalid-offset', `tensor "${name}": data_offsets end ${e} is before begin ${b}`);
+    if (b === undefined || e === undefined) fail('bad-entry', `${tensor}: data_offsets must be two non-negative integers`);
+    if (e! < b!) fail('invalid-offset', `${tensor}: data_offsets end ${e} is before begin ${b}`);
     if (e! > room) {
       fail(
         'incomplete-buffer',
-        `tensor "${name}": data_offsets [${b}, ${e}] reach past the end of the file (${room} bytes after the header): truncated, or the header is wrong`,
+        `${tensor}: data_offsets [${b}, ${e}] reach past the end of the file (${room} bytes after the header): truncated, or the header is wrong`,
       );
     }
-    let elements = 1n;
-    for (const d of dims) elements *= d!;
-    const bits = elements * BigInt(BITS[dtype as SafetensorsDtype]);
-    if (bits % 8n !== 0n) fail('misaligned', `tensor "${name}": ${elements} elements of ${dtype} do not end on a byte boundary`);
+    const elements = elementCount(dims as bigint[]);
+    if (elements === undefined)
+      fail('size-mismatch', `${tensor}: shape ${shapeText(dims as bigint[])} has more elements than any file holds bytes; data_offsets hold ${e! - b!}`);
+    const bits = elements! * BigInt(BITS[dtype as SafetensorsDtype]);
+    if (bits % 8n !== 0n) fail('misaligned', `${tensor}: ${elements} elements of ${dtype} do not end on a byte boundary`);
     if (bits / 8n !== e! - b!) {
-      fail('size-mismatch', `tensor "${name}": shape [${dims.join(', ')}] of ${dtype} is ${bits / 8n} bytes, data_offsets [${b}, ${e}] hold ${e! - b!}`);
+      fail('size-mismatch', `${tensor}: shape ${shapeText(dims as bigint[])} of ${dtype} is ${bits / 8n} bytes, data_offsets [${b}, ${e}] hold ${e! - b!}`);
     }
-    if (dims.some((d) => d! > BigInt(Number.MAX_SAFE_INTEGER))) fail('bad-entry', `tensor "${name}": a dimension above 2^53 - 1`);
+    if (dims.some((d) => d! > BigInt(Number.MAX_SAFE_INTEGER))) fail('bad-entry', `${tensor}: a dimension above 2^53 - 1`);
     tensors.push({ name, dtype: dtype as SafetensorsDtype, shape: dims.map(Number), begin: Number(b), end: Number(e), bytes: Number(e! - b!) });
   }
   tensors.sort((x, y) => x.begin - y.begin || x.end - y.end);
@@ -278,8 +307,8 @@ export function parseHeader(json: Uint8Array, fileBytes: number, file?: string):
       fail(
         'invalid-offset',
         t.begin < at
-          ? `tensor "${t.name}": data_offsets [${t.begin}, ${t.end}] overlap the tensor before it, which ends at ${at}`
-          : `tensor "${t.name}": data_offsets [${t.begin}, ${t.end}] leave a hole after byte ${at} (the byte buffer must be entirely indexed)`,
+          ? `tensor ${quoteValue(t.name)}: data_offsets [${t.begin}, ${t.end}] overlap the tensor before it, which ends at ${at}`
+          : `tensor ${quoteValue(t.name)}: data_offsets [${t.begin}, ${t.end}] leave a hole after byte ${at} (the byte buffer must be entirely indexed)`,
       );
     }
     at = t.end;
@@ -316,7 +345,7 @@ export function parseSafetensors(bytes: Uint8Array, file?: string): { header: Sa
     header,
     data: (name) => {
       const t = header.byName.get(name);
-      if (!t) throw new SafetensorsError('missing-tensor', `no tensor "${name}"`, file);
+      if (!t) throw new SafetensorsError('missing-tensor', `no tensor ${quoteValue(name)}`, file);
       return bytes.subarray(header.dataOffset + t.begin, header.dataOffset + t.end);
     },
   };
@@ -363,18 +392,21 @@ export function layoutSafetensors(
   const seen = new Set<string>();
   const sized = entries.map((e, index) => {
     if (typeof e.name !== 'string' || LONE_SURROGATE.test(e.name))
-      throw new InvalidArgumentError(`tensor name ${String(e.name)}: expected a string of valid Unicode`);
+      throw new InvalidArgumentError(`tensor name ${quoteValue(String(e.name))}: expected a string of valid Unicode`);
     if (e.name === '__metadata__') throw new InvalidArgumentError('"__metadata__" is reserved for the metadata; it cannot name a tensor');
-    if (seen.has(e.name)) throw new InvalidArgumentError(`tensor "${e.name}" appears twice`);
+    if (seen.has(e.name)) throw new InvalidArgumentError(`tensor ${quoteValue(e.name)} appears twice`);
     seen.add(e.name);
     if (!isSafetensorsDtype(e.dtype))
-      throw new InvalidArgumentError(`tensor "${e.name}": unknown dtype ${String(e.dtype)} (the format defines ${SAFETENSORS_DTYPES.join(', ')})`);
+      throw new InvalidArgumentError(
+        `tensor ${quoteValue(e.name)}: unknown dtype ${quoteValue(String(e.dtype), 40)} (the format defines ${SAFETENSORS_DTYPES.join(', ')})`,
+      );
     if (!Array.isArray(e.shape) || !e.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
-      throw new InvalidArgumentError(`tensor "${e.name}": shape must be an array of non-negative integers`);
+      throw new InvalidArgumentError(`tensor ${quoteValue(e.name)}: shape must be an array of non-negative integers`);
     }
     const bytes = tensorByteSize(e.dtype, e.shape);
-    if (bytes === 'misaligned') throw new InvalidArgumentError(`tensor "${e.name}": [${e.shape.join(', ')}] of ${e.dtype} does not end on a byte boundary`);
-    if (bytes === 'too-large') throw new InvalidArgumentError(`tensor "${e.name}": more than 2^53 - 1 bytes`, ErrorCode.INVALID_SIZE);
+    if (bytes === 'misaligned')
+      throw new InvalidArgumentError(`tensor ${quoteValue(e.name)}: [${e.shape.join(', ')}] of ${e.dtype} does not end on a byte boundary`);
+    if (bytes === 'too-large') throw new InvalidArgumentError(`tensor ${quoteValue(e.name)}: more than 2^53 - 1 bytes`, ErrorCode.INVALID_SIZE);
     return { e, index, bytes, key: utf8Bytes(e.name) };
   });
   sized.sort((x, y) => RANK.get(y.e.dtype)! - RANK.get(x.e.dtype)! || Buffer.compare(x.key, y.key));
@@ -383,11 +415,11 @@ export function layoutSafetensors(
     const pairs = metadata instanceof Map ? [...metadata] : Object.entries(metadata);
     let least = 0;
     for (const [k, v] of pairs) {
-      if (typeof k !== 'string' || typeof v !== 'string') throw new InvalidArgumentError(`metadata "${String(k)}": keys and values must be strings`);
+      if (typeof k !== 'string' || typeof v !== 'string') throw new InvalidArgumentError(`metadata ${quoteValue(String(k))}: keys and values must be strings`);
       // A lower bound of the header's size (quotes and colon), so that an oversized one is refused before it is built.
       least += k.length + v.length + 6;
       if (least > SAFETENSORS_MAX_HEADER_BYTES) tooLarge(least);
-      if (LONE_SURROGATE.test(k) || LONE_SURROGATE.test(v)) throw new InvalidArgumentError(`metadata "${k}": keys and values must be valid Unicode`);
+      if (LONE_SURROGATE.test(k) || LONE_SURROGATE.test(v)) throw new InvalidArgumentError(`metadata ${quoteValue(k)}: keys and values must be valid Unicode`);
     }
     parts.push(`"__metadata__":{${pairs.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`).join(',')}}`);
   }
@@ -427,7 +459,7 @@ export function serializeSafetensors(
   for (const t of layout.tensors) {
     const data = tensors[t.index]!.data;
     if (data.byteLength !== t.bytes)
-      throw new InvalidArgumentError(`tensor "${t.name}": ${data.byteLength} bytes of data for ${t.bytes} bytes of tensor`, ErrorCode.INVALID_SIZE);
+      throw new InvalidArgumentError(`tensor ${quoteValue(t.name)}: ${data.byteLength} bytes of data for ${t.bytes} bytes of tensor`, ErrorCode.INVALID_SIZE);
     out.set(data, layout.dataOffset + t.begin);
   }
   return out;

@@ -71,6 +71,37 @@ test('any document reads the same with both readers, in pieces of 1 to 64 bytes 
   );
 });
 
+test("an array of arrays (a snapshot's device_traces) is cut one level down and reads the same as with the careful reader", async () => {
+  const snapshotSelect = (p: readonly PathKey[]): boolean =>
+    (p.length === 3 && p[0] === 'device_traces' && typeof p[2] === 'number') || (p.length === 2 && p[0] === 'segments');
+  const descend = (p: readonly PathKey[]): boolean => p.length === 1 && p[0] === 'device_traces';
+  const traces = fc.array(fc.oneof({ weight: 4, arbitrary: fc.array(event, { maxLength: 6 }) }, { weight: 1, arbitrary: event }), { maxLength: 4 });
+  await fc.assert(
+    fc.asyncProperty(
+      traces,
+      fc.array(event, { maxLength: 3 }),
+      fc.integer({ min: 1, max: 64 }),
+      fc.integer({ min: 1, max: 128 }),
+      fc.boolean(),
+      async (t, segs, piece, chunk, pretty) => {
+        const file = write(text({ segments: segs, device_traces: t, after: 1 }, pretty));
+        const careful: Array<[readonly PathKey[], Json]> = [];
+        await walkJson(file, snapshotSelect, (p, v) => careful.push([[...p], v]));
+        const chunked: Array<[readonly PathKey[], Json]> = [];
+        await walkJsonChunked(file, snapshotSelect, (p, v) => chunked.push([[...p], v]), { pieceBytes: piece, chunkBytes: chunk, descend });
+        assert.deepEqual(chunked, careful);
+      },
+    ),
+    propertyParams(150),
+  );
+  // one device's events far past what one selected value may hold: cut, not refused
+  const big = Array.from({ length: 40_000 }, (_, i) => ({ action: 'alloc', addr: i, size: 512, stream: 0, frames: [{ name: 'x'.repeat(40) }] }));
+  const file = write(JSON.stringify({ device_traces: [big, big.slice(0, 3)] }));
+  let events = 0;
+  await walkJsonChunked(file, snapshotSelect, () => events++, { descend, limits: { maxValueChars: 1 << 20 } });
+  assert.equal(events, 40_003);
+});
+
 test('documents larger than the chunk of whole events parsed at once read the same as with the careful reader', async () => {
   // the events are repeated until the array is past CHUNK_BYTES, so the default reader flushes mid-array
   await fc.assert(

@@ -36,7 +36,17 @@ export async function walkJsonChunked(
   file: string,
   select: (path: readonly PathKey[]) => boolean,
   onValue: (path: readonly PathKey[], value: Json) => void,
-  options: { limits?: Partial<JsonLimits>; progress?: (bytes: number) => void; pieceBytes?: number; chunkBytes?: number } = {},
+  options: {
+    limits?: Partial<JsonLimits>;
+    progress?: (bytes: number) => void;
+    pieceBytes?: number;
+    chunkBytes?: number;
+    /**
+     * True for an array (by its path) whose elements are themselves arrays of small elements, as a snapshot's
+     * `device_traces` (one array of events per device): those inner arrays are cut into chunks too, not parsed whole.
+     */
+    descend?: (path: readonly PathKey[]) => boolean;
+  } = {},
 ): Promise<void> {
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
   const chunkBytes = options.chunkBytes ?? CHUNK_BYTES;
@@ -99,6 +109,11 @@ export async function walkJsonChunked(
   let elementStart = 0;
   /** Bytes of the document scanned before the current buffer. */
   let total = 0;
+  /** The array being cut holds arrays to cut in turn (options.descend), and the next byte may start one. */
+  let descending = false;
+  let elementFresh = false;
+  /** The arrays descended from, innermost last: where to go on when the inner array ends. */
+  const outer: Array<{ prefix: PathKey[]; index: number }> = [];
 
   const OPEN = Buffer.from('[');
   const CLOSE = Buffer.from(']');
@@ -161,6 +176,16 @@ export async function walkJsonChunked(
       fail(`a selected value (${(mode === 'array' ? [...prefix, scanIndex] : [key]).join('.')}) holds more than ${limits.maxValueChars} characters`);
   };
 
+  /** Starts cutting the array at `prefix` whose first element may start at `at` in the current buffer. */
+  const enterArray = (at: number): void => {
+    nextIndex = 0;
+    scanIndex = 0;
+    elementStart = total + at;
+    mark = at;
+    descending = options.descend?.(prefix) ?? false;
+    elementFresh = descending;
+  };
+
   const scan = (b: Buffer): void => {
     const n = b.length;
     let i = 0;
@@ -187,6 +212,20 @@ export async function walkJsonChunked(
       const c = b[i]!;
       switch (mode) {
         case 'array':
+          if (elementFresh && !isSpace(c)) {
+            elementFresh = false;
+            if (c === OPEN_ARRAY) {
+              // an element of an array that holds arrays to cut: cut this one's elements in turn
+              flushElements(b, i);
+              outer.push({ prefix, index: scanIndex });
+              prefix = [...prefix, scanIndex];
+              depth++;
+              arrayDepth++;
+              enterArray(i + 1);
+              i++;
+              continue;
+            }
+          }
           if (c === QUOTE) {
             inString = true;
             stringBytes = 0;
@@ -195,19 +234,33 @@ export async function walkJsonChunked(
             if (depth > limits.maxDepth) fail(`nesting deeper than ${limits.maxDepth} levels`);
           } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
             if (--depth < arrayDepth) {
-              // the array ends: parse what is left, then go back to the root object's members (or the end)
+              // the array ends: parse what is left, then go back to the array it is an element of, or to the root
+              // object's members (or the end)
               flushElements(b, i);
-              mode = arrayDepth === 1 ? 'end' : 'members';
-              expect = 'comma';
+              const up = outer.pop();
+              if (up) {
+                prefix = up.prefix;
+                arrayDepth--;
+                nextIndex = up.index + 1;
+                scanIndex = up.index;
+                descending = true;
+                mark = i + 1;
+                elementStart = total + i + 1;
+              } else {
+                mode = arrayDepth === 1 ? 'end' : 'members';
+                expect = 'comma';
+              }
             }
           } else if (c === COMMA && depth === arrayDepth) {
             elementTooLarge(total + i);
             elementStart = total + i + 1;
             scanIndex++;
-            if (heldBytes + (i - mark) >= chunkBytes) {
+            // an array of arrays is flushed at every comma, so that an inner array starts with nothing held
+            if (descending || heldBytes + (i - mark) >= chunkBytes) {
               flushElements(b, i);
               mark = i + 1;
             }
+            elementFresh = descending;
           }
           i++;
           continue;
@@ -248,10 +301,7 @@ export async function walkJsonChunked(
               mode = 'array';
               arrayDepth = 2;
               prefix = [key];
-              nextIndex = 0;
-              scanIndex = 0;
-              elementStart = total + i;
-              mark = i;
+              enterArray(i);
             } else {
               mode = 'value';
               elementStart = total + i - 1;
@@ -275,8 +325,7 @@ export async function walkJsonChunked(
             mode = 'array';
             arrayDepth = 1;
             prefix = [];
-            elementStart = total + i;
-            mark = i;
+            enterArray(i);
           } else fail('not valid JSON: the document is neither an object nor an array');
           continue;
         case 'end':

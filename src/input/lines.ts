@@ -4,7 +4,7 @@
  */
 import { StringDecoder } from 'node:string_decoder';
 import { BadInputError } from '../errors.js';
-import { openInput } from './files.js';
+import { openInput, readFailure } from './files.js';
 
 export interface LineOptions {
   /** Longest line accepted, in characters (default 1 MiB). */
@@ -40,8 +40,7 @@ export async function* readLines(file: string, options: LineOptions = {}): Async
       if (pending.length > maxLine) throw new BadInputError(`line ${lineNo + 1} is longer than ${maxLine} characters`, file);
     }
   } catch (e) {
-    if (e instanceof BadInputError) throw e;
-    throw new BadInputError(`cannot read it: ${(e as Error).message} (truncated or corrupt?)`, file, { cause: e });
+    throw readFailure(e, file);
   } finally {
     input.destroy();
   }

@@ -15,7 +15,15 @@ export function optNumber(v: unknown, what: string, file: string, max = MAX_FIEL
   if (typeof v === 'number') n = v;
   else if (typeof v === 'string') n = /^0x[0-9a-f]{1,16}$/i.test(v.trim()) ? Number.parseInt(v.trim(), 16) : Number(v);
   else throw new BadInputError(`${what} should be a number, not ${describe(v)}`, file);
-  if (!Number.isFinite(n) || n < 0 || n > max) throw new BadInputError(`${what} is not a valid number: ${describe(v)}`, file);
+  if (n < 0) throw new BadInputError(`${what} is negative (${describe(v)}): a size, a count or a time cannot be`, file);
+  if (!Number.isFinite(n) || n > max) throw new BadInputError(`${what} is not a valid number: ${describe(v)}`, file);
+  return n;
+}
+
+/** Like reqNumber, for a size, an address or a count: the number must be whole. */
+export function reqWhole(v: unknown, what: string, file: string, max = Number.MAX_SAFE_INTEGER): number {
+  const n = reqNumber(v, what, file, max);
+  if (!Number.isInteger(n)) throw new BadInputError(`${what} is not a whole number: ${describe(v)}`, file);
   return n;
 }
 

@@ -16,10 +16,8 @@
  * Values come back as JSON would: dicts as null-prototype objects (non-string keys written as JSON writes them),
  * tuples and sets as arrays; ints outside ±2^53 as bigint (exact), bytes as Uint8Array.
  */
-import { createReadStream, statSync } from 'node:fs';
-import { createGunzip } from 'node:zlib';
 import { BadInputError } from '../errors.js';
-import { isGzipFile } from './files.js';
+import { fileSize, isGzipFile, maxInflatedBytes, openInput, readFailure } from './files.js';
 import { isPickle, parsePickle, type PickleValue } from './unpickler.js';
 
 export { isPickle, parsePickle, UnsafePickleError, type PickleDict, type PickleOptions, type PickleValue } from './unpickler.js';
@@ -63,58 +61,53 @@ export function pickleHead(head: Uint8Array): { protocol: number; firstKey?: str
   return { protocol };
 }
 
-/** Largest pickle read (its content, after gunzip): the values it holds must fit in memory beside it. */
-export const MAX_PICKLE_BYTES = 2 ** 31;
+/**
+ * Largest pickle read (its content, after gunzip): it is read whole and the values it holds must fit in memory beside
+ * it. A gzip pickle is held to the smaller cap on what gzip may inflate to (files.ts).
+ */
+export const MAX_PICKLE_BYTES = 512 * 2 ** 20;
 
 /**
- * Reads a pickle file (gzip or not) whole and parses it. `progress(done)` counts in bytes of the file as stored:
- * reading it takes the first half, parsing the second, so `done` reaches the file's size at the end.
+ * Reads a pickle file (gzip or not) whole and parses it. `progress(done)` counts in bytes of its content (inflated for
+ * gzip, as fileSize() gives the total): reading it takes the first half, parsing the second, so `done` reaches the
+ * content's size at the end.
  * @throws UnsafePickleError for an opcode or name that would run code or build an object.
  * @throws BadInputError for an unreadable, truncated, malformed or too large pickle.
  */
 export async function readPickleFile(file: string, options: { progress?: (done: number) => void; exactInts?: boolean } = {}): Promise<PickleValue> {
-  let size: number;
-  try {
-    size = statSync(file).size;
-  } catch {
-    throw new BadInputError('cannot read the file (does it exist?)', file);
-  }
-  const raw = createReadStream(file, { highWaterMark: 1 << 20 });
-  let rawBytes = 0;
-  raw.on('data', (c) => {
-    rawBytes += c.length;
-    options.progress?.(rawBytes / 2);
-  });
-  let input: NodeJS.ReadableStream = raw;
-  if (isGzipFile(file)) {
-    const gz = createGunzip();
-    raw.on('error', (e) => gz.destroy(e));
-    input = raw.pipe(gz);
-  }
+  const size = fileSize(file);
+  const gzip = isGzipFile(file);
+  const cap = gzip ? Math.min(MAX_PICKLE_BYTES, maxInflatedBytes()) : MAX_PICKLE_BYTES;
+  if (!gzip && size > cap) throw tooLarge(file, cap);
+  const input = openInput(file);
   const chunks: Buffer[] = [];
   let n = 0;
   try {
     for await (const c of input) {
       n += (c as Buffer).length;
-      if (n > MAX_PICKLE_BYTES) {
-        raw.destroy();
-        throw new BadInputError(
-          `the pickle holds more than ${MAX_PICKLE_BYTES / 2 ** 30} GiB: too large to read whole. Write the snapshot as JSON instead (json.dump(torch.cuda.memory._snapshot(), f)): JSON is read as a stream`,
-          file,
-        );
-      }
+      if (n > cap) throw tooLarge(file, cap);
       chunks.push(c as Buffer);
+      options.progress?.((n / 2) * (size / Math.max(size, n)));
     }
   } catch (e) {
-    if (e instanceof BadInputError) throw e;
-    throw new BadInputError(`cannot read it: ${(e as Error).message} (truncated or corrupt?)`, file, { cause: e });
+    throw readFailure(e, file);
+  } finally {
+    input.destroy();
   }
   const buf = Buffer.concat(chunks, n);
+  chunks.length = 0;
   return parsePickle(buf, {
     file,
     exactInts: options.exactInts,
     progress: (offset) => options.progress?.(size / 2 + (size / 2) * (offset / Math.max(1, buf.length))),
   });
+}
+
+function tooLarge(file: string, cap: number): BadInputError {
+  return new BadInputError(
+    `the pickle holds more than ${Math.round(cap / 2 ** 20)} MiB: too large to read whole. Write the snapshot as JSON instead (json.dump(torch.cuda.memory._snapshot(), f)): JSON is read as a stream`,
+    file,
+  );
 }
 
 /** Deepest nesting walked: a snapshot's values sit a few levels down. */

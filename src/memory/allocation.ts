@@ -27,6 +27,33 @@ const leaks = new FinalizationRegistry<string>((what) => {
   });
 });
 
+/**
+ * The allocations gpumem made and handed out (the runtime adopts each one it makes; a resource vouches for each it
+ * hands out as an object). An object built from the prototype, or constructed with a copied owner and address and
+ * another size, is not here: it is refused before its address reaches a backend.
+ */
+const genuine = new WeakSet<Allocation>();
+
+/** @internal Marks `a` as an allocation gpumem made; answers it. Not part of the public API. */
+export function vouch<T extends Allocation>(a: T): T {
+  genuine.add(a);
+  return a;
+}
+
+/** True when `a` is an allocation gpumem made and handed out, not a copy of one or an object dressed as one. */
+export function isGenuine(a: unknown): a is Allocation {
+  return typeof a === 'object' && a !== null && genuine.has(a as Allocation);
+}
+
+/** The error for an object that is not an allocation gpumem made (a forged or copied one, or `this` of another call). */
+function notGenuine(what: string, that: unknown): InvalidArgumentError {
+  const got = that === null || typeof that !== 'object' ? String(that) : that instanceof Allocation ? 'an object built as an allocation' : 'an object';
+  return new InvalidArgumentError(
+    `${what}: ${got} that gpumem did not allocate (a copied or forged allocation is refused: use the object alloc returned)`,
+    ErrorCode.FOREIGN_ADDRESS,
+  );
+}
+
 /** Base class of every allocation. */
 export abstract class Allocation implements Disposable {
   private live = true;
@@ -56,7 +83,6 @@ export abstract class Allocation implements Disposable {
     return this.kind !== 'device';
   }
 
-  /** @throws DisposedError when the allocation was freed. */
   /**
    * How this memory is kept coherent between host and devices (AMD: hipMemRangeAttributeCoherencyMode): fine-grained,
    * coarse-grained, or indeterminate when parts differ; undefined where the backend cannot say (CUDA, host).
@@ -67,7 +93,9 @@ export abstract class Allocation implements Disposable {
     return this.owner.backend.capabilities.coherencyControl ? this.owner.backend.coherencyMode(this.address, this.bytes) : undefined;
   }
 
+  /** @throws InvalidArgumentError (FOREIGN_ADDRESS) for an object gpumem did not allocate; DisposedError once freed. */
   assertLive(what = 'use'): void {
+    if (!genuine.has(this)) throw notGenuine(what, this);
     if (!this.live) throw new DisposedError(`${what}: this ${this.bytes}-byte ${this.kind} allocation was already freed`);
   }
 
@@ -121,9 +149,11 @@ export abstract class Allocation implements Disposable {
 
   /**
    * Frees the memory now.
-   * @throws DisposedError (DOUBLE_FREE) when called a second time; GpuError (BUSY) while a transfer uses it.
+   * @throws DisposedError (DOUBLE_FREE) when called a second time; GpuError (BUSY) while a transfer uses it;
+   *   InvalidArgumentError (FOREIGN_ADDRESS) for an object gpumem did not allocate.
    */
   free(): void {
+    if (!genuine.has(this)) throw notGenuine('free', this);
     if (!this.live) throw new DisposedError(`double free: this ${this.bytes}-byte ${this.kind} allocation was already freed`, ErrorCode.DOUBLE_FREE);
     if (this.holds > 0) {
       throw new GpuError(
@@ -141,6 +171,7 @@ export abstract class Allocation implements Disposable {
 
   /** Frees the memory if it is still live; a second call does nothing. */
   [Symbol.dispose](): void {
+    if (!genuine.has(this)) throw notGenuine('dispose', this);
     if (this.live) this.free();
   }
 

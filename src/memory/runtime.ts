@@ -14,6 +14,7 @@ import { Stream, type StreamOwner } from '../stream/stream.js';
 import type { KernelOwner, PointerArg } from '../kernels/module.js';
 import {
   Allocation,
+  vouch,
   MappedAllocation,
   PageableAllocation,
   PinnedAllocation,
@@ -263,8 +264,8 @@ export class MemoryRuntime implements AllocationOwner, StreamOwner, EventOwner, 
    */
   resolve(ref: MemoryRef, what = 'address'): { allocation: Allocation; offset: number } {
     if (ref instanceof Allocation) {
-      if (ref.owner.backend !== this.backend) throw new InvalidArgumentError(`${what}: the allocation belongs to another runtime`, ErrorCode.FOREIGN_ADDRESS);
       ref.assertLive(what);
+      if (ref.owner.backend !== this.backend) throw new InvalidArgumentError(`${what}: the allocation belongs to another runtime`, ErrorCode.FOREIGN_ADDRESS);
       return { allocation: ref, offset: 0 };
     }
     if (typeof ref !== 'number') {
@@ -323,6 +324,7 @@ export class MemoryRuntime implements AllocationOwner, StreamOwner, EventOwner, 
 
   /** @internal */
   adopt<T extends Allocation>(a: T): T {
+    vouch(a);
     this.registry.add(a);
     if (a.deviceAddress !== undefined && a.deviceAddress !== a.address) this.registry.add(a, a.deviceAddress);
     return a;

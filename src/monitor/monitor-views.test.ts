@@ -17,6 +17,7 @@ import { DeviceResource } from '../pool/sources.js';
 import { main } from '../cli/program.js';
 import { renderFrame } from '../render/monitor-terminal.js';
 import { CHROMIUM, inChromium, runCli } from '../testing/harness.js';
+import { probe } from '../testing/http-probe.js';
 import { parsePrometheus, twoDeviceHost as host, validSample } from '../testing/monitor-samples.js';
 import { MemoryMonitor, type MonitorSample } from './monitor.js';
 import { MonitorServer } from './server.js';
@@ -136,6 +137,32 @@ test('the server answers /, /metrics, /api/sample and /api/history, and refuses 
   await server.close();
   await server.close();
   await assert.rejects(fetch(`${url}metrics`));
+});
+
+test('the server answers only its own names over loopback, marks every answer nosniff, and a scrape changes nothing', async () => {
+  using rt = host();
+  const monitor = new MemoryMonitor(rt);
+  // A long interval: only the first sample at listen is the timer's; every other one would be a scrape's.
+  await using server = new MonitorServer(monitor, { port: 0, intervalMs: 3_600_000, allowedHosts: [] });
+  const { port } = await server.listen();
+  const own = `127.0.0.1:${port}`;
+  for (const path of ['/', '/metrics', '/api/sample', '/api/history']) {
+    const rebound = await probe(port, path, `attacker.example:${port}`);
+    assert.equal(rebound.status, 403, `${path} for a rebound name`);
+    assert.doesNotMatch(rebound.body, /gpumem_|"devices"|hostname/, 'nothing of the machine in the refusal');
+    const ok = await probe(port, path, own);
+    assert.equal(ok.status, 200, path);
+    assert.equal(ok.headers['x-content-type-options'], 'nosniff', path);
+  }
+  const taken = monitor.sampleCount;
+  const history = JSON.stringify(monitor.history);
+  for (let i = 0; i < 5; i++) {
+    const scrape = await probe(port, '/metrics', `localhost:${port}`);
+    assert.ok(parsePrometheus(scrape.body).some((f) => f.name === 'gpumem_device_memory_used_bytes'));
+  }
+  assert.equal(monitor.sampleCount, taken, 'five scrapes took no sample into the history');
+  assert.equal(JSON.stringify(monitor.history), history, "the dashboard's history and the forecast's window are as they were");
+  assert.equal((await probe(port, '/api/history', own)).body, history);
 });
 
 test('the server refuses bad options and a port in use, with typed errors', async () => {

@@ -245,8 +245,26 @@ export class MemoryMonitor {
     return this.pools.delete(name);
   }
 
-  /** Samples every device and pool now, and keeps the sample in the history. */
+  /** Samples every device and pool now, and keeps the sample in the history (and the forecasts' window). */
   sample(): MonitorSample {
+    const out = this.measure();
+    this.samples.push(out);
+    this.taken++;
+    this.onSample?.(out);
+    if (this.samples.length > this.historySize) this.samples.splice(0, this.samples.length - this.historySize);
+    return out;
+  }
+
+  /**
+   * Samples every device and pool now without keeping the sample: the history, the forecasts' window and `onSample`
+   * are left as they were (a Prometheus scrape reads the present; it must not change what the dashboard shows).
+   */
+  peek(): MonitorSample {
+    return this.measure();
+  }
+
+  /** One sample, its forecasts fitted over the history and itself. */
+  private measure(): MonitorSample {
     const out: MonitorSample = {
       schema: 'gpumem.monitor/1',
       time: new Date(this.now()).toISOString(),
@@ -277,10 +295,6 @@ export class MemoryMonitor {
     }
     if (this.rt.devices.length === 0)
       out.notice = `the ${this.rt.backend.name} backend has no device${this.rt.backend.noDeviceReason() ? ` (${this.rt.backend.noDeviceReason()})` : ''}`;
-    this.samples.push(out);
-    this.taken++;
-    this.onSample?.(out);
-    if (this.samples.length > this.historySize) this.samples.splice(0, this.samples.length - this.historySize);
     return out;
   }
 

@@ -1,10 +1,12 @@
 /**
  * The monitor over HTTP: the dashboard page at /, the latest sample and the history as JSON at /api/sample and
  * /api/history, and Prometheus' text format at /metrics (a fresh sample per scrape). A timer samples every
- * interval for the history. Only GET and HEAD are answered.
+ * interval for the history; a scrape reads the present without adding to it. Only GET and HEAD are answered, and a
+ * request naming another host is refused (net/host-check.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { ErrorCode, InvalidArgumentError } from '../errors.js';
+import { guarded, HostPolicy } from '../net/host-check.js';
 import { checkPort, closeServer, listenOn } from '../net/listen.js';
 import { dashboardPage } from '../render/monitor-dashboard.js';
 import type { MemoryMonitor } from './monitor.js';
@@ -17,6 +19,8 @@ export interface MonitorServerOptions {
   host?: string;
   /** Sampling interval for the history and the page's polling, in milliseconds (default 1000). */
   intervalMs?: number;
+  /** Host names to answer besides the loopback ones (default: GPUMEM_ALLOWED_HOSTS); bound beyond loopback, the only ones. */
+  allowedHosts?: readonly string[] | undefined;
 }
 
 export class MonitorServer implements AsyncDisposable {
@@ -36,7 +40,8 @@ export class MonitorServer implements AsyncDisposable {
     }
     checkPort(options.port ?? 9464);
     this.intervalMs = interval;
-    this.server = createServer((req, res) => this.handle(req, res));
+    const policy = new HostPolicy(options.host ?? '127.0.0.1', options.allowedHosts);
+    this.server = createServer(guarded(policy, (req, res) => this.handle(req, res)));
   }
 
   /**
@@ -76,10 +81,10 @@ export class MonitorServer implements AsyncDisposable {
           this.send(res, 200, 'text/html; charset=utf-8', this.page, head);
           return;
         case '/metrics':
-          this.send(res, 200, PROMETHEUS_CONTENT_TYPE, toPrometheus(this.monitor.sample()), head);
+          this.send(res, 200, PROMETHEUS_CONTENT_TYPE, toPrometheus(this.monitor.peek()), head);
           return;
         case '/api/sample':
-          this.send(res, 200, 'application/json', JSON.stringify(this.monitor.latest ?? this.monitor.sample()), head);
+          this.send(res, 200, 'application/json', JSON.stringify(this.monitor.latest ?? this.monitor.peek()), head);
           return;
         case '/api/history':
           this.send(res, 200, 'application/json', JSON.stringify(this.monitor.history), head);

@@ -74,7 +74,7 @@ test("held-back runs: each kind of figure lands within ±10% at the issue's bar,
         `${kind}: ${k.within} of ${k.expressible} within ±10% (${(share * 100).toFixed(0)}%); ${bound.why}`,
       );
     }
-    // every run is expressible (torch.compile without a checkpoint too: compile-activations.ts counts what its
+    // every run is expressible (torch.compile without a checkpoint too: program/compiled.ts counts what its
     // partitioner keeps)
     const refused = results.filter((r) => r.row.role === 'test' && r.refusal !== undefined);
     assert.deepEqual(

@@ -191,7 +191,10 @@ test('FSDP2 reduce-scatters every micro-batch, FSDP1 keeps unsharded gradients u
   assert.equal(grads('fsdp2', 4), (2 * c.total) / 8, 'FSDP2: the shards accumulate (torchtitan and torchtune leave the sync on)');
   assert.equal(grads('fsdp2', 1), (2 * c.total) / 8);
   const fsdp1 = estimate(m, trainOptions({ precision: 'bf16-pure', parallel: fsdp, sharding: 'fsdp1', gradAccum: 4 }));
-  assert.ok(fsdp1.fullLines.find((l) => l.name === 'gradients')!.bytes >= 2 * c.total, "FSDP1 under no_sync: every unit's unsharded gradient between micro-batches");
+  assert.ok(
+    fsdp1.fullLines.find((l) => l.name === 'gradients')!.bytes >= 2 * c.total,
+    "FSDP1 under no_sync: every unit's unsharded gradient between micro-batches",
+  );
   assert.equal(grads('fsdp1', 1), (2 * c.total) / 8);
   // the gathered root unit is a tensor of its own beside the shards: all of it, in the gathered dtype
   const root = line(trainOptions({ precision: 'bf16-pure', parallel: fsdp }), /root unit/);

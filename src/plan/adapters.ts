@@ -72,7 +72,8 @@ export function adapterRefusal(i: PlanInputs, _given: (k: InputName) => boolean)
   const quantised = i.baseWeights === 'nf4' || i.baseWeights === 'fp4' || i.baseWeights === 'int8';
   const fourBit = i.baseWeights === 'nf4' || i.baseWeights === 'fp4';
   if (i.lora === undefined) {
-    if (quantised) return `a ${i.baseWeights === 'int8' ? '8-bit' : '4-bit'} base (--base-weights ${i.baseWeights}) cannot be fine-tuned in full: give --lora R (QLoRA)`;
+    if (quantised)
+      return `a ${i.baseWeights === 'int8' ? '8-bit' : '4-bit'} base (--base-weights ${i.baseWeights}) cannot be fine-tuned in full: give --lora R (QLoRA)`;
     if (i.baseWeights !== undefined) return '--base-weights is the frozen base under adapters: give --lora R';
     return undefined;
   }

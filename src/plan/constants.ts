@@ -45,7 +45,7 @@ export const CONSTANTS = {
   /** The flat allowance for the caching allocator where no replay is made (inference, Megatron-LM). */
   fragmentationShare: {
     value: 0.05,
-    source: "estimate: what the caching allocator holds above the tensors where the step is not replayed (gpumem pool replay measures yours)",
+    source: 'estimate: what the caching allocator holds above the tensors where the step is not replayed (gpumem pool replay measures yours)',
     estimate: true,
   },
   /** torchtune's chunked cross-entropy. */

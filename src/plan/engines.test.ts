@@ -153,9 +153,19 @@ test('vLLM caches MLA latents on every rank and honours per-layer sliding window
 test('SGLang: its fraction of what is free before loading, its default by GPU memory from 0.5.4, by TP before', () => {
   // server_args.py: an H100's 79.22 GiB less max(512 + 1.5 x 8192 + 2 x 256 + 128, 10240) MiB
   const mem = 79.22 * 1024;
-  assert.equal(sglangDefaultFraction({ capacityBytes: H100, version: parseEngineVersion('sglang', '0.5.4') }, 1), Math.round(((mem - 13440) / mem) * 1000) / 1000);
+  assert.equal(
+    sglangDefaultFraction({ capacityBytes: H100, version: parseEngineVersion('sglang', '0.5.4') }, 1),
+    Math.round(((mem - 13440) / mem) * 1000) / 1000,
+  );
   assert.equal(sglangDefaultFraction({ capacityBytes: H100, version: parseEngineVersion('sglang', '0.4') }, 2), 0.87);
-  const e = estimateServe(catalogueModel('llama-3-8b'), { ...infer(), engine: 'sglang' }, 'sglang', { ...infer().serve, engineVersion: undefined, memoryFraction: 0.9 }, H100, 'H100');
+  const e = estimateServe(
+    catalogueModel('llama-3-8b'),
+    { ...infer(), engine: 'sglang' },
+    'sglang',
+    { ...infer().serve, engineVersion: undefined, memoryFraction: 0.9 },
+    H100,
+    'H100',
+  );
   const before = e.lines.find((l) => /before loading/.test(l.name))!.bytes;
   assert.ok(Math.abs(e.budgetBytes - 0.9 * (H100 - before)) < 1, 'the fraction applies to what was free before loading');
 });

@@ -106,7 +106,9 @@ export function estimateInfer(m: ModelConfig, o: InferOptions, capacityBytes?: n
     offloadBytesPerStep: 0,
     params: c,
     localParams: localParams(c, m, p),
-    fullLines: [...walk.tagMaxima().entries()].sort(([a], [b]) => a.id - b.id).map(([t, bytes]) => ({ name: t.name, bytes, note: t.note(bytes), field: t.field })),
+    fullLines: [...walk.tagMaxima().entries()]
+      .sort(([a], [b]) => a.id - b.id)
+      .map(([t, bytes]) => ({ name: t.name, bytes, note: t.note(bytes), field: t.field })),
     allocatedPeakBytes: replay ? replay.peakAllocatedBytes : Math.round(tensors),
     reservedPeakBytes: replay ? replay.peakReservedBytes : Math.round(tensors + cached),
   };

@@ -116,7 +116,7 @@ test("Lightning quantises LitGPT's output layer too: its weight in 4 bits, and i
   assert.equal(setupOf(m, options(QLORA)).extras.dequantisedBytes, 4);
   assert.equal(setupOf(m, options({ ...QLORA, framework: 'pytorch', bnbVersion: '0.42' })).extras.dequantisedBytes, 2);
   // the output layer is LitGPT's largest quantised matmul: its dequantised copies at the start of the backward pass
-  assert.ok(lit.allocatedPeakBytes > hf.allocatedPeakBytes - (head * (2 - q)), 'the output layer quantised, then dequantised while it runs');
+  assert.ok(lit.allocatedPeakBytes > hf.allocatedPeakBytes - head * (2 - q), 'the output layer quantised, then dequantised while it runs');
 });
 
 test("the previous micro-batch's graph lives through the next forward pass: its logits, and before bitsandbytes 0.43.2 every quantised layer's input", () => {

@@ -43,4 +43,3 @@ export function localParams(c: ParamCounts, m: ModelConfig, p: Parallelism): num
   const ends = p.pp === 1 ? c.embedding + c.lmHead + c.finalNorm : Math.max(c.embedding, c.lmHead + c.finalNorm);
   return layers + ends / p.tp;
 }
-

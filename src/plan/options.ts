@@ -102,7 +102,7 @@ export interface TrainOptions {
   offload: 'none' | 'optimizer' | 'params';
   /**
    * Share of the estimate set aside for allocator fragmentation; undefined (the default): the step is replayed
-   * through PyTorch's caching allocator (step-replay.ts) and what it holds without tensors is counted instead.
+   * through PyTorch's caching allocator (program/replay.ts over allocator-model/torch-caching.ts) and what it holds without tensors is counted instead.
    */
   fragmentation?: number | undefined;
   /** PYTORCH_CUDA_ALLOC_CONF's settings the step is replayed under (undefined: PyTorch's defaults). */
@@ -115,9 +115,9 @@ export interface TrainOptions {
   activationOffload?: boolean | undefined;
   /**
    * torch.compile on the blocks and the loss (torch.compile(model), torchtune's and torchtitan's compile). Without a
-   * checkpoint, the blocks keep what inductor's min-cut partitioner saves (compile-activations.ts); under one
+   * checkpoint, the blocks keep what inductor's min-cut partitioner saves (program/compiled.ts); under one
    * (--recompute full or op) the checkpoint decides, less what the backward never reads, and a recomputed block holds
-   * what its compiled backward graph materialises (compile-activations.ts).
+   * what its compiled backward graph materialises (program/compiled.ts).
    * The compiled cross-entropy keeps the 16-bit logits and a log-sum-exp per token. `true` is `all`; `blocks` compiles
    * the blocks alone: the final norm, the output layer and the loss run eager (compilesLoss).
    */

@@ -9,7 +9,7 @@ import { runCli } from '../testing/harness.js';
 import { inferOptions, ONE_GPU, trainOptions } from '../testing/plan-options.js';
 import { catalogueModel } from './catalogue.js';
 import { estimate, korthikantiLayerBytes, modelStateBytes, type TrainOptions } from './estimate.js';
-import { againstMeasured, type MeasuredRow } from './measured.js';
+import { againstMeasured, type MeasuredRow } from '../testing/plan-measured.js';
 import { countParams, kvBytesPerTokenPerLayer } from './params.js';
 import type { PlanResult } from './plan.js';
 

@@ -76,7 +76,8 @@ export const streamBytes = (p: Precision): number => (p === 'fp32' || p.startsWi
 export const adapterBytes = (lora: Pick<LoraOptions, 'dtype'>): number => (lora.dtype === 'bf16' || lora.dtype === 'fp16' ? 2 : 4);
 
 /** True for a base bitsandbytes quantises (the adapters are then QLoRA-style). */
-export const quantisedBase = (lora: Pick<LoraOptions, 'base'> | undefined): boolean => !!lora && (lora.base === 'nf4' || lora.base === 'fp4' || lora.base === 'int8');
+export const quantisedBase = (lora: Pick<LoraOptions, 'base'> | undefined): boolean =>
+  !!lora && (lora.base === 'nf4' || lora.base === 'fp4' || lora.base === 'int8');
 
 /**
  * Bytes per quantised weight: 4-bit packs two per byte plus an fp32 absmax per 64-value block (double quantisation:

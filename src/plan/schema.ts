@@ -72,7 +72,15 @@ export const SCHEMA = {
   },
   batch: { kind: 'int', default: 1, limit: LIMITS.batch, arg: '<n>', help: 'micro-batch (train) or concurrent sequences (infer)', page: { label: 'batch' } },
   seq: { kind: 'int', default: 2048, limit: LIMITS.tokens, arg: '<n>', help: 'sequence length (train)', applies: TRAIN, page: { label: 'sequence' } },
-  gradAccum: { kind: 'int', default: 1, limit: LIMITS.steps, arg: '<n>', help: 'gradient accumulation steps', applies: TRAIN, page: { label: 'gradient accumulation' } },
+  gradAccum: {
+    kind: 'int',
+    default: 1,
+    limit: LIMITS.steps,
+    arg: '<n>',
+    help: 'gradient accumulation steps',
+    applies: TRAIN,
+    page: { label: 'gradient accumulation' },
+  },
   recompute: {
     kind: 'choice',
     choices: ['none', 'selective', 'full', 'op'],
@@ -97,7 +105,14 @@ export const SCHEMA = {
     applies: TRAIN,
     page: { label: 'framework' },
   },
-  lora: { kind: 'int', limit: LIMITS.tokens, arg: '<r>', help: 'LoRA adapters of rank r (PEFT): the base frozen, only the adapters train', applies: TRAIN, page: { label: 'LoRA rank (empty: full fine-tuning)' } },
+  lora: {
+    kind: 'int',
+    limit: LIMITS.tokens,
+    arg: '<r>',
+    help: 'LoRA adapters of rank r (PEFT): the base frozen, only the adapters train',
+    applies: TRAIN,
+    page: { label: 'LoRA rank (empty: full fine-tuning)' },
+  },
   loraTargets: {
     kind: 'text',
     arg: '<list>',
@@ -107,9 +122,28 @@ export const SCHEMA = {
     applies: ADAPTERS,
     page: { label: 'LoRA targets' },
   },
-  loraDtype: { kind: 'choice', choices: ['fp32', 'bf16', 'fp16'], help: "the adapters' dtype (default: PEFT's, fp32 under a 16-bit base: autocast_adapter_dtype=True)", applies: ADAPTERS, page: { label: 'LoRA dtype' } },
-  loraDropout: { kind: 'fraction', below1: true, zero: true, arg: '<p>', help: "PEFT's lora_dropout (default 0: no mask kept)", applies: ADAPTERS, page: { label: 'LoRA dropout' } },
-  dora: { kind: 'flag', help: "weight-decomposed LoRA (use_dora=True): a magnitude per output and each adapted layer's output kept", applies: ADAPTERS, page: { label: 'DoRA' } },
+  loraDtype: {
+    kind: 'choice',
+    choices: ['fp32', 'bf16', 'fp16'],
+    help: "the adapters' dtype (default: PEFT's, fp32 under a 16-bit base: autocast_adapter_dtype=True)",
+    applies: ADAPTERS,
+    page: { label: 'LoRA dtype' },
+  },
+  loraDropout: {
+    kind: 'fraction',
+    below1: true,
+    zero: true,
+    arg: '<p>',
+    help: "PEFT's lora_dropout (default 0: no mask kept)",
+    applies: ADAPTERS,
+    page: { label: 'LoRA dropout' },
+  },
+  dora: {
+    kind: 'flag',
+    help: "weight-decomposed LoRA (use_dora=True): a magnitude per output and each adapted layer's output kept",
+    applies: ADAPTERS,
+    page: { label: 'DoRA' },
+  },
   baseWeights: {
     kind: 'choice',
     choices: ['fp32', 'bf16', 'fp16', 'nf4', 'fp4', 'int8'],
@@ -117,7 +151,12 @@ export const SCHEMA = {
     applies: TRAIN,
     page: { label: 'base weights' },
   },
-  doubleQuant: { kind: 'flag', help: "bitsandbytes' bnb_4bit_use_double_quant: the 4-bit absmax in 8 bits (default off, as BitsAndBytesConfig)", applies: ADAPTERS, page: { label: 'double quantisation' } },
+  doubleQuant: {
+    kind: 'flag',
+    help: "bitsandbytes' bnb_4bit_use_double_quant: the 4-bit absmax in 8 bits (default off, as BitsAndBytesConfig)",
+    applies: ADAPTERS,
+    page: { label: 'double quantisation' },
+  },
   bnbVersion: {
     kind: 'text',
     arg: '<v>',
@@ -127,7 +166,12 @@ export const SCHEMA = {
     applies: ADAPTERS,
     page: { label: 'bitsandbytes release (4-bit base)' },
   },
-  activationOffload: { kind: 'flag', help: "torchtune's activation offloading: kept activations go to pinned host memory (about two layers stay)", applies: TRAIN, page: { label: 'activation offloading' } },
+  activationOffload: {
+    kind: 'flag',
+    help: "torchtune's activation offloading: kept activations go to pinned host memory (about two layers stay)",
+    applies: TRAIN,
+    page: { label: 'activation offloading' },
+  },
   compile: {
     kind: 'scope',
     choices: ['all', 'blocks'],
@@ -147,8 +191,22 @@ export const SCHEMA = {
   },
   prompt: { kind: 'int', default: 512, limit: LIMITS.tokens, arg: '<n>', help: 'prompt tokens (infer)', applies: INFER, page: false },
   newTokens: { kind: 'int', default: 512, limit: LIMITS.tokens, arg: '<n>', help: 'generated tokens (infer)', applies: INFER, page: { label: 'new tokens' } },
-  context: { kind: 'int', limit: LIMITS.tokens, arg: '<n>', help: 'total context (infer): sets the prompt to context - new tokens', applies: INFER, page: { label: 'context' } },
-  kvDtype: { kind: 'choice', choices: ['fp32', 'bf16', 'fp16', 'fp8', 'int8', 'int4'], default: 'bf16', help: "the KV cache's dtype", applies: INFER, page: { label: 'KV cache' } },
+  context: {
+    kind: 'int',
+    limit: LIMITS.tokens,
+    arg: '<n>',
+    help: 'total context (infer): sets the prompt to context - new tokens',
+    applies: INFER,
+    page: { label: 'context' },
+  },
+  kvDtype: {
+    kind: 'choice',
+    choices: ['fp32', 'bf16', 'fp16', 'fp8', 'int8', 'int4'],
+    default: 'bf16',
+    help: "the KV cache's dtype",
+    applies: INFER,
+    page: { label: 'KV cache' },
+  },
   blockSize: { kind: 'int', limit: LIMITS.tokens, arg: '<n>', help: 'paged KV cache block size in tokens', applies: INFER, page: { label: 'KV block size' } },
   weights: {
     kind: 'choice',
@@ -166,11 +224,44 @@ export const SCHEMA = {
     applies: INFER,
     page: { label: 'engine' },
   },
-  gpuMemoryUtilization: { kind: 'fraction', arg: '<f>', help: "vllm: share of the GPU it takes (default: the release's)", applies: { mode: 'infer', engine: 'vllm' }, page: { label: 'gpu_memory_utilization' } },
-  memFractionStatic: { kind: 'fraction', arg: '<f>', help: "sglang: share of the GPU for weights and KV cache (default: the release's)", applies: { mode: 'infer', engine: 'sglang' }, page: { label: 'mem_fraction_static' } },
-  maxModelLen: { kind: 'int', limit: LIMITS.tokens, arg: '<n>', help: "vllm/sglang: longest request in tokens (default: the model's positions)", applies: { mode: 'infer', engine: true }, page: { label: 'max model length' } },
-  maxNumBatchedTokens: { kind: 'int', limit: LIMITS.tokens, arg: '<n>', help: "vllm: tokens of the profiling forward pass (default: the release's, by GPU)", applies: { mode: 'infer', engine: 'vllm' }, page: { label: 'max_num_batched_tokens' } },
-  maxNumSeqs: { kind: 'int', limit: LIMITS.batch, arg: '<n>', help: "vllm: sequences scheduled at once (default: the release's, by GPU)", applies: { mode: 'infer', engine: 'vllm' }, page: { label: 'max_num_seqs' } },
+  gpuMemoryUtilization: {
+    kind: 'fraction',
+    arg: '<f>',
+    help: "vllm: share of the GPU it takes (default: the release's)",
+    applies: { mode: 'infer', engine: 'vllm' },
+    page: { label: 'gpu_memory_utilization' },
+  },
+  memFractionStatic: {
+    kind: 'fraction',
+    arg: '<f>',
+    help: "sglang: share of the GPU for weights and KV cache (default: the release's)",
+    applies: { mode: 'infer', engine: 'sglang' },
+    page: { label: 'mem_fraction_static' },
+  },
+  maxModelLen: {
+    kind: 'int',
+    limit: LIMITS.tokens,
+    arg: '<n>',
+    help: "vllm/sglang: longest request in tokens (default: the model's positions)",
+    applies: { mode: 'infer', engine: true },
+    page: { label: 'max model length' },
+  },
+  maxNumBatchedTokens: {
+    kind: 'int',
+    limit: LIMITS.tokens,
+    arg: '<n>',
+    help: "vllm: tokens of the profiling forward pass (default: the release's, by GPU)",
+    applies: { mode: 'infer', engine: 'vllm' },
+    page: { label: 'max_num_batched_tokens' },
+  },
+  maxNumSeqs: {
+    kind: 'int',
+    limit: LIMITS.batch,
+    arg: '<n>',
+    help: "vllm: sequences scheduled at once (default: the release's, by GPU)",
+    applies: { mode: 'infer', engine: 'vllm' },
+    page: { label: 'max_num_seqs' },
+  },
   engineVersion: {
     kind: 'text',
     arg: '<v>',
@@ -180,18 +271,59 @@ export const SCHEMA = {
     applies: { mode: 'infer', engine: true },
     page: { label: 'engine release' },
   },
-  enforceEager: { kind: 'flag', help: 'vllm/sglang: no CUDA graphs (vLLM --enforce-eager, SGLang --disable-cuda-graph)', applies: { mode: 'infer', engine: true }, page: { label: 'no CUDA graphs' } },
+  enforceEager: {
+    kind: 'flag',
+    help: 'vllm/sglang: no CUDA graphs (vLLM --enforce-eager, SGLang --disable-cuda-graph)',
+    applies: { mode: 'infer', engine: true },
+    page: { label: 'no CUDA graphs' },
+  },
   gpus: { kind: 'int', default: 1, limit: LIMITS.gpus, arg: '<n>', help: 'GPUs in all', page: { label: 'GPUs' } },
   nodes: { kind: 'int', default: 1, limit: LIMITS.gpus, arg: '<n>', help: 'nodes', page: { label: 'nodes' } },
-  zero: { kind: 'int', default: 0, min: 0, limit: 3, arg: '<stage>', help: "ZeRO stage: DeepSpeed's ZeRO 1-3 (optimizer states, then gradients, then parameters sharded); with --framework megatron, 1 is its distributed optimizer", applies: TRAIN, page: { label: 'ZeRO stage' } },
-  fsdp: { kind: 'scope', choices: ['1', '2'], bare: 'default', arg: '[version]', help: "FSDP full sharding: 2 (fully_shard, as torchtitan and torchtune apply it) or 1 (FullyShardedDataParallel, as HF Trainer / accelerate and LitGPT wrap it); bare: the framework's (LitGPT: 1, else 2)", applies: TRAIN, page: { label: 'FSDP' } },
+  zero: {
+    kind: 'int',
+    default: 0,
+    min: 0,
+    limit: 3,
+    arg: '<stage>',
+    help: "ZeRO stage: DeepSpeed's ZeRO 1-3 (optimizer states, then gradients, then parameters sharded); with --framework megatron, 1 is its distributed optimizer",
+    applies: TRAIN,
+    page: { label: 'ZeRO stage' },
+  },
+  fsdp: {
+    kind: 'scope',
+    choices: ['1', '2'],
+    bare: 'default',
+    arg: '[version]',
+    help: "FSDP full sharding: 2 (fully_shard, as torchtitan and torchtune apply it) or 1 (FullyShardedDataParallel, as HF Trainer / accelerate and LitGPT wrap it); bare: the framework's (LitGPT: 1, else 2)",
+    applies: TRAIN,
+    page: { label: 'FSDP' },
+  },
   tp: { kind: 'int', default: 1, limit: LIMITS.gpus, arg: '<n>', help: 'tensor parallel size', page: { label: 'tensor parallel' } },
   sp: { kind: 'flag', help: 'sequence parallelism (with --tp)', page: { label: 'sequence parallel' } },
   pp: { kind: 'int', default: 1, limit: LIMITS.gpus, arg: '<n>', help: 'pipeline parallel size', page: { label: 'pipeline parallel' } },
-  inFlight: { kind: 'int', limit: LIMITS.steps, arg: '<n>', help: 'micro-batches in flight on the first stage (1F1B: --pp)', applies: TRAIN, page: { label: 'micro-batches in flight' } },
+  inFlight: {
+    kind: 'int',
+    limit: LIMITS.steps,
+    arg: '<n>',
+    help: 'micro-batches in flight on the first stage (1F1B: --pp)',
+    applies: TRAIN,
+    page: { label: 'micro-batches in flight' },
+  },
   ep: { kind: 'int', default: 1, limit: LIMITS.gpus, arg: '<n>', help: 'expert parallel size', page: { label: 'expert parallel' } },
-  offload: { kind: 'choice', choices: ['none', 'optimizer', 'params'], default: 'none', help: 'offload to pinned host memory', applies: TRAIN, page: { label: 'offload' } },
-  hostMemory: { kind: 'bytes', arg: '<size>', help: 'host memory available for offloading, e.g. 512GiB', page: { label: 'host memory, GiB (empty: not checked)' } },
+  offload: {
+    kind: 'choice',
+    choices: ['none', 'optimizer', 'params'],
+    default: 'none',
+    help: 'offload to pinned host memory',
+    applies: TRAIN,
+    page: { label: 'offload' },
+  },
+  hostMemory: {
+    kind: 'bytes',
+    arg: '<size>',
+    help: 'host memory available for offloading, e.g. 512GiB',
+    page: { label: 'host memory, GiB (empty: not checked)' },
+  },
   allocConf: {
     kind: 'text',
     arg: '<settings>',
@@ -221,9 +353,12 @@ export const RULES: ReadonlyArray<(i: PlanInputs, given: (k: InputName) => boole
   // FSDP shards what ZeRO's stage 3 does: --zero 3 beside it says the same; another stage is DeepSpeed's
   (i, g) => (i.fsdp !== false && g('zero') && i.zero !== 3 ? `--fsdp and --zero ${i.zero} are two strategies: choose one` : undefined),
   (i, g) => (i.flashAttention && g('attention') && i.attention !== 'flash' ? `--flash-attention contradicts --attention ${i.attention}` : undefined),
-  (i) => (i.context !== undefined && i.mode === 'infer' && i.context <= i.newTokens ? `--context ${i.context} must exceed --new-tokens ${i.newTokens}` : undefined),
   (i) =>
-    i.optimizerInBackward && i.gradAccum > 1 ? '--optimizer-in-backward steps each gradient as it is made: it cannot accumulate (--grad-accum 1), as torchtune refuses' : undefined,
+    i.context !== undefined && i.mode === 'infer' && i.context <= i.newTokens ? `--context ${i.context} must exceed --new-tokens ${i.newTokens}` : undefined,
+  (i) =>
+    i.optimizerInBackward && i.gradAccum > 1
+      ? '--optimizer-in-backward steps each gradient as it is made: it cannot accumulate (--grad-accum 1), as torchtune refuses'
+      : undefined,
   (i) => (i.optimizerInBackward && i.offload !== 'none' ? '--optimizer-in-backward steps on the GPU: it contradicts --offload' : undefined),
 ];
 
@@ -260,8 +395,9 @@ export type PlanInputs = {
 
 /** The defaults: a stock PyTorch run on one GPU (and the engines' own defaults for serving). */
 export const DEFAULT_INPUTS: PlanInputs = Object.fromEntries(
-  Object.entries(SCHEMA as Record<string, OptionSpec>).flatMap(([k, s]): Array<[string, unknown]> =>
-    s.kind === 'flag' || s.kind === 'scope' ? [[k, false]] : 'default' in s && s.default !== undefined ? [[k, s.default]] : [],
+  Object.entries(SCHEMA as Record<string, OptionSpec>).flatMap(
+    ([k, s]): Array<[string, unknown]> =>
+      s.kind === 'flag' || s.kind === 'scope' ? [[k, false]] : 'default' in s && s.default !== undefined ? [[k, s.default]] : [],
   ),
 ) as unknown as PlanInputs;
 
@@ -279,7 +415,8 @@ function checkValue(k: string, s: OptionSpec, v: unknown): void {
     case 'int':
       if (typeof v !== 'number' || !Number.isFinite(v) || !Number.isInteger(v)) fail(`${f} must be a whole number, got ${String(v)}`);
       if ((v as number) < (s.min ?? 1)) fail(`${f} must be at least ${s.min ?? 1}, got ${String(v)}`);
-      if ((v as number) > s.limit) fail(s.limit < 10 ? `${f} takes ${s.min ?? 1} to ${s.limit}, got ${String(v)}` : `${f} ${String(v)} is beyond any machine (at most ${s.limit})`);
+      if ((v as number) > s.limit)
+        fail(s.limit < 10 ? `${f} takes ${s.min ?? 1} to ${s.limit}, got ${String(v)}` : `${f} ${String(v)} is beyond any machine (at most ${s.limit})`);
       return;
     case 'choice':
       if (!s.choices.includes(String(v))) fail(`${f} takes ${s.choices.join(', ')}, got "${String(v)}"`);
@@ -318,7 +455,8 @@ function misapplied(k: string, a: Applies, i: PlanInputs): string | undefined {
   if (a.mode === 'infer' && i.mode !== 'infer') return `${f} is for --mode infer: it contradicts training`;
   if (a.lora && i.lora === undefined) return `${f} needs adapters: give --lora R`;
   if (a.engine === true && i.engine === 'hf') return `${f} is for --engine vllm or sglang`;
-  if ((a.engine === 'vllm' || a.engine === 'sglang') && i.engine !== a.engine) return `${f} is ${a.engine === 'vllm' ? "vLLM's" : "SGLang's"}: give --engine ${a.engine}`;
+  if ((a.engine === 'vllm' || a.engine === 'sglang') && i.engine !== a.engine)
+    return `${f} is ${a.engine === 'vllm' ? "vLLM's" : "SGLang's"}: give --engine ${a.engine}`;
   return undefined;
 }
 

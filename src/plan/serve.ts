@@ -75,6 +75,23 @@ export function servedWeightBytes(m: ModelConfig, o: InferOptions): number {
   return (P - ends) * wb + ends * 2 + extra;
 }
 
+/** The KV cache's line: the rest of the engine's budget, in blocks, and the windows the engine honours. */
+function kvCacheLine(
+  m: ModelConfig,
+  o: InferOptions,
+  mem: { fraction: number; honoursWindows: boolean },
+  k: { kvCacheBytes: number; kvTokens: number; kvBlocks: number; blockSize: number; kvBytesPerToken: number },
+): Line {
+  const windows =
+    mem.honoursWindows && m.slidingWindow && m.slidingLayers ? `; ${m.slidingLayers} of ${m.layers} layers keep a ${m.slidingWindow}-token window` : '';
+  return {
+    name: `KV cache (${o.kvDtype})`,
+    bytes: k.kvCacheBytes,
+    note: `the rest of ${(mem.fraction * 100).toFixed(1)}% of the GPU: ${k.kvTokens} tokens in ${k.kvBlocks} blocks of ${k.blockSize}, ${k.kvBytesPerToken} bytes per token${m.mla ? ' (MLA latent)' : ''}${windows}`,
+    field: 'kvCacheBytes',
+  };
+}
+
 /**
  * The KV cache a serving engine gives this model on a GPU of `capacityBytes` (named `gpuName`: vLLM's defaults
  * depend on it), following the engine release in o.serve.engineVersion.
@@ -110,18 +127,8 @@ export function estimateServe(
   const kvCacheBytes = kvBlocks * blockSize * kvBytesPerToken;
   // one request of max_model_len: every layer's tokens, a sliding-window layer's window where the engine honours it
   const perRequest = perLayer * cachedTokenLayers(m, rounded, layersHere, mem.honoursWindows);
-  const windows =
-    mem.honoursWindows && m.slidingWindow && m.slidingLayers ? `; ${m.slidingLayers} of ${m.layers} layers keep a ${m.slidingWindow}-token window` : '';
-  const lines: Line[] = [
-    ...mem.inside,
-    {
-      name: `KV cache (${o.kvDtype})`,
-      bytes: kvCacheBytes,
-      note: `the rest of ${(mem.fraction * 100).toFixed(1)}% of the GPU: ${kvTokens} tokens in ${kvBlocks} blocks of ${blockSize}, ${kvBytesPerToken} bytes per token${m.mla ? ' (MLA latent)' : ''}${windows}`,
-      field: 'kvCacheBytes',
-    },
-    ...mem.outside,
-  ];
+  const kvLine = kvCacheLine(m, o, mem, { kvCacheBytes, kvTokens, kvBlocks, blockSize, kvBytesPerToken });
+  const lines: Line[] = [...mem.inside, kvLine, ...mem.outside];
   return {
     engine,
     version: v.text,
@@ -150,7 +157,12 @@ export function estimateServe(
  * the budget; the device's peak is their sum.
  * @throws InvalidArgumentError for a layout the model does not divide or a release gpumem does not follow
  */
-export function serveEstimate(m: ModelConfig, o: InferOptions, engine: 'vllm' | 'sglang', device: { name: string; capacityBytes: number; nvlink?: boolean }): Estimate {
+export function serveEstimate(
+  m: ModelConfig,
+  o: InferOptions,
+  engine: 'vllm' | 'sglang',
+  device: { name: string; capacityBytes: number; nvlink?: boolean },
+): Estimate {
   checkParallel(m, o.parallel);
   const s = estimateServe(m, o, engine, o.serve, device.capacityBytes, device.name, device.nvlink ?? true);
   const lines = s.lines.map((l) => ({ ...l, bytes: Math.round(l.bytes) }));

@@ -71,7 +71,17 @@ export function estimateTrain(model: ModelConfig, o: TrainOptions, capacityBytes
   return {
     ...fields,
     totalBytes: Math.round(fields.totalBytes),
-    sumBytes: Math.round(fields.parametersBytes + fields.gradientsBytes + fields.optimizerBytes + fields.activationsBytes + fields.autocastCacheBytes + fields.logitsBytes + fields.optimizerTemporariesBytes + fields.workspaceBytes + sum(over)),
+    sumBytes: Math.round(
+      fields.parametersBytes +
+        fields.gradientsBytes +
+        fields.optimizerBytes +
+        fields.activationsBytes +
+        fields.autocastCacheBytes +
+        fields.logitsBytes +
+        fields.optimizerTemporariesBytes +
+        fields.workspaceBytes +
+        sum(over),
+    ),
     peakPhase: peak.phase === 'optimizer-step' ? 'optimizer-step' : 'backward',
     lines,
     atPeak: fieldsOf(lines),
@@ -84,7 +94,9 @@ export function estimateTrain(model: ModelConfig, o: TrainOptions, capacityBytes
     offloadBytesPerStep: s.layout.offloadBytesPerStep + 2 * offloadedBytes(s),
     params: s.c,
     localParams: tensorsOf(s.table).reduce((a, { t, count }) => a + (t.adapter ? 0 : t.numel * count), 0),
-    fullLines: [...walk.tagMaxima().entries()].sort(([a], [b]) => a.id - b.id).map(([t, bytes]) => ({ name: t.name, bytes, note: t.note(bytes), field: t.field })),
+    fullLines: [...walk.tagMaxima().entries()]
+      .sort(([a], [b]) => a.id - b.id)
+      .map(([t, bytes]) => ({ name: t.name, bytes, note: t.note(bytes), field: t.field })),
     allocatedPeakBytes: Math.round(allocated),
     reservedPeakBytes: Math.round(allocated + cached),
   };

@@ -22,6 +22,8 @@ export abstract class Adaptor<U extends MemoryResource = MemoryResource> extends
     this.kind = upstream.kind;
     this.device = upstream.device;
     this.backend = upstream.backend;
+    // The upstream's memory is the adaptor's: it closes when the upstream does (disposed, or its runtime).
+    this.standOn(upstream);
   }
 
   allocate(bytes: number, options?: AllocateOptions): number {
@@ -37,7 +39,7 @@ export abstract class Adaptor<U extends MemoryResource = MemoryResource> extends
   /** Disposes the adaptor and its upstream. */
   [Symbol.dispose](): void {
     if (this.disposed) return;
-    this.disposed = true;
+    this.markDisposed();
     this.upstream[Symbol.dispose]();
   }
 }

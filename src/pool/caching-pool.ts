@@ -211,16 +211,24 @@ export class CachingPool extends PoolSegments {
     return this.trace.entries();
   }
 
-  /** Releases every segment, live blocks included. A second call does nothing. */
+  /**
+   * Releases every segment, live blocks included. A second call does nothing, and so does a call after the
+   * upstream or the runtime was disposed: that freed the segments already.
+   */
   [Symbol.dispose](): void {
     if (this.disposed) return;
     for (const b of this.pending) for (const e of b.events ?? []) e[Symbol.dispose]();
+    if (!this.lost) this.releaseSegments();
+    this.segments.clear();
+    this.live.clear();
+    this.pending.length = 0;
+    this.markDisposed();
+  }
+
+  private releaseSegments(): void {
     for (const seg of this.segments) {
       if (seg.growable) this.growable!.release(seg.address, seg.reserved);
       else this.upstream!.deallocate(seg.address, seg.size, { stream: seg.stream === 0 ? undefined : seg.stream });
     }
-    this.segments.clear();
-    this.live.clear();
-    this.disposed = true;
   }
 }

@@ -25,6 +25,27 @@ export abstract class GrowableSource {
   mapCalls = 0;
   private readonly chunks = new Map<number, { handle: number; bytes: number }>();
 
+  private closed: string | undefined;
+  private readonly closeListeners: Array<(why: string) => void> = [];
+
+  /** Why the address space can no longer be used (its runtime was disposed); undefined while it can. */
+  get closedReason(): string | undefined {
+    return this.closed;
+  }
+
+  /** Calls `listener` once the address space goes away (at once if it has). */
+  onClose(listener: (why: string) => void): void {
+    if (this.closed !== undefined) listener(this.closed);
+    else this.closeListeners.push(listener);
+  }
+
+  /** The address space went away with what it came from: tell the pools on it. */
+  protected close(why: string): void {
+    if (this.closed !== undefined) return;
+    this.closed = why;
+    for (const l of this.closeListeners.splice(0)) l(why);
+  }
+
   /** Physical bytes mapped now. */
   get mappedBytes(): number {
     return this.mapped;
@@ -105,6 +126,8 @@ export class VmmSource extends GrowableSource {
     this.granularity = this.vmm.granularity(dev.index);
     const want = options.reserveBytes ?? dev.memGetInfo().totalBytes;
     this.reserveBytes = Math.ceil(want / this.granularity) * this.granularity;
+    // The runtime's disposal frees the reserved ranges (they are its registered allocations).
+    rt.adoptDependent({ [Symbol.dispose]: () => this.close('its runtime was disposed') });
   }
 
   reserve(bytes: number): number {

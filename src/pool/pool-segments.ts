@@ -113,6 +113,9 @@ export abstract class PoolSegments extends ResourceBase {
         )
       : undefined;
     this.trace = new TraceRing(options.traceEntries ?? 0);
+    // The segments are the upstream's (or the growable source's) memory: the pool closes when it goes.
+    this.standOn(upstream);
+    options.growable?.onClose((why) => this.lose(why));
   }
 
   /** Current statistics (CachingPool's). */

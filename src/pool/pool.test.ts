@@ -18,7 +18,7 @@ const host = (): Runtime => openRuntime({ backend: 'host', host: { devices: 1, d
 function withRuntime(make: (rt: Runtime) => Omit<ResourceUnderTest, 'cleanup'>): () => ResourceUnderTest {
   return () => {
     const rt = host();
-    return { ...make(rt), cleanup: () => rt[Symbol.dispose]() };
+    return { ...make(rt), closeRuntime: () => rt[Symbol.dispose](), cleanup: () => rt[Symbol.dispose]() };
   };
 }
 
@@ -97,9 +97,51 @@ resourceConformance('LoggingAdaptor(SimulatedResource)', () => {
   const l = new LoggingAdaptor(new SimulatedResource(1 << 30), (s) => lines.push(s));
   return { resource: l, observe: () => ({ used: l.upstream.usedBytes, lines: lines.filter((x) => !x.includes('allocate_failed')).length }) };
 });
+resourceConformance(
+  'LoggingAdaptor(TrackingAdaptor(CachingPool(ManagedResource)))',
+  withRuntime((rt) => {
+    const lines: string[] = [];
+    const l = new LoggingAdaptor(new TrackingAdaptor(new CachingPool(new ManagedResource(rt.device(0)))), (s) => lines.push(s));
+    return { resource: l, observe: () => ({ p: l.upstream.upstream.stats(), lines: lines.filter((x) => !x.includes('allocate_failed')).length }) };
+  }),
+);
 resourceConformance('TrackingAdaptor(CachingPool)', () => {
   const t = new TrackingAdaptor(new CachingPool(new SimulatedResource(1 << 30)), { stacks: true });
   return { resource: t, observe: () => ({ live: t.liveAllocations().map((a) => [a.address, a.bytes]), p: t.upstream.stats() }) };
+});
+
+test("a pool whose runtime was disposed hands out none of its cached blocks: nothing overlaps the next runtime's memory", () => {
+  const first = host();
+  const pool = new CachingPool(new DeviceResource(first.device(0)));
+  const cached = pool.allocate(MiB);
+  pool.deallocate(cached, MiB);
+  first[Symbol.dispose]();
+  using second = host();
+  const fresh = second.device(0).alloc(2 * MiB);
+  assert.throws(
+    () => pool.allocate(MiB),
+    (e: unknown) => e instanceof GpuError && e.code === ErrorCode.DISPOSED && /runtime was disposed/.test(e.message),
+  );
+  assert.doesNotThrow(() => pool[Symbol.dispose](), 'no DOUBLE_FREE of the segments the runtime freed');
+  fresh.free();
+});
+
+test('a pool whose upstream was disposed under it refuses, and so does every adaptor above it', () => {
+  using rt = host();
+  const source = new DeviceResource(rt.device(0));
+  const pool = new CachingPool(source);
+  const stats = new StatisticsAdaptor(pool);
+  stats.deallocate(stats.allocate(4096), 4096);
+  source[Symbol.dispose]();
+  for (const r of [pool, stats]) {
+    assert.throws(
+      () => r.allocate(4096),
+      (e: unknown) => e instanceof GpuError && e.code === ErrorCode.DISPOSED && /upstream DeviceResource was disposed/.test(e.message),
+      r.constructor.name,
+    );
+  }
+  assert.doesNotThrow(() => stats[Symbol.dispose]());
+  assert.equal(rt.liveMemory().device.count, 0, 'the source freed its segments once');
 });
 
 test('a cache hit reuses the block and calls the upstream no more', () => {
@@ -388,7 +430,7 @@ for (const name of ['cuda', 'hip'] as const) {
     (make: (rt: Runtime) => Omit<ResourceUnderTest, 'cleanup'>): (() => ResourceUnderTest) =>
     () => {
       const rt = openRuntime({ backend: name });
-      return { ...make(rt), cleanup: () => rt[Symbol.dispose]() };
+      return { ...make(rt), closeRuntime: () => rt[Symbol.dispose](), cleanup: () => rt[Symbol.dispose]() };
     };
   if (devices === 0) {
     test(`${name}: the pool on a device`, { skip: `no ${name} device here (${why})` }, () => {});

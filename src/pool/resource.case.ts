@@ -3,7 +3,7 @@
  * resource exactly as it was (checked through `observe`, which reads whatever state the resource exposes).
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { ErrorCode, GpuError } from '../errors.js';
 import type { MemoryResource } from './memory-resource.js';
 import type { ResourceBase } from './resource-base.js';
@@ -14,17 +14,19 @@ export interface ResourceUnderTest {
   observe(): unknown;
   /** Largest single allocation the case may make. */
   maxBytes?: number;
+  /** Disposes what the resource's memory comes from (its runtime); absent for a simulated device, which has none. */
+  closeRuntime?(): void;
   cleanup?(): void;
 }
 
 const is = (code: string) => (e: unknown) => e instanceof GpuError && e.code === code;
 
 export function resourceConformance(label: string, make: () => ResourceUnderTest): void {
-  const withR = (name: string, fn: (r: ResourceUnderTest) => void | Promise<void>): void => {
-    test(`${label}: ${name}`, async () => {
+  const withR = (name: string, fn: (r: ResourceUnderTest, t: TestContext) => void | Promise<void>): void => {
+    test(`${label}: ${name}`, async (t) => {
       const r = make();
       try {
-        await fn(r);
+        await fn(r, t);
       } finally {
         r.resource[Symbol.dispose]();
         r.cleanup?.();
@@ -86,6 +88,25 @@ export function resourceConformance(label: string, make: () => ResourceUnderTest
     t[Symbol.dispose]();
     assert.throws(() => t.free(), is(ErrorCode.DOUBLE_FREE));
     assert.throws(() => t.view(), is(ErrorCode.DISPOSED));
+  });
+
+  withR('refuses with DISPOSED once its runtime was disposed, and its own dispose is then a no-op', (r, t) => {
+    if (!r.closeRuntime) return t.skip('a simulated device: no runtime frees its memory under it');
+    // A block cached by a pool, a live one, and a typed allocation: the runtime's disposal freed all three.
+    const cached = r.resource.allocate(4096);
+    r.resource.deallocate(cached, 4096);
+    const live = r.resource.allocate(8192);
+    const typed = r.resource.alloc(4096);
+    r.closeRuntime();
+    assert.throws(() => r.resource.allocate(4096), is(ErrorCode.DISPOSED), 'no cached block is handed out');
+    assert.throws(() => r.resource.allocate(1 << 20), is(ErrorCode.DISPOSED));
+    assert.throws(() => r.resource.deallocate(live, 8192), is(ErrorCode.DISPOSED));
+    assert.throws(() => r.resource.alloc(64), is(ErrorCode.DISPOSED));
+    typed[Symbol.dispose]();
+    assert.equal(typed.disposed, true, 'the typed allocation is marked freed, as the runtime marked its own');
+    r.resource[Symbol.dispose]();
+    r.resource[Symbol.dispose]();
+    assert.throws(() => r.resource.allocate(4096), is(ErrorCode.DISPOSED));
   });
 
   withR('is unusable once disposed', (r) => {

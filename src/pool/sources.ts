@@ -47,6 +47,12 @@ abstract class AllocationSource extends ResourceBase {
   private readonly live = new Map<number, Allocation>();
   private readonly freed = new FreedAddresses();
 
+  constructor(runtime: Runtime) {
+    super();
+    // The runtime's disposal frees every allocation of this source: none may be handed out or given back since.
+    this.watchRuntime(runtime);
+  }
+
   protected abstract make(bytes: number): Allocation;
 
   allocate(bytes: number, options?: AllocateOptions): number {
@@ -74,11 +80,12 @@ abstract class AllocationSource extends ResourceBase {
     return n;
   }
 
+  /** Frees what is still allocated; after the runtime's disposal (which freed it all) it only marks itself disposed. */
   [Symbol.dispose](): void {
     if (this.disposed) return;
-    for (const a of this.live.values()) a[Symbol.dispose]();
+    if (!this.lost) for (const a of this.live.values()) a[Symbol.dispose]();
     this.live.clear();
-    this.disposed = true;
+    this.markDisposed();
   }
 }
 
@@ -91,7 +98,7 @@ export class DeviceResource extends AllocationSource {
     private readonly dev: Device,
     private readonly options: { fineGrained?: boolean; uncached?: boolean } = {},
   ) {
-    super();
+    super(dev.runtime);
     this.device = dev.index;
     this.backend = dev.runtime.backend;
   }
@@ -106,7 +113,7 @@ export class ManagedResource extends AllocationSource {
   readonly device: number;
   readonly backend: Backend;
   constructor(private readonly dev: Device) {
-    super();
+    super(dev.runtime);
     this.device = dev.index;
     this.backend = dev.runtime.backend;
   }
@@ -124,7 +131,7 @@ export class PinnedResource extends AllocationSource {
     private readonly rt: Runtime,
     private readonly options: PinnedOptions = {},
   ) {
-    super();
+    super(rt);
     this.backend = rt.backend;
   }
   protected make(bytes: number): Allocation {
@@ -153,6 +160,8 @@ export class AsyncPoolResource extends ResourceBase {
       checkSize(options.releaseThresholdBytes, 'releaseThresholdBytes', { allowZero: true });
       this.backend.configureMemPool(this.device, { releaseThresholdBytes: options.releaseThresholdBytes });
     }
+    // The runtime's disposal releases the driver's pool and everything in it.
+    this.watchRuntime(rt);
   }
 
   allocate(bytes: number, options?: AllocateOptions): number {
@@ -172,16 +181,21 @@ export class AsyncPoolResource extends ResourceBase {
     this.freed.add(address);
   }
 
-  /** Returns cached memory of the driver's pool to the system, keeping `keepBytes`. */
+  /**
+   * Returns cached memory of the driver's pool to the system, keeping `keepBytes`.
+   * @throws DisposedError once it or its runtime was disposed.
+   */
   trim(keepBytes = 0): void {
+    this.assertOpen();
     this.backend.trimMemPool(this.device, keepBytes);
   }
 
+  /** Frees what is still allocated; after the runtime's disposal (which released it all) it only marks itself disposed. */
   [Symbol.dispose](): void {
     if (this.disposed) return;
-    for (const address of this.live.keys()) this.backend.freeAsync(address, 0);
+    if (!this.lost) for (const address of this.live.keys()) this.backend.freeAsync(address, 0);
     this.live.clear();
-    this.disposed = true;
+    this.markDisposed();
   }
 }
 
@@ -242,7 +256,7 @@ export class SimulatedResource extends ResourceBase {
   }
 
   [Symbol.dispose](): void {
-    this.disposed = true;
+    this.markDisposed();
   }
 }
 

@@ -101,6 +101,7 @@ export function renderAnalyze(r: AnalyzeResult, options: { width?: number } = {}
       ...s.aggregates.copies.map((c) => [`copy ${c.direction}`, c.calls, formatNs(c.totalNs)]),
       ...s.aggregates.apis.map((x) => [x.name, x.calls, formatNs(x.totalNs)]),
       ...s.aggregates.kernels.map((x) => [`kernel ${x.name}`, x.calls, formatNs(x.totalNs)]),
+      ...s.aggregates.memsets.map((x) => [`fill ${x.name}`, x.calls, formatNs(x.totalNs)]),
     ];
     // names (kernel names run to hundreds of characters) cut to what the line leaves beside the two figures
     const nameRoom = width === undefined ? Number.POSITIVE_INFINITY : Math.max(20, width - 2 * 2 - 8 - 12);

@@ -135,12 +135,16 @@ ${copyIds.map(chartPlaceholder).join('')}${cache.length ? chartPlaceholder(idk) 
   return { sections, charts };
 }
 
+/** The banner of a page of a run that was stopped. */
+export const INTERRUPTED_PAGE = 'the run was stopped before it finished; the page holds only the measurements finished before it.';
+
 export function benchHtml(report: BenchReport): string {
   const e = report.environment;
   const { sections, charts } = benchSections(report);
   return renderPage({
     title: `gpumem bench — ${e.devices.map((d) => d.name).join(', ')}`,
     subtitle: `backend ${e.backend}${e.backend === 'host' ? ' (CPU memory, not GPU figures)' : ''}, ${e.mode} mode, ${e.date}, ${e.seconds} s. GB = 1e9 bytes.`,
+    partial: e.interrupted ? INTERRUPTED_PAGE : undefined,
     sections,
     charts,
   });

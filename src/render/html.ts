@@ -46,6 +46,8 @@ export interface ChartSpec {
 export interface PageSpec {
   title: string;
   subtitle?: string;
+  /** Set when the run was stopped before it finished: a banner at the top says what the page holds. */
+  partial?: string | undefined;
   /** HTML sections in order; a chart is placed where a section's html contains `<!--chart:ID-->`. */
   sections: Array<{ heading: string; html: string }>;
   charts: ChartSpec[];
@@ -89,7 +91,7 @@ export function renderPage(page: PageSpec): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(page.title)}</title><style>${CSS}</style></head>
-<body><h1>${esc(page.title)}</h1>${page.subtitle ? `<p class="subtitle">${esc(page.subtitle)}</p>` : ''}
+<body>${page.partial ? `<p class="card bad" id="partial" data-interrupted="true"><strong>INTERRUPTED:</strong> ${esc(page.partial)}</p>` : ''}<h1>${esc(page.title)}</h1>${page.subtitle ? `<p class="subtitle">${esc(page.subtitle)}</p>` : ''}
 ${body}
 <script>${chartLibrary()}</script>
 <script>

@@ -1,7 +1,7 @@
 /** Text and HTML renderings of `gpumem report`. */
 import { renderBench } from './bench-text.js';
 import { renderInfo } from './info-text.js';
-import { benchSections } from './bench-html.js';
+import { benchSections, INTERRUPTED_PAGE } from './bench-html.js';
 import { esc, htmlTable, renderPage } from './html.js';
 import { wrapLine, wrapText } from './width.js';
 import type { Report } from '../report/report.js';
@@ -87,6 +87,7 @@ export function renderReportHtml(r: Report): string {
   return renderPage({
     title: `gpumem report — ${r.info.devices.map((d) => d.name).join(', ') || r.backend}`,
     subtitle: `backend ${r.backend}${r.info.runtimeVersion ? `, runtime ${r.info.runtimeVersion}` : ''}; ${r.bench.environment.date}. GB = 1e9 bytes, GiB = 2^30 bytes.`,
+    partial: r.bench.environment.interrupted ? INTERRUPTED_PAGE : undefined,
     sections: [
       ...(r.hostNotice ? [{ heading: 'Host backend', html: `<p class="warn">${esc(r.hostNotice)}</p>` }] : []),
       {

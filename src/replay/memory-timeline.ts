@@ -178,9 +178,9 @@ const STATE_CODE = { active_allocated: 0, active_pending_free: 1, inactive: 2 } 
 
 /**
  * The page's data for every GPU of a snapshot read with its stacks. Replays each GPU against the default pool
- * configurations.
+ * configurations, unless given those replays (what-if.ts replaysOf).
  */
-export function snapshotView(snap: PytorchSnapshot): SnapshotView {
+export function snapshotView(snap: PytorchSnapshot, replays?: ReadonlyMap<number, ReplayReport>): SnapshotView {
   const used = new Map<number, number>();
   const stacks: string[][] = [];
   const ref = (id: number): number => {
@@ -216,7 +216,7 @@ export function snapshotView(snap: PytorchSnapshot): SnapshotView {
         blocks: s.blocks.flatMap((b) => [b.size, STATE_CODE[b.state], ref(b.stack)]),
       })),
       segmentsLeftOut: { count: left.length, bytes: left.reduce((n, s) => n + s.size, 0) },
-      replay: trace ? replay(trace) : undefined,
+      replay: trace ? (replays?.get(d.device) ?? replay(trace)) : undefined,
     };
   });
   return { file: snap.file, devices, stacks, allocatorSettings: snap.allocatorSettings };

@@ -5,7 +5,7 @@
  */
 import { type AllocConf, DEFAULT_ALLOC_CONF, parseAllocConf } from '../allocator-model/alloc-conf.js';
 import { TorchAllocatorModel } from '../allocator-model/torch-caching.js';
-import { OutOfMemoryError } from '../errors.js';
+import { BadInputError, GpuError, OutOfMemoryError } from '../errors.js';
 import { CachingPool, type CachingPoolOptions } from '../pool/caching-pool.js';
 import { SimulatedGrowableSource } from '../pool/growable.js';
 import { SimulatedResource } from '../pool/sources.js';
@@ -56,7 +56,10 @@ export const DEFAULT_CONFIGURATIONS: readonly ReplayConfiguration[] = [
 /** Memory already held when recording began: blocks in use and the segments reserved. */
 export interface StartState {
   blocks: Extent[];
+  /** The reserved address ranges (adjacent segments joined: an expandable segment's pieces make one range). */
   segments: Extent[];
+  /** How many segments the allocator had: the snapshot's own, less those allocated during the recording, plus those freed. */
+  segmentCount: number;
 }
 
 /**
@@ -67,10 +70,12 @@ export interface StartState {
  * Empty when the trace carries no end state (logs, snapshots without `segments`).
  */
 export function stateAtStart(trace: Trace): StartState {
-  if (!trace.atEnd) return { blocks: [], segments: [] };
+  if (!trace.atEnd) return { blocks: [], segments: [], segmentCount: 0 };
   const blocks = new Map(trace.atEnd.blocks.map((b) => [b.address, b]));
   const reserved = new RangeSet();
   for (const x of trace.atEnd.segments) reserved.add(x.address, x.address + x.size, x.stream);
+  let count = trace.atEnd.segments.length;
+  let maps = 0;
   const ev = trace.events;
   const freeKind = trace.hasFreeCompleted ? EventKind.Free : EventKind.FreeRequested;
   for (let i = ev.length - 1; i >= 0; i--) {
@@ -80,9 +85,14 @@ export function stateAtStart(trace: Trace): StartState {
     else if (k === freeKind) blocks.set(e.address, e);
     else if (k === EventKind.SegmentAlloc || k === EventKind.SegmentMap) reserved.remove(e.address, e.address + e.size);
     else if (k === EventKind.SegmentFree || k === EventKind.SegmentUnmap) reserved.add(e.address, e.address + e.size, e.stream);
+    if (k === EventKind.SegmentAlloc) count--;
+    else if (k === EventKind.SegmentFree) count++;
+    else if (k === EventKind.SegmentMap || k === EventKind.SegmentUnmap) maps++;
   }
   const byAddress = (a: Extent, b: Extent): number => a.address - b.address;
-  return { blocks: [...blocks.values()].sort(byAddress), segments: reserved.extents() };
+  const segments = reserved.extents();
+  // an expandable segment is mapped and unmapped in pieces: what was reserved is counted as the ranges it made
+  return { blocks: [...blocks.values()].sort(byAddress), segments, segmentCount: maps > 0 ? segments.length : Math.max(0, count) };
 }
 
 const total = (xs: readonly Extent[]): number => xs.reduce((s, x) => s + x.size, 0);
@@ -181,7 +191,7 @@ export function recordedFacts(trace: Trace, start: StartState = stateAtStart(tra
   const midRun = start.blocks.length + start.segments.length > 0;
   return {
     startedMidRun: midRun
-      ? { blocks: start.blocks.length, bytes: total(start.blocks), segments: start.segments.length, reservedBytes: total(start.segments) }
+      ? { blocks: start.blocks.length, bytes: total(start.blocks), segments: start.segmentCount, reservedBytes: total(start.segments) }
       : undefined,
     peakRequestedBytes: peakRequested,
     peakReservedBytes: sawSegments ? peakReserved : undefined,
@@ -275,6 +285,8 @@ function runOnce(trace: Trace, start: StartState, config: ReplayConfiguration, c
   let lastPeakReserved = -1;
   let fragAtPeak = 0;
   let ok = true;
+  /** The event being replayed (-1: the blocks live at the start), for an error that names it. */
+  let at = -1;
   try {
     for (const b of start.blocks) {
       if (b.size <= 0) continue;
@@ -283,6 +295,7 @@ function runOnce(trace: Trace, start: StartState, config: ReplayConfiguration, c
     }
     peakRequested = requested;
     for (let i = 0; i < ev.length && !pool.outOfMemory; i++) {
+      at = i;
       const k = ev.kind[i]!;
       if (k === EventKind.Alloc) {
         const size = ev.size[i]!;
@@ -307,7 +320,7 @@ function runOnce(trace: Trace, start: StartState, config: ReplayConfiguration, c
       }
     }
   } catch (e) {
-    if (!(e instanceof OutOfMemoryError)) throw e;
+    if (!(e instanceof OutOfMemoryError)) throw refusedEvent(trace, at, e);
     ok = false;
   }
   const s = pool.figures();
@@ -322,6 +335,17 @@ function runOnce(trace: Trace, start: StartState, config: ReplayConfiguration, c
   };
 }
 
+/** A pool's refusal of an event other than out of memory: the trace's fault, named by its file and event. */
+function refusedEvent(trace: Trace, at: number, e: unknown): unknown {
+  if (!(e instanceof GpuError)) return e;
+  const ev = trace.events;
+  const what =
+    at < 0
+      ? 'a block live at the start of the trace'
+      : `event ${at} (${ev.kind[at] === EventKind.Alloc ? 'an allocation' : 'a free'} of ${ev.size[at]} bytes at 0x${ev.addr[at]!.toString(16)})`;
+  return new BadInputError(`${what}: the pool cannot replay it (${e.message})`, trace.file, { cause: e });
+}
+
 /** The smallest capacity, to `step` bytes, on which the replay succeeds (binary search between lo and hi). */
 function minCapacity(trace: Trace, start: StartState, config: ReplayConfiguration, lo: number, hi: number, step = 2 * MiB): number {
   let low = Math.floor(lo / step) * step;
@@ -332,6 +356,26 @@ function minCapacity(trace: Trace, start: StartState, config: ReplayConfiguratio
     else low = mid;
   }
   return high;
+}
+
+/**
+ * What the recording allocator reserved at its peak and what each configuration reserves at its peak, from one
+ * replay each on an unbounded device: the what-if alone, without the search for the smallest device (a dozen more
+ * replays per configuration). recordedPeakReservedBytes is undefined where the trace does not say it.
+ */
+export function replayPeaks(
+  trace: Trace,
+  configurations: readonly ReplayConfiguration[] = DEFAULT_CONFIGURATIONS,
+): { recordedPeakReservedBytes: number | undefined; configurations: Array<{ name: string; description: string; peakReservedBytes: number }> } {
+  const start = stateAtStart(trace);
+  return {
+    recordedPeakReservedBytes: recordedFacts(trace, start).peakReservedBytes,
+    configurations: configurations.map((c) => ({
+      name: c.name,
+      description: c.description,
+      peakReservedBytes: runOnce(trace, start, c, Number.MAX_SAFE_INTEGER).peakReserved,
+    })),
+  };
 }
 
 /** Replays `trace` against every configuration. */

@@ -1,10 +1,13 @@
 /**
  * The facade's own behaviour on the host backend: what a wrong kind of argument is told (a JS buffer handed to
- * rt.copy or copyBatch), and that the facade is the core with transfers on top (lower layers type against the core).
+ * rt.copy or copyBatch), that the facade is the core with transfers on top (lower layers type against the core),
+ * and what it decides from the backend's capabilities (never from its name).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ErrorCode, GpuError } from '../errors.js';
+import type { Backend, HostCopier } from '../backend/backend.js';
+import { createHostBackend } from '../backend/host/host-backend.js';
 import { MemoryRuntime } from '../memory/runtime.js';
 import { openRuntime, Runtime } from './runtime.js';
 
@@ -105,6 +108,42 @@ test("without warmTransfers (the host backend's default) an allocation pins noth
   using _dst = rt.device(0).alloc(1024);
   for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
   assert.equal(rt.defaultStager(0).ring.size, 0);
+});
+
+/** A host backend that says it has (or not) copier threads of its own, counting the copiers made. */
+function backendWithThreads(threads: boolean): { backend: Backend; made: HostCopier[] } {
+  const host = createHostBackend({ devices: 2, deviceBytes: 256 * MiB });
+  const made: HostCopier[] = [];
+  const backend: Backend = Object.create(host, {
+    capabilities: { value: Object.freeze({ ...host.capabilities, hostCopierThreads: threads }) },
+    createHostCopier: {
+      value: (n: number) => {
+        const c = host.createHostCopier(n);
+        made.push(c);
+        return c;
+      },
+    },
+  });
+  return { backend, made };
+}
+
+test('a backend whose copier has threads of its own: the runtime starts one copier as it opens and every device shares it', () => {
+  const { backend, made } = backendWithThreads(true);
+  using rt = new Runtime({ backend, how: 'requested', attempts: [] });
+  assert.equal(made.length, 1, 'started with the runtime (warmTransfers defaults on)');
+  assert.equal(rt.defaultStager(0).copier(), made[0]);
+  assert.equal(rt.defaultStager(1).copier(), made[0], 'shared by the stagers of both devices');
+  assert.equal(made.length, 1);
+});
+
+test('a backend whose copier copies on the JS thread: nothing starts with the runtime, each stager makes its own', () => {
+  const { backend, made } = backendWithThreads(false);
+  using rt = new Runtime({ backend, how: 'requested', attempts: [] });
+  assert.equal(made.length, 0, 'warmTransfers defaults off');
+  const a = rt.defaultStager(0).copier();
+  const b = rt.defaultStager(1).copier();
+  assert.notEqual(a, b);
+  assert.equal(made.length, 2);
 });
 
 test('loadSafetensors reads through rt.uploadFile: a checkpoint cut during the read is refused as truncated, nothing left behind', async () => {

@@ -13,7 +13,7 @@
  */
 import type { HostCopier } from '../backend/backend.js';
 import { openBackend, type BackendSelection, type OpenBackendOptions } from '../backend/select.js';
-import type { Allocation } from '../memory/allocation.js';
+import { Allocation } from '../memory/allocation.js';
 import type { MemoryRef } from '../memory/copy.js';
 import { MemoryRuntime } from '../memory/runtime.js';
 import type { Stream } from '../stream/stream.js';
@@ -22,7 +22,6 @@ import { captureGraph, type CapturedGraph, type CaptureScope } from '../transfer
 import type { HostBuffer } from '../transfer/host-buffer.js';
 import { runPipeline, type PipelineOptions, type PipelineResult } from '../transfer/pipeline.js';
 import { transferDefaults } from '../transfer/defaults.js';
-import { enablePinning } from '../transfer/stager-host.js';
 import type { FileRef } from '../transfer/file-source.js';
 import {
   Stager,
@@ -70,8 +69,8 @@ export class Runtime extends MemoryRuntime {
   /** Prefer {@link openRuntime}. */
   constructor(selection: BackendSelection, options: { warmTransfers?: boolean | undefined } = {}) {
     super(selection);
-    // The host backend's copier copies on the JS thread: nothing to start ahead of time there.
-    this.warmTransfers = this.devices.length > 0 && (options.warmTransfers ?? this.backend.name !== 'host');
+    // A copier that copies on the JS thread (the host backend's) has nothing to start ahead of time.
+    this.warmTransfers = this.devices.length > 0 && (options.warmTransfers ?? this.backend.capabilities.hostCopierThreads);
     if (this.warmTransfers) this.copier();
     // With one device there is no wrong device to pin for: its ring starts now, while the program makes its context
     // and its first allocation (hundreds of milliseconds on a GPU). With several, at the first allocation on each.
@@ -101,7 +100,6 @@ export class Runtime extends MemoryRuntime {
   private copier(): HostCopier {
     if (!this.sharedCopier) {
       this.sharedCopier = this.backend.createHostCopier(transferDefaults().threads);
-      enablePinning(this, this.sharedCopier);
     }
     return this.sharedCopier;
   }
@@ -198,7 +196,8 @@ export class Runtime extends MemoryRuntime {
     const index = this.device(device).index;
     let st = this.defaultStagers.get(index);
     if (!st) {
-      st = this.createStager({ device: index, copier: this.backend.name === 'host' ? undefined : this.copier() });
+      // Threads of their own are shared by every device's stager; a copier on the JS thread is each stager's own.
+      st = this.createStager({ device: index, copier: this.backend.capabilities.hostCopierThreads ? this.copier() : undefined });
       this.defaultStagers.set(index, st);
     }
     return st;
@@ -223,7 +222,9 @@ export class Runtime extends MemoryRuntime {
   }
 
   private stagerFor(ref: MemoryRef | undefined, what: string): Stager {
-    return this.defaultStager(this.resolve(ref as MemoryRef, what).allocation.device ?? 0);
+    // An allocation names its device; the stager checks the rest (whose it is, that it is live) as it takes the item.
+    const device = ref instanceof Allocation && ref.owner.backend === this.backend ? ref.device : this.resolve(ref as MemoryRef, what).allocation.device;
+    return this.defaultStager(device ?? 0);
   }
 
   /** Stops the transfers (their threads first), then frees everything else. A second call does nothing. */

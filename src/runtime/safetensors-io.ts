@@ -249,11 +249,12 @@ export interface VerifyResult {
 
 /**
  * Reads every loaded tensor back from the device and compares it with its bytes in its file, piece by piece.
- * @throws (rejects) SafetensorsError when a file cannot be read again; what rt.download throws.
+ * @throws (rejects) SafetensorsError when a file cannot be read again; GpuError (ABORTED) once `signal` fires; what rt.download throws.
  */
 export async function verifyLoaded(
   rt: Runtime,
   tensors: Iterable<{ name: string; allocation: Allocation; byteOffset: number; bytes: number; file: string; fileOffset: number }>,
+  options: { signal?: AbortSignal | undefined } = {},
 ): Promise<VerifyResult> {
   const handles = new Map<string, FileHandle>();
   const piece = 64 * MiB;
@@ -270,10 +271,11 @@ export async function verifyLoaded(
         handles.set(t.file, fh);
       }
       for (let at = 0; at < t.bytes; at += piece) {
+        if (options.signal?.aborted) throw new GpuError(ErrorCode.ABORTED, 'verifyLoaded was aborted');
         const n = Math.min(piece, t.bytes - at);
         const fromFile = await readRange(fh, t.fileOffset + at, n);
         const fromDevice = new Uint8Array(n);
-        await rt.download(fromDevice, t.allocation, { srcOffset: t.byteOffset + at, bytes: n });
+        await rt.download(fromDevice, t.allocation, { srcOffset: t.byteOffset + at, bytes: n, signal: options.signal });
         if (!Buffer.from(fromFile.buffer, 0, n).equals(Buffer.from(fromDevice.buffer, 0, n))) {
           let i = 0;
           while (fromFile[i] === fromDevice[i]) i++;

@@ -15,7 +15,9 @@
 import { constants as fsc } from 'node:fs';
 import { open, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { ErrorCode, GpuError, InvalidArgumentError, isGpuError } from '../errors.js';
+import { ErrorCode, GpuError, InvalidArgumentError, isGpuError, OutOfMemoryError } from '../errors.js';
+import { quoteValue } from '../input/quote.js';
+import { formatBytes } from '../units.js';
 import {
   layoutSafetensors,
   parseHeader,
@@ -120,6 +122,27 @@ async function openChecked(path: string, problem: 'missing-shard' | 'not-a-file'
 function withFile(e: unknown, file: string): unknown {
   if (e instanceof SafetensorsError && e.file === undefined) return new SafetensorsError(e.problem, e.message, file, e.cause);
   return e;
+}
+
+/**
+ * The one allocation that holds every chosen tensor. Out of memory, the error names the checkpoint, how many tensors
+ * asked for how much, and the largest of them (the allocator's own message says only the size).
+ * @throws OutOfMemoryError
+ */
+function allocFor(chosen: ReadonlyArray<{ t: SafetensorsTensorInfo; run: Run }>, total: number, path: string, alloc: () => Allocation): Allocation {
+  try {
+    return alloc();
+  } catch (e) {
+    if (!(e instanceof OutOfMemoryError)) throw e;
+    let largest: { t: SafetensorsTensorInfo; run: Run } | undefined;
+    for (const c of chosen) if (!largest || c.t.bytes > largest.t.bytes) largest = c;
+    const which = largest ? `; the largest, ${quoteValue(largest.t.name)} in ${largest.run.file.name}, is ${formatBytes(largest.t.bytes)}` : '';
+    throw new OutOfMemoryError(
+      `${path}: ${chosen.length} tensor(s) need ${formatBytes(total)} on device ${e.device ?? '?'}${which}: ${e.message}`,
+      { requestedBytes: e.requestedBytes, device: e.device, freeBytes: e.freeBytes, totalBytes: e.totalBytes },
+      { cause: e },
+    );
+  }
 }
 
 /** The files of a checkpoint and, for a sharded one, which tensors each shard contributes. */
@@ -247,9 +270,9 @@ export async function loadSafetensors(path: string, device: Device, options: Loa
     } else if (options.resource) {
       if (options.resource.device !== device.index)
         throw new InvalidArgumentError(`resource: it allocates on device ${options.resource.device}, not ${device.index}`, ErrorCode.WRONG_DEVICE);
-      allocation = own = options.resource.alloc(total);
+      allocation = own = allocFor(chosen, total, path, () => options.resource!.alloc(total));
     } else {
-      allocation = own = device.alloc(total);
+      allocation = own = allocFor(chosen, total, path, () => device.alloc(total));
     }
     mover =
       options.mover ??

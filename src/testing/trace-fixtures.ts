@@ -252,7 +252,8 @@ export function writeRocprofV1Json(file: string, run: Run): void {
     );
   };
   const COPY = { HtoD: 'CopyHostToDevice', DtoH: 'CopyDeviceToHost', DtoD: 'CopyDeviceToDevice', '': 'Copy' };
-  for (const e of run.runtime) ev(2, e.tid, e, e.name, { pid: '683', tid: String(e.tid), Name: e.name, args: `${e.name}()` });
+  const opOf = new Map([...run.copies, ...run.memsets].map((c) => [c.correlation, c]));
+  for (const e of run.runtime) ev(2, e.tid, e, e.name, { pid: '683', tid: String(e.tid), Name: e.name, args: v1CallArgs(e, opOf) });
   for (const e of run.copies)
     ev(1, e.stream, e, COPY[e.dir], { 'dev-id': '0', 'queue-id': '0', Name: COPY[e.dir], pid: '683', tid: '683', 'stream-id': String(e.stream) });
   for (const e of run.memsets) ev(1, e.stream, e, 'FillBuffer', { 'dev-id': '0', Name: 'FillBuffer', 'stream-id': String(e.stream) });
@@ -262,8 +263,31 @@ export function writeRocprofV1Json(file: string, run: Run): void {
   writeFileSync(file, out.join('\n'));
 }
 
-/** Legacy rocprof --stats tables of the run: kernels (results.stats.csv), HIP calls (hip_stats) and copies (copy_stats). */
-export function writeRocprofV1Stats(prefix: string, run: Run): { kernels: string; hip: string; copies: string } {
+/** Where the run's copy calls' host memory is said to be in rocprof's argument text: a device buffer and a host one. */
+const V1_DEVICE = 0x7f28b1200000;
+
+/**
+ * The argument text legacy rocprof writes beside a call (HIP.args, args.args), as roctracer formats it: a copy call's
+ * destination, source, sizeBytes and hipMemcpyKind, a memset's destination, value and sizeBytes, from the copy or
+ * memset of the same correlation id (`opOf`); other calls `( )`.
+ */
+export function v1CallArgs(e: RunEvent, opOf: ReadonlyMap<number, RunEvent>): string {
+  const c = /Memcpy|Memset/.test(e.name) ? opOf.get(e.correlation) : undefined;
+  if (!c) return '( )';
+  if (/Memset/.test(e.name)) return `( dst(0x${V1_DEVICE.toString(16)}) value(0) sizeBytes(${c.bytes}) stream(0x1))`;
+  const host = (c.host === 'Pinned' ? PINNED_BASE : PAGEABLE_BASE) + 4096 * (c.correlation % 512);
+  const [dst, src] = c.dir === 'DtoH' ? [host, V1_DEVICE] : c.dir === 'HtoD' ? [V1_DEVICE, host] : [V1_DEVICE, V1_DEVICE + (1 << 20)];
+  const kind = { HtoD: 1, DtoH: 2, DtoD: 3, '': 4 }[c.dir];
+  return `( dst(0x${dst.toString(16)}) src(0x${src.toString(16)}) sizeBytes(${c.bytes}) kind(${kind}))`;
+}
+
+/**
+ * Legacy rocprof --stats tables of the run: kernels (results.stats.csv), HIP calls (hip_stats) and copies
+ * (copy_stats). `bare` writes names as tblextr did before 2022, unquoted, their commas bare; `hipOps` adds what its
+ * tables of HIP's operations hold beside kernels and copies: the fills (FillBuffer, in copy_stats), barrier packets
+ * and commands HIP has no name for (in the kernel table, as its OPS statistics list them).
+ */
+export function writeRocprofV1Stats(prefix: string, run: Run, o: { bare?: boolean; hipOps?: boolean } = {}): { kernels: string; hip: string; copies: string } {
   const table = (events: RunEvent[], key: (e: RunEvent) => string): string => {
     const by = new Map<string, [number, bigint]>();
     for (const e of events) {
@@ -272,16 +296,20 @@ export function writeRocprofV1Stats(prefix: string, run: Run): { kernels: string
     }
     const total = [...by.values()].reduce((s, [, t]) => s + t, 0n);
     const rows = [...by].sort((a, b) => Number(b[1][1] - a[1][1]));
+    const quote = (n: string): string => (o.bare ? n : `"${n.replace(/"/g, '""')}"`);
     return [
       '"Name","Calls","TotalDurationNs","AverageNs","Percentage"',
-      ...rows.map(([name, [calls, t]]) => `"${name.replace(/"/g, '""')}",${calls},${t},${t / BigInt(calls)},${((100 * Number(t)) / Number(total)).toFixed(6)}`),
+      ...rows.map(([name, [calls, t]]) => `${quote(name)},${calls},${t},${t / BigInt(calls)},${((100 * Number(t)) / Number(total)).toFixed(6)}`),
       '',
     ].join('\n');
   };
+  const at = run.kernels[0]!.start;
+  const op = (name: string, dur: bigint): RunEvent => ({ ...run.kernels[0]!, name, start: at, end: at + dur });
+  const ops = o.hipOps ? [op('Unknown command type', 0n), op('Unknown command type', 0n), op('<barrier packet>', 5_000n)] : [];
   const files = { kernels: `${prefix}.stats.csv`, hip: `${prefix}.hip_stats.csv`, copies: `${prefix}.copy_stats.csv` };
   writeFileSync(
     files.kernels,
-    table(run.kernels, (e) => e.name),
+    table([...run.kernels, ...ops], (e) => e.name),
   );
   writeFileSync(
     files.hip,
@@ -289,7 +317,9 @@ export function writeRocprofV1Stats(prefix: string, run: Run): { kernels: string
   );
   writeFileSync(
     files.copies,
-    table(run.copies, (e) => (e.dir === 'HtoD' ? 'CopyHostToDevice' : e.dir === 'DtoH' ? 'CopyDeviceToHost' : 'CopyDeviceToDevice')),
+    table([...run.copies, ...(o.hipOps ? run.memsets.map((e) => ({ ...e, name: 'FillBuffer', dir: '' as const })) : [])], (e) =>
+      e.name === 'FillBuffer' ? e.name : e.dir === 'HtoD' ? 'CopyHostToDevice' : e.dir === 'DtoH' ? 'CopyDeviceToHost' : 'CopyDeviceToDevice',
+    ),
   );
   return files;
 }

@@ -13,7 +13,7 @@
  */
 import { ErrorCode, InvalidArgumentError } from '../errors.js';
 import type { BatchLocation, BatchOutcome, CopyKind, NativeCopyBatch } from '../backend/backend.js';
-import { Allocation } from '../memory/allocation.js';
+import { Allocation, isGenuine } from '../memory/allocation.js';
 import { copyDirection, type MemoryRef } from '../memory/copy.js';
 import type { MemoryRuntime } from '../memory/runtime.js';
 import { checkRange, checkSize } from '../memory/validate.js';
@@ -89,7 +89,7 @@ export function planBatch(rt: MemoryRuntime, copies: readonly BatchCopy[], strea
       if (!c || typeof c !== 'object') throw new InvalidArgumentError('is not an object');
       let d: Allocation;
       let dBase = 0;
-      if (c.dst instanceof Allocation && c.dst.owner.backend === backend) {
+      if (c.dst instanceof Allocation && isGenuine(c.dst) && c.dst.owner.backend === backend) {
         d = c.dst;
         if (d.disposed) d.assertLive('destination');
       } else {
@@ -99,7 +99,7 @@ export function planBatch(rt: MemoryRuntime, copies: readonly BatchCopy[], strea
       }
       let s: Allocation;
       let sBase = 0;
-      if (c.src instanceof Allocation && c.src.owner.backend === backend) {
+      if (c.src instanceof Allocation && isGenuine(c.src) && c.src.owner.backend === backend) {
         s = c.src;
         if (s.disposed) s.assertLive('source');
       } else {
@@ -122,10 +122,15 @@ export function planBatch(rt: MemoryRuntime, copies: readonly BatchCopy[], strea
           ErrorCode.WRONG_DEVICE,
         );
       }
+      const da = d.address + dO;
+      const sa = s.address + so;
+      // A copy's own ranges overlapping: the copy engines read and write in no set order, so the result is undefined.
+      if (da < sa + bytes && sa < da + bytes)
+        throw new InvalidArgumentError('its destination overlaps its own source (copy through another buffer)', ErrorCode.OUT_OF_BOUNDS);
       dsts[i] = d;
       srcs[i] = s;
-      dstAddr[i] = d.address + dO;
-      srcAddr[i] = s.address + so;
+      dstAddr[i] = da;
+      srcAddr[i] = sa;
       size[i] = bytes;
       total += bytes;
       if (canBatch && operandKind(d) !== OTHER && operandKind(s) !== OTHER) {
@@ -232,7 +237,8 @@ function locationOf(a: Allocation): BatchLocation {
 
 /**
  * Refuses a batch in which a destination range overlaps another copy's destination or source (the copies run in any
- * order, so the result would depend on timing). A source may be read by several copies.
+ * order, so the result would depend on timing). A source may be read by several copies. (A copy whose destination
+ * overlaps its own source was refused while the copies were checked.)
  */
 function checkOverlaps(dst: Float64Array, src: Float64Array, size: Float64Array): void {
   const n = size.length;

@@ -1,95 +1,191 @@
 /**
- * A chunk's host work (the threads fill its slot from host memory or a file, or drain it back) and the pieces that
- * describe it to the runtime's batch call and to the hazard check. See flow.ts.
+ * A chunk's copies (see flow.ts): the host threads fill its slot from host memory or a file, or drain it back; the
+ * device copy lands it. Segments that continue each other on both sides (arrays that sit back to back in device
+ * memory, slices of one host buffer) are merged first, so that a list of 128 arrays of 64 KiB bound for one device
+ * buffer lands with one 8 MiB copy, and arrays elsewhere with one batched copy of their pieces. Also the host spans a
+ * chunk touches, for the hazard check.
  */
-import type { HostCopier, NativeCopyBatch } from '../backend/backend.js';
-import type { Chunk, FlowHost, Segment } from './flow-types.js';
+import { CopyKind, type Backend, type Handle, type HostCopier } from '../backend/backend.js';
+import { ErrorCode, GpuError } from '../errors.js';
+import { PageableAllocation } from '../memory/allocation.js';
+import type { Chunk, FlowHost } from './flow-types.js';
+import type { HostSpans } from './hazards.js';
+import { PIECE } from './piece-queue.js';
+import type { SegmentList } from './segment-list.js';
+
+const U32 = 2 ** 32;
 
 /** The host threads fill the chunk's slot: a copy, a gather of several, or a file read. */
 export function fillChunk(host: FlowHost, c: Chunk): Promise<void> {
   const copier = host.copier();
+  const s = c.segs;
   const base = c.slot ? c.slot.memory.address : 0;
   if (c.mode === 'file') {
-    const f = c.segs[0]!.job.file!;
-    const need = c.segs[0]!.at + c.segs[0]!.bytes;
+    const f = s.transfer[0]!.file!;
+    const need = s.at[0]! + s.bytes[0]!;
     return copier.readFile ? copier.readFile(f.fd, base, c.fileBytes, c.fileStart, need) : host.readInto(f.fd, base, c.fileBytes, c.fileStart, need);
   }
   if (c.mode === 'direct') return Promise.resolve();
-  return hostCopies(
-    copier,
-    c.segs.map((s) => base + s.at),
-    c.segs.map((s) => s.host),
-    c.segs,
-  );
+  return hostCopies(copier, s, mergeHostCopies(s, base, true));
 }
 
 /** The host threads empty the chunk's slot into host memory (a scatter) or into the file. */
 export function drainChunk(host: FlowHost, c: Chunk): Promise<void> {
   const copier = host.copier();
+  const s = c.segs;
   const base = c.slot ? c.slot.memory.address : 0;
   if (c.mode === 'file') {
-    const s = c.segs[0]!;
-    const f = s.job.file!;
-    return copier.writeFile ? copier.writeFile(f.fd, base + s.at, s.bytes, s.host) : host.writeFrom(f.fd, base + s.at, s.bytes, s.host);
+    const f = s.transfer[0]!.file!;
+    const at = base + s.at[0]!;
+    return copier.writeFile ? copier.writeFile(f.fd, at, s.bytes[0]!, s.host[0]!) : host.writeFrom(f.fd, at, s.bytes[0]!, s.host[0]!);
   }
   if (c.mode === 'direct') return Promise.resolve();
-  return hostCopies(
-    copier,
-    c.segs.map((s) => s.host),
-    c.segs.map((s) => base + s.at),
-    c.segs,
-  );
+  return hostCopies(copier, s, mergeHostCopies(s, base, false));
 }
 
-function hostCopies(copier: HostCopier, dsts: number[], srcs: number[], segs: readonly Segment[]): Promise<void> {
-  if (segs.length === 1) return copier.copy(dsts[0]!, srcs[0]!, segs[0]!.bytes);
-  const sizes = segs.map((s) => s.bytes);
-  if (copier.copyMany) return copier.copyMany(dsts, srcs, sizes);
-  return Promise.all(sizes.map((n, i) => copier.copy(dsts[i]!, srcs[i]!, n))).then(() => {});
-}
-
-/** A chunk's host spans per buffer (offsets from the buffer's start; file offsets for a file). */
-export function spansOf(c: Chunk): Map<object | string, [number, number]> {
-  const spans = new Map<object | string, [number, number]>();
-  if (c.mode === 'file') {
-    spans.set(c.segs[0]!.job.file!.key, [c.fileStart, c.fileStart + c.fileBytes]);
-    return spans;
+/** Writes the chunk's host copies (slot <-> host memory) into the list's scratch, merged; answers how many. */
+function mergeHostCopies(s: SegmentList, base: number, intoSlot: boolean): number {
+  let n = 0;
+  for (let i = 0; i < s.count; i++) {
+    const slot = base + s.at[i]!;
+    const h = s.host[i]!;
+    const d = intoSlot ? slot : h;
+    const src = intoSlot ? h : slot;
+    const b = s.bytes[i]!;
+    if (n > 0 && s.copyDst[n - 1]! + s.copyBytes[n - 1]! === d && s.copySrc[n - 1]! + s.copyBytes[n - 1]! === src) {
+      s.copyBytes[n - 1] = s.copyBytes[n - 1]! + b;
+      continue;
+    }
+    s.copyDst[n] = d;
+    s.copySrc[n] = src;
+    s.copyBytes[n] = b;
+    n++;
   }
-  for (const s of c.segs) {
-    const at = s.host - s.keyBase;
-    const span = spans.get(s.key);
-    if (span) {
-      span[0] = Math.min(span[0], at);
-      span[1] = Math.max(span[1], at + s.bytes);
-    } else spans.set(s.key, [at, at + s.bytes]);
-  }
-  return spans;
+  return n;
 }
 
-/** A batch of the chunk's copies for the runtime's batch call (one run: host to device, or device to host). */
-export function packBatch(pairs: ReadonlyArray<[number, number]>, segs: readonly Segment[], up: boolean, device: number): NativeCopyBatch {
-  const n = pairs.length;
-  const dsts = new Uint32Array(2 * n);
-  const srcs = new Uint32Array(2 * n);
-  const sizes = new Uint32Array(2 * n);
-  const U32 = 2 ** 32;
+/** One request to the threads for the chunk's `n` host copies (they read the lists before the call returns). */
+function hostCopies(copier: HostCopier, s: SegmentList, n: number): Promise<void> {
+  const gone = detached(s);
+  if (gone) return Promise.reject(gone);
+  let done: Promise<void>;
+  if (n === 1) done = copier.copy(s.copyDst[0]!, s.copySrc[0]!, s.copyBytes[0]!);
+  else if (copier.copyMany) done = copier.copyMany(s.copyDst.subarray(0, n), s.copySrc.subarray(0, n), s.copyBytes.subarray(0, n));
+  else {
+    const all: Array<Promise<void>> = [];
+    for (let i = 0; i < n; i++) all.push(copier.copy(s.copyDst[i]!, s.copySrc[i]!, s.copyBytes[i]!));
+    done = Promise.all(all).then(() => {});
+  }
+  // A buffer detached while the copy was queued: the copier's own failure (a TypeError on the host backend) says less.
+  return done.catch((e: unknown) => {
+    throw detached(s) ?? e;
+  });
+}
+
+/**
+ * The error for a chunk whose JS buffer was detached (transferred to a worker, `structuredClone` with `transfer`)
+ * while its transfer was in flight: its memory is no longer the program's to read or write. Undefined otherwise.
+ */
+function detached(s: SegmentList): GpuError | undefined {
+  for (let i = 0; i < s.count; i++) {
+    const k = s.key[i];
+    const buffer = k instanceof ArrayBuffer ? k : k instanceof PageableAllocation ? k.buffer : undefined;
+    if (buffer && buffer.byteLength === 0) {
+      const dir = s.transfer[i]!.direction;
+      return new GpuError(
+        ErrorCode.INVALID_STATE,
+        `${dir}: the ${dir === 'upload' ? 'source' : 'destination'} ArrayBuffer was detached while the transfer was in flight`,
+      );
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Enqueues the chunk's device copies on `stream`: segments merged where they continue each other on both sides,
+ * then one copy, or one batched copy where the runtime has the batch call and every copy may go in it (pinned host
+ * memory, no managed memory), else one copy each.
+ */
+export function copyChunk(b: Backend, c: Chunk, device: number, stream: Handle): void {
+  const s = c.segs;
+  const up = c.direction === 'upload';
+  const direct = c.mode === 'direct';
+  const base = c.slot ? c.slot.memory.address : 0;
+  let n = 0;
+  let batchable = true;
+  let lastFlags = -1;
+  for (let i = 0; i < s.count; i++) {
+    const hostAt = direct ? s.host[i]! : base + s.at[i]!;
+    const devAt = s.dev[i]!;
+    const d = up ? devAt : hostAt;
+    const src = up ? hostAt : devAt;
+    const bytes = s.bytes[i]!;
+    const flags = s.flags[i]!;
+    if (n > 0 && flags === lastFlags && s.copyDst[n - 1]! + s.copyBytes[n - 1]! === d && s.copySrc[n - 1]! + s.copyBytes[n - 1]! === src) {
+      s.copyBytes[n - 1] = s.copyBytes[n - 1]! + bytes;
+      continue;
+    }
+    s.copyDst[n] = d;
+    s.copySrc[n] = src;
+    s.copyBytes[n] = bytes;
+    s.copyFlags[n] = flags;
+    lastFlags = flags;
+    if ((flags & PIECE.MANAGED) !== 0 || (direct && (flags & PIECE.PINNED) === 0)) batchable = false;
+    n++;
+  }
+  if (n > 1 && batchable && b.capabilities.batchCopies) {
+    b.memcpyBatchAsync(batchOf(s, n, up, device), stream);
+    return;
+  }
   for (let i = 0; i < n; i++) {
-    const [d, s] = pairs[i]!;
-    const z = segs[i]!.bytes;
-    dsts[2 * i] = d % U32;
-    dsts[2 * i + 1] = (d / U32) >>> 0;
-    srcs[2 * i] = s % U32;
-    srcs[2 * i + 1] = (s / U32) >>> 0;
-    sizes[2 * i] = z % U32;
-    sizes[2 * i + 1] = (z / U32) >>> 0;
+    const kind = (s.copyFlags[i]! & PIECE.MANAGED) !== 0 ? CopyKind.Default : up ? CopyKind.HostToDevice : CopyKind.DeviceToHost;
+    b.memcpyAsync(s.copyDst[i]!, s.copySrc[i]!, s.copyBytes[i]!, kind, stream);
+  }
+}
+
+/** The list's first `n` copies as the batch call takes them: one run, host to device or device to host. */
+function batchOf(s: SegmentList, n: number, up: boolean, device: number) {
+  for (let i = 0; i < n; i++) {
+    const d = s.copyDst[i]!;
+    const src = s.copySrc[i]!;
+    const z = s.copyBytes[i]!;
+    s.batchDst[2 * i] = d % U32;
+    s.batchDst[2 * i + 1] = (d / U32) >>> 0;
+    s.batchSrc[2 * i] = src % U32;
+    s.batchSrc[2 * i + 1] = (src / U32) >>> 0;
+    s.batchBytes[2 * i] = z % U32;
+    s.batchBytes[2 * i + 1] = (z / U32) >>> 0;
   }
   const dev = { type: 'device' as const, device };
   const host = { type: 'host' as const };
-  return { count: n, dsts, srcs, sizes, runs: [{ first: 0, src: up ? host : dev, dst: up ? dev : host }] };
+  return {
+    count: n,
+    dsts: s.batchDst.subarray(0, 2 * n),
+    srcs: s.batchSrc.subarray(0, 2 * n),
+    sizes: s.batchBytes.subarray(0, 2 * n),
+    runs: [{ first: 0, src: up ? host : dev, dst: up ? dev : host }],
+  };
 }
 
-export function chunkBytesOf(segs: readonly Segment[]): number {
-  let n = 0;
-  for (const s of segs) n += s.bytes;
-  return n;
+/** A chunk's host spans per buffer (offsets from the buffer's start; file offsets for a file), consecutive ones merged. */
+export function spansOf(c: Chunk): HostSpans {
+  const s = c.segs;
+  if (c.mode === 'file') return { keys: [s.transfer[0]!.file!.key], starts: [c.fileStart], ends: [c.fileStart + c.fileBytes] };
+  const spans: HostSpans = { keys: [], starts: [], ends: [] };
+  let last = -1;
+  for (let i = 0; i < s.count; i++) {
+    const key = s.key[i]!;
+    const at = s.host[i]! - s.keyBase[i]!;
+    const end = at + s.bytes[i]!;
+    if (last >= 0 && spans.keys[last] === key) {
+      if (at < spans.starts[last]!) spans.starts[last] = at;
+      if (end > spans.ends[last]!) spans.ends[last] = end;
+      continue;
+    }
+    spans.keys.push(key);
+    spans.starts.push(at);
+    spans.ends.push(end);
+    last++;
+  }
+  return spans;
 }

@@ -8,6 +8,7 @@
  */
 import { existsSync } from 'node:fs';
 import { ErrorCode, GpuError } from '../errors.js';
+import type { Backend } from '../backend/backend.js';
 import { loadCuFile } from '../backend/cufile/ffi.js';
 import type { Allocation } from '../memory/allocation.js';
 import { aborted } from './flow.js';
@@ -15,8 +16,8 @@ import { aborted } from './flow.js';
 const SLICE = 64 * 2 ** 20;
 
 /** Why cuFile cannot serve this transfer, or undefined when it can be tried. */
-export function cufileUnavailable(backend: string, dst: Allocation, auto: boolean): string | undefined {
-  if (backend !== 'cuda') return `cuFile is NVIDIA's (the ${backend} backend has none)`;
+export function cufileUnavailable(backend: Backend, dst: Allocation, auto: boolean): string | undefined {
+  if (!backend.capabilities.gpuDirectStorage) return `cuFile is NVIDIA's (the ${backend.name} backend has none)`;
   if (dst.kind !== 'device') return `cuFile moves files to and from device memory, not ${dst.kind} memory`;
   if (auto && !existsSync('/sys/module/nvidia_fs')) return 'no nvidia-fs driver: cuFile would only run in compatibility mode';
   const cf = loadCuFile();

@@ -1,17 +1,22 @@
-/** The shapes the transfer engine works with (flow.ts): transfers, their pieces, chunks, and what a stager gives it. */
+/** The shapes the transfer engine works with (flow.ts): transfers, chunks, and what a stager gives it. */
 import type { HostCopier } from '../backend/backend.js';
 import type { MemoryRuntime } from '../memory/runtime.js';
 import type { GpuEvent } from '../stream/event.js';
 import type { Stream } from '../stream/stream.js';
 import type { Ring, Slot } from './ring.js';
+import type { SegmentList } from './segment-list.js';
 
-/** How a transfer's pieces move. */
-export type JobMode = 'staged' | 'direct' | 'file';
+/** How a transfer's pieces move: through the ring's slots, straight between their memories, or from or to a file. */
+export type TransferMode = 'staged' | 'direct' | 'file';
 
-/** A transfer in the engine. */
-export interface Job {
+/**
+ * A transfer in the engine: one rt.upload or rt.download call, the items of one path of a list (uploadMany's staged
+ * items are one transfer, its pinned items another), or one file call. Its pieces wait in the flow's queue; parts of
+ * them travel in chunks.
+ */
+export interface Transfer {
   readonly direction: 'upload' | 'download';
-  readonly mode: JobMode;
+  readonly mode: TransferMode;
   /** For file transfers: the open file and whether it was opened with O_DIRECT. */
   readonly file?: { fd: number; direct: boolean; key: string } | undefined;
   readonly stream: Stream;
@@ -25,41 +30,23 @@ export interface Job {
   /** The first failure (or the abort). */
   failed: unknown;
   settled: boolean;
-  /** Called once, when every piece landed or, after a failure, when its chunks in flight have settled. */
-  finish(error: unknown): void;
+  /** Told once, when every piece landed or, after a failure, when its chunks in flight have settled. */
+  readonly owner: TransferOwner;
 }
 
-/**
- * A piece of a transfer: `bytes` between host memory at `host` (a file offset for file transfers) and device memory
- * at `dev`. `key` names the host buffer (or file) for the hazard check.
- */
-export interface Piece {
-  job: Job;
-  host: number;
-  dev: number;
-  bytes: number;
-  /** The device side is managed memory (copied with the runtime's default kind, never batched). */
-  managed: boolean;
-  /** The host side is memory the runtime pinned or registered (a direct piece may go into a batched copy). */
-  pinned: boolean;
-  /** The host buffer (or file) for the hazard check, and the address of its first byte (0 for a file). */
-  key: object | string;
-  keyBase: number;
+/** Who is told that a transfer finished: the call it belongs to. */
+export interface TransferOwner {
+  transferFinished(t: Transfer, error: unknown): void;
 }
 
-/** A piece (or part of one) placed in a chunk. */
-export interface Segment extends Piece {
-  /** Offset in the slot (staged and file chunks). */
-  at: number;
-}
-
+/** One slot's worth of segments on its way: filled, copied, waited for, drained (flow.ts). */
 export interface Chunk {
   direction: 'upload' | 'download';
-  mode: JobMode;
+  mode: TransferMode;
   stream: Stream;
   slot: Slot | undefined;
   event: GpuEvent;
-  segs: Segment[];
+  segs: SegmentList;
   /** For a file chunk: the aligned file range read into (or written from) the slot. */
   fileStart: number;
   fileBytes: number;

@@ -2,9 +2,9 @@
  * The engine of a stager: every transfer queued on it is cut into pieces that flow through the pinned ring in the
  * order they were asked for, without the ring draining between transfers. Pieces are packed into chunks: one slot of
  * the ring, filled by the host threads (a gather of many small sources, or a file read) and landed with one device
- * copy, a batched copy when the chunk holds several pieces; downloads the other way round. Chunks go to the device in
- * order (a later transfer to the same memory lands after an earlier one) and their completions are waited for in
- * order, one waiting thread at a time.
+ * copy, a batched copy when the chunk holds several pieces that do not continue each other; downloads the other way
+ * round. Chunks go to the device in order (a later transfer to the same memory lands after an earlier one) and their
+ * completions are waited for in order, one waiting thread at a time.
  *
  *   upload chunk:   [hazards] -> fill slot (threads) -> device copy (in chunk order) -> event -> slot free
  *   download chunk: device copy (in chunk order) -> event -> [hazards] -> drain slot (threads) -> slot free
@@ -12,30 +12,33 @@
  * Host ranges are tracked per buffer while chunks use them, so that a download into a buffer waits for an earlier
  * upload still reading it (and the reverse); device ranges are ordered by the stream. A failing chunk fails the
  * transfers it carries; the others go on, and the ring is whole again once the chunks in flight have settled.
+ *
+ * Everything here runs on the JS thread. The copier's threads only see the lists of copies a chunk hands them
+ * (copier.copyMany) and answer through the copier; the ring's slots and this queue are the JS thread's alone.
  */
 import { ErrorCode, GpuError } from '../errors.js';
-import { CopyKind } from '../backend/backend.js';
 import type { Stream } from '../stream/stream.js';
 import type { GpuEvent } from '../stream/event.js';
 import type { Slot } from './ring.js';
-import type { Chunk, FlowHost, Job, Piece, Segment } from './flow-types.js';
+import type { Chunk, FlowHost, Transfer } from './flow-types.js';
 
-export type { Chunk, FlowHost, Job, JobMode, Piece, Segment } from './flow-types.js';
-import { chunkBytesOf, drainChunk, fillChunk, packBatch, spansOf } from './chunk-io.js';
+export type { Chunk, FlowHost, Transfer, TransferMode, TransferOwner } from './flow-types.js';
+import { copyChunk, drainChunk, fillChunk, spansOf } from './chunk-io.js';
 import { HostHazards } from './hazards.js';
+import { PIECE, PieceQueue } from './piece-queue.js';
+import { SegmentList } from './segment-list.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
-/** Most pieces in one chunk (one batched copy, one gather on the threads). */
-const MAX_SEGMENTS = 512;
 /** Smallest chunk the engine cuts when little is queued (smaller chunks overlap the fill with the copy sooner). */
 const MIN_CHUNK = MiB;
+/** A direct chunk ends once it carries this much (its pieces are copied from where they are, whole). */
+const DIRECT_CHUNK = 256 * MiB;
 /** File chunks start at file offsets aligned to this (O_DIRECT needs it; buffered reads do not mind). */
 export const FILE_ALIGN = 4096;
 
 export class Flow {
-  private queue: Piece[] = [];
-  private head = 0;
+  private readonly queue = new PieceQueue();
   private queuedBytes = 0;
   /** A drive runs (it may be waiting for a slot). */
   private pumping = false;
@@ -45,6 +48,10 @@ export class Flow {
   private readonly completions = new Completions();
   private lastStream: Stream | undefined;
   private readonly hazards = new HostHazards();
+  /** Transfers that lost a piece while a chunk was packed: they may finish once the chunk is counted in flight. */
+  private readonly unsent: Transfer[] = [];
+  /** Segment lists of settled chunks, reused by the next ones. */
+  private readonly spareSegments: SegmentList[] = [];
   /** Chunks started and not settled, and their bytes. */
   private live = 0;
   private flightBytes = 0;
@@ -57,13 +64,13 @@ export class Flow {
   constructor(private readonly host: FlowHost) {}
 
   /** Bytes queued and not yet in a chunk. */
-  get pending(): number {
+  get queued(): number {
     return this.queuedBytes;
   }
 
   /** True while nothing is queued or in flight. */
   get idle(): boolean {
-    return this.head >= this.queue.length && this.live === 0;
+    return this.queue.empty && this.live === 0;
   }
 
   /** Resolves when nothing is queued or in flight. */
@@ -72,18 +79,32 @@ export class Flow {
   }
 
   /**
-   * Queues a transfer's pieces; they start once the engine reaches them. Whole chunks' worth of staged pieces start
-   * at once while a slot is free, so that the threads copy while a program is still making its calls (4096 calls of
-   * rt.upload in a row); what is left waits for the end of the current turn, to be packed with what comes next.
+   * Queues a piece of `t`: `bytes` between host memory at `host` (a file offset for a file transfer) and device
+   * memory at `dev`; `flags` from PIECE; `key` names the host buffer (or file) and `keyBase` is its first byte's
+   * address. Nothing starts before {@link submitted}; {@link takeBack} drops what a refused list pushed.
    */
-  submit(pieces: readonly Piece[]): void {
-    for (const p of pieces) {
-      this.queue.push(p);
-      this.queuedBytes += p.bytes;
-    }
+  push(t: Transfer, host: number, dev: number, bytes: number, flags: number, key: object | string, keyBase: number): void {
+    this.queue.push(t, host, dev, bytes, flags, key, keyBase);
+    this.queuedBytes += bytes;
+  }
+
+  /** Drops the last `count` pieces pushed (a list refused after some of its items were queued). */
+  takeBack(count: number): void {
+    this.queuedBytes -= this.queue.dropLast(count);
+  }
+
+  /**
+   * Starts what was pushed. Whole chunks' worth of staged pieces start at once while a slot is free (at most
+   * `startNow`), so that the threads copy while a program is still making its calls (4096 calls of rt.upload in a
+   * row); what is left waits for the end of the current turn, to be packed with what comes next. A list, whose call
+   * returns once it has been queued, starts two: packing more before it returns would only hold back the device
+   * copies of the chunks already filled (they are enqueued once the JS thread is free).
+   */
+  submitted(startNow = Number.POSITIVE_INFINITY): void {
     if (!this.pumping) {
       const ring = this.host.ring;
-      for (let p = this.peek(); p && p.job.mode === 'staged' && this.queuedBytes >= ring.chunkBytes; p = this.peek()) {
+      let started = 0;
+      for (let t = this.peek(); t && t.mode === 'staged' && this.queuedBytes >= ring.chunkBytes && started < startNow; t = this.peek()) {
         let slot: Slot | undefined;
         try {
           slot = ring.tryAcquire();
@@ -97,13 +118,14 @@ export class Flow {
           break;
         }
         this.start(chunk);
+        started++;
       }
     }
     this.pump();
   }
 
   private pump(): void {
-    if (this.scheduled || this.head >= this.queue.length) return;
+    if (this.scheduled || this.queue.empty) return;
     this.scheduled = true;
     queueMicrotask(() => {
       this.scheduled = false;
@@ -116,11 +138,10 @@ export class Flow {
     this.pumping = true;
     try {
       for (;;) {
-        const p = this.peek();
-        if (!p) break;
-        const needsSlot = p.job.mode !== 'direct';
+        const t = this.peek();
+        if (!t) break;
         let slot: Slot | undefined;
-        if (needsSlot) {
+        if (t.mode !== 'direct') {
           const s = this.host.ring.acquire();
           slot = s instanceof Promise ? await s : s;
         }
@@ -130,47 +151,45 @@ export class Flow {
           continue;
         }
         this.start(chunk);
+        // Between chunks, the fills the threads have finished go on to their device copies (within this turn:
+        // the copier's answers are taken now, their continuations run at this await), instead of all waiting for
+        // the JS thread to pack every chunk a free slot allows.
+        if (slot) this.host.copier().poll?.();
+        await undefined;
       }
     } catch (e) {
       // No slot could be pinned (or an event made): every transfer still queued fails with it.
-      for (let p = this.peek(); p; p = this.peek()) {
-        this.fail(p.job, e);
+      for (let t = this.peek(); t; t = this.peek()) {
+        this.fail(t, e);
         this.drop();
       }
     } finally {
       this.pumping = false;
-      this.compact();
-      if (this.head < this.queue.length) this.pump();
+      if (!this.queue.empty) this.pump();
       else this.checkIdle();
     }
   }
 
-  /** The first queued piece of a live transfer (pieces of failed or aborted transfers are dropped on the way). */
-  private peek(): Piece | undefined {
-    while (this.head < this.queue.length) {
-      const p = this.queue[this.head]!;
-      const j = p.job;
-      if (j.failed === undefined && j.signal?.aborted) this.fail(j, aborted());
-      if (j.failed === undefined) return p;
+  /** The transfer of the first queued piece still live (pieces of failed or aborted transfers are dropped on the way). */
+  private peek(): Transfer | undefined {
+    const q = this.queue;
+    while (!q.empty) {
+      const t = q.transfer[q.head]!;
+      if (t.failed === undefined && t.signal?.aborted) this.fail(t, aborted());
+      if (t.failed === undefined) return t;
       this.drop();
     }
     return undefined;
   }
 
-  private drop(): void {
-    const p = this.queue[this.head++]!;
-    this.queuedBytes -= p.bytes;
-    this.maybeFinish(p.job);
-  }
-
-  private compact(): void {
-    if (this.head > 0 && this.head >= this.queue.length) {
-      this.queue = [];
-      this.head = 0;
-    } else if (this.head > 4096 && this.head * 2 > this.queue.length) {
-      this.queue = this.queue.slice(this.head);
-      this.head = 0;
-    }
+  /** The head piece leaves the queue unsent; its transfer finishes if nothing of it is left (unless `later`). */
+  private drop(later = false): void {
+    const q = this.queue;
+    const t = q.transfer[q.head]!;
+    this.queuedBytes -= q.bytes[q.head]!;
+    q.leave();
+    if (later) this.unsent.push(t);
+    else this.maybeFinish(t);
   }
 
   /**
@@ -181,80 +200,102 @@ export class Flow {
   private assemble(slot: Slot | undefined): Chunk | undefined {
     const first = this.peek();
     if (!first) return undefined;
-    const job = first.job;
-    if ((job.mode === 'direct') !== (slot === undefined)) return undefined;
+    if ((first.mode === 'direct') !== (slot === undefined)) return undefined;
     const ring = this.host.ring;
     const work = this.queuedBytes + this.flightBytes;
     const limit = Math.min(ring.chunkBytes, Math.max(MIN_CHUNK, Math.ceil(work / ring.depth / (64 * KiB)) * 64 * KiB));
-    const segs: Segment[] = [];
-    let used = 0;
+    const segs = this.spareSegments.pop() ?? new SegmentList();
+    const q = this.queue;
     let fileStart = 0;
     let fileBytes = 0;
-    if (job.mode === 'file') {
+    if (first.mode === 'file') {
       // One piece per chunk, its slot read from an aligned file offset so that the next chunk starts aligned too.
-      const lead = first.host % FILE_ALIGN;
-      const take = Math.min(first.bytes, Math.max(FILE_ALIGN, Math.floor(limit / FILE_ALIGN) * FILE_ALIGN) - lead);
-      fileStart = first.host - lead;
+      const h = q.head;
+      const lead = q.host[h]! % FILE_ALIGN;
+      const take = Math.min(q.bytes[h]!, Math.max(FILE_ALIGN, Math.floor(limit / FILE_ALIGN) * FILE_ALIGN) - lead);
+      fileStart = q.host[h]! - lead;
       fileBytes = Math.ceil((lead + take) / FILE_ALIGN) * FILE_ALIGN;
-      segs.push({ job, host: first.host, dev: first.dev, bytes: take, managed: first.managed, pinned: true, key: first.key, keyBase: 0, at: lead });
-      this.consume(first, take);
-    } else {
-      const cap = job.mode === 'staged' ? limit : Number.POSITIVE_INFINITY;
-      for (let p: Piece | undefined = first; p && segs.length < MAX_SEGMENTS; p = this.peek()) {
-        if (p.job.mode !== job.mode || p.job.direction !== job.direction || p.job.stream !== job.stream) break;
-        const take = Math.min(p.bytes, cap - used);
-        if (take <= 0) break;
-        segs.push({
-          job: p.job,
-          host: p.host,
-          dev: p.dev,
-          bytes: take,
-          managed: p.managed,
-          pinned: job.mode !== 'direct' || p.pinned,
-          key: p.key,
-          keyBase: p.keyBase,
-          at: used,
-        });
-        used += take;
-        const whole = take === p.bytes;
-        this.consume(p, take);
-        if (!whole || (job.mode === 'direct' && used >= 256 * MiB)) break;
-      }
+      segs.add(first, q.host[h]!, q.dev[h]!, take, q.flags[h]!, q.key[h]!, 0, lead);
+      this.take(take);
+    } else this.pack(first, segs, limit);
+    if (segs.count === 0) {
+      // Every piece it reached belonged to a transfer that failed on the way (a detached buffer).
+      segs.clear(this.host.rt.backend);
+      this.spareSegments.push(segs);
+      this.finishUnsent();
+      return undefined;
     }
     const event = slot ? slot.event : this.host.takeEvent();
     const chunk: Chunk = {
-      direction: job.direction,
-      mode: job.mode,
-      stream: job.stream,
+      direction: first.direction,
+      mode: first.mode,
+      stream: first.stream,
       slot,
       event,
       segs,
       fileStart,
       fileBytes,
       deps: [],
-      release: () => (slot ? this.host.ring.release(slot) : this.host.giveEvent(event)),
+      release: () => {
+        if (slot) this.host.ring.release(slot);
+        else this.host.giveEvent(event);
+        segs.clear(this.host.rt.backend);
+        this.spareSegments.push(segs);
+      },
     };
-    const jobs = new Set(segs.map((s) => s.job));
-    for (const j of jobs) {
-      j.chunks++;
-      j.inFlight++;
+    for (const t of segs.transfers) {
+      t.chunks++;
+      t.inFlight++;
     }
     this.live++;
-    this.flightBytes += chunkBytesOf(segs);
+    this.flightBytes += segs.total;
     this.chunksStarted++;
+    this.finishUnsent();
     return chunk;
   }
 
-  /** Takes `take` bytes off the front of a queued piece (the whole piece leaves the queue). */
-  private consume(p: Piece, take: number): void {
-    this.queuedBytes -= take;
-    if (take === p.bytes) {
-      this.head++;
-      return;
+  /**
+   * Packs queued pieces of the same mode, direction and stream as `first` back to back into `segs`: a staged chunk
+   * up to the slot's `limit` (the last piece cut where the chunk ends), a direct one whole pieces until it carries
+   * 256 MiB; at most the segments a chunk holds.
+   */
+  private pack(first: Transfer, segs: SegmentList, limit: number): void {
+    const q = this.queue;
+    const staged = first.mode === 'staged';
+    const cap = staged ? limit : Number.POSITIVE_INFINITY;
+    const backend = this.host.rt.backend;
+    let used = 0;
+    for (let t: Transfer | undefined = first; t && !segs.full; t = this.peek()) {
+      if (t.mode !== first.mode || t.direction !== first.direction || t.stream !== first.stream) break;
+      const h = q.head;
+      const bytes = q.bytes[h]!;
+      const take = Math.min(bytes, cap - used);
+      if (take <= 0) break;
+      const flags = q.flags[h]!;
+      let host = q.host[h]!;
+      let keyBase = q.keyBase[h]!;
+      if ((flags & PIECE.BUFFER) !== 0) {
+        // A JS buffer is placed now; one detached (or shrunk) since its call fails its transfer, nothing is read.
+        const ab = q.key[h] as ArrayBuffer;
+        if (ab.byteLength < host + bytes) {
+          this.fail(t, detached());
+          this.drop(true);
+          continue;
+        }
+        keyBase = segs.adopt(backend, ab);
+        host += keyBase;
+      }
+      segs.add(t, host, q.dev[h]!, take, flags, q.key[h]!, keyBase, used);
+      used += take;
+      this.take(take);
+      if (take < bytes || (!staged && used >= DIRECT_CHUNK)) break;
     }
-    p.host += take;
-    p.dev += take;
-    p.bytes -= take;
+  }
+
+  /** Takes `take` bytes off the front of the head piece (the whole piece leaves the queue). */
+  private take(take: number): void {
+    this.queuedBytes -= take;
+    this.queue.consume(take);
   }
 
   /** Runs a chunk's life: registers its host ranges now (in order), then fills, copies, waits and drains. */
@@ -271,11 +312,11 @@ export class Flow {
     if (reads) {
       const filled = (deps.length ? Promise.all(deps) : Promise.resolve()).then(() => fillChunk(this.host, c));
       filled.then(hostDone, hostDone);
-      const enqueued = this.dmaChain.then(() => filled).then(() => this.enqueue(c));
+      const enqueued = this.dmaChain.then(() => filled).then(() => this.enqueueCopy(c));
       this.dmaChain = enqueued.catch(() => {});
       landed = enqueued.then((ran) => (ran ? this.completions.watch(c.event) : undefined));
     } else {
-      const enqueued = this.dmaChain.then(() => this.enqueue(c));
+      const enqueued = this.dmaChain.then(() => this.enqueueCopy(c));
       this.dmaChain = enqueued.catch(() => {});
       const arrived = enqueued.then((ran) => (ran ? this.completions.watch(c.event) : undefined));
       landed = arrived.then(() => (deps.length ? Promise.all(deps) : undefined)).then(() => drainChunk(this.host, c));
@@ -289,16 +330,17 @@ export class Flow {
   }
 
   /**
-   * Enqueues the chunk's device copy on its stream, after the chunks before it (the caller chains it): one copy,
-   * or one batched copy of its pieces. Answers false when every transfer it carries has failed or was aborted (the
-   * copy is left out: nothing more lands for them).
+   * Enqueues the chunk's device copy on its stream, after the chunks before it (the caller chains it). Answers false
+   * when every transfer it carries has failed or was aborted (the copy is left out: nothing more lands for them).
    */
-  private async enqueue(c: Chunk): Promise<boolean> {
-    if (this.beforeDeviceCopy) await this.beforeDeviceCopy({ bytes: chunkBytesOf(c.segs), direction: c.direction });
-    for (const s of c.segs) if (s.job.failed === undefined && s.job.signal?.aborted) this.fail(s.job, aborted());
-    if (c.segs.every((s) => s.job.failed !== undefined)) return false;
-    const rt = this.host.rt;
-    const b = rt.backend;
+  private async enqueueCopy(c: Chunk): Promise<boolean> {
+    if (this.beforeDeviceCopy) await this.beforeDeviceCopy({ bytes: c.segs.total, direction: c.direction });
+    let live = false;
+    for (const t of c.segs.transfers) {
+      if (t.failed === undefined && t.signal?.aborted) this.fail(t, aborted());
+      if (t.failed === undefined) live = true;
+    }
+    if (!live) return false;
     const s = c.stream;
     s.assertLive('transfer');
     if (this.lastStream && this.lastStream !== s && !this.lastStream.disposed) {
@@ -308,59 +350,52 @@ export class Flow {
       s.waitEvent(h);
     }
     this.lastStream = s;
-    const base = c.slot ? c.slot.memory.address : 0;
-    const up = c.direction === 'upload';
-    const addr = (g: Segment): [number, number] => {
-      const host = c.mode === 'direct' ? g.host : base + g.at;
-      return up ? [g.dev, host] : [host, g.dev];
-    };
-    const kind = (g: Segment): CopyKind => (g.managed ? CopyKind.Default : up ? CopyKind.HostToDevice : CopyKind.DeviceToHost);
-    if (c.segs.length > 1 && b.capabilities.batchCopies && c.segs.every((g) => !g.managed && g.pinned)) {
-      b.memcpyBatchAsync(packBatch(c.segs.map(addr), c.segs, up, this.host.device), s.handle);
-    } else {
-      for (const g of c.segs) {
-        const [d, src] = addr(g);
-        b.memcpyAsync(d, src, g.bytes, kind(g), s.handle);
-      }
-    }
+    copyChunk(this.host.rt.backend, c, this.host.device, s.handle);
     c.event.record(s);
     return true;
   }
 
-  /** A chunk settled: its slot goes back, its bytes count as landed, and transfers that are done finish. */
+  /** A chunk settled: its bytes count as landed, transfers that are done finish, and its slot goes back. */
   private settle(c: Chunk, error: unknown): void {
-    c.release();
+    const segs = c.segs;
     this.live--;
-    this.flightBytes -= chunkBytesOf(c.segs);
-    const jobs = new Set<Job>();
-    for (const s of c.segs) {
-      if (error === undefined && s.job.failed === undefined) s.job.left -= s.bytes;
-      jobs.add(s.job);
+    this.flightBytes -= segs.total;
+    if (error === undefined) {
+      for (let i = 0; i < segs.count; i++) {
+        const t = segs.transfer[i]!;
+        if (t.failed === undefined) t.left -= segs.bytes[i]!;
+      }
     }
-    for (const j of jobs) {
-      j.inFlight--;
-      if (error !== undefined) this.fail(j, error);
-      this.maybeFinish(j);
-    }
+    // The transfers are read before the release empties the list for the next chunk.
+    const several = segs.transfers.length > 1 ? segs.transfers.slice() : undefined;
+    const one = segs.transfers[0]!;
+    c.release();
+    if (several) for (const t of several) this.closeOut(t, error);
+    else this.closeOut(one, error);
     this.checkIdle();
   }
 
+  private closeOut(t: Transfer, error: unknown): void {
+    t.inFlight--;
+    if (error !== undefined) this.fail(t, error);
+    this.maybeFinish(t);
+  }
+
   /** Marks a transfer failed (its first failure is kept); its queued pieces are dropped when the engine reaches them. */
-  fail(j: Job, e: unknown): void {
-    if (j.failed === undefined) j.failed = e;
+  fail(t: Transfer, e: unknown): void {
+    if (t.failed === undefined) t.failed = e;
   }
 
-  private maybeFinish(j: Job): void {
-    if (j.settled || j.inFlight > 0) return;
-    if (j.failed === undefined && j.left > 0) return;
-    if (j.failed !== undefined && this.hasQueued(j)) return;
-    j.settled = true;
-    j.finish(j.failed);
+  private maybeFinish(t: Transfer): void {
+    if (t.settled || t.inFlight > 0) return;
+    if (t.failed === undefined && t.left > 0) return;
+    if (t.failed !== undefined && this.queue.holds(t)) return;
+    t.settled = true;
+    t.owner.transferFinished(t, t.failed);
   }
 
-  private hasQueued(j: Job): boolean {
-    for (let i = this.head; i < this.queue.length; i++) if (this.queue[i]!.job === j) return true;
-    return false;
+  private finishUnsent(): void {
+    while (this.unsent.length > 0) this.maybeFinish(this.unsent.pop()!);
   }
 
   private checkIdle(): void {
@@ -372,9 +407,9 @@ export class Flow {
 
   /** Fails everything still queued (the stager is going away); chunks in flight settle on their own. */
   abandon(e: unknown): void {
-    for (let i = this.head; i < this.queue.length; i++) this.fail(this.queue[i]!.job, e);
-    for (let p = this.peek(); p; p = this.peek()) this.drop();
-    this.compact();
+    const q = this.queue;
+    for (let i = q.head; i < q.tail; i++) this.fail(q.transfer[i]!, e);
+    for (let t = this.peek(); t; t = this.peek()) this.drop();
     this.checkIdle();
   }
 }
@@ -439,4 +474,12 @@ class Completions {
 /** The error of an aborted transfer. */
 export function aborted(): GpuError {
   return new GpuError(ErrorCode.ABORTED, 'the transfer was aborted: the chunks in flight finished, nothing more was copied');
+}
+
+/** The error of a transfer whose JS buffer was detached (or shrunk) before the engine reached it. */
+function detached(): GpuError {
+  return new GpuError(
+    ErrorCode.INVALID_STATE,
+    'a host buffer of the transfer was detached or shrunk before its bytes were copied (keep buffers as they are until the transfer settles)',
+  );
 }

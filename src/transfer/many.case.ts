@@ -2,7 +2,8 @@
  * Lists and queues of transfers, run on every backend with a device: uploadMany / downloadMany byte-exact over
  * counts, mixed sizes, offsets and chunk sizes, packed into as few chunks as the bytes need; many rt.upload calls at
  * once packed the same way; transfers to and from the same buffer kept in the order asked; a list refused whole
- * when one item is bad. Nothing here is timed.
+ * when one item is bad; each item's path in the list's result; a buffer detached before the engine reached it.
+ * Nothing here is timed.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -11,6 +12,7 @@ import { ErrorCode } from '../errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { propertyParams } from '../testing/property.js';
 import type { UploadItem } from './stager.js';
+import { holdDeviceCopy } from './hold.js';
 import { code, pattern } from './transfer.case.js';
 
 const KiB = 1024;
@@ -166,5 +168,78 @@ export function manyConformance(label: string, open: () => Runtime): void {
       'nothing of a refused list was copied',
     );
     assert.equal(dst.busy, false, 'a refused list holds nothing');
+  });
+
+  withRt("a list's result names each item's path in the list's order, and reads like any other property", async (rt) => {
+    const gpu = rt.device(0);
+    using dst = gpu.alloc(64 * KiB);
+    using pinned = rt.allocPinned(4 * KiB);
+    using registered = rt.allocPageable(new ArrayBuffer(4 * KiB), { register: true });
+    const r = await rt.uploadMany([
+      { dst, src: pattern(4 * KiB, 1) },
+      { dst, src: pinned, dstOffset: 8 * KiB },
+      { dst, src: registered, dstOffset: 16 * KiB },
+      { dst, src: pattern(2 * KiB, 2), dstOffset: 24 * KiB },
+    ]);
+    assert.deepEqual(r.paths, ['staged', 'pinned', 'registered', 'staged']);
+    assert.equal(r.paths, r.paths, 'made once');
+    assert.ok(Object.keys(r).includes('paths'));
+    assert.deepEqual(JSON.parse(JSON.stringify(r)).paths, ['staged', 'pinned', 'registered', 'staged']);
+    assert.deepEqual({ ...r }.paths, r.paths);
+    const one = await rt.uploadMany([{ dst, src: pinned }]);
+    assert.deepEqual(one.paths, ['pinned']);
+    assert.equal(one.path, 'pinned');
+  });
+
+  withRt('a JS buffer detached before the engine reached it fails its transfer with INVALID_STATE, nothing of it copied; the rest goes on', async (rt) => {
+    const gpu = rt.device(0);
+    using st = rt.createStager({ chunkBytes: 8 * KiB, depth: 2, threads: 2, directBelow: 0 });
+    using dst = gpu.alloc(96 * KiB);
+    rt.fill(dst, 0x5a);
+    const a = pattern(64 * KiB, 1);
+    const b = [pattern(8 * KiB, 2), pattern(8 * KiB, 3)];
+    // The first transfer fills the ring (two 8 KiB chunks of eight) and waits at its first device copy; the list
+    // behind it is queued, not yet in a chunk, when its second array is detached (handed to another owner).
+    const hold = holdDeviceCopy(st, 1);
+    const first = st.upload(dst, a);
+    const list = st.uploadMany(b.map((src, i) => ({ dst, src, dstOffset: 64 * KiB + i * 16 * KiB })));
+    await hold.reached;
+    structuredClone(b[1]!.buffer, { transfer: [b[1]!.buffer as ArrayBuffer] });
+    assert.equal(b[1]!.byteLength, 0, 'detached');
+    hold.release();
+    await first;
+    await assert.rejects(list, code(ErrorCode.INVALID_STATE));
+    const out = new Uint8Array(96 * KiB);
+    await st.download(out, dst);
+    assert.deepEqual(out.subarray(0, 64 * KiB), a, 'the transfer before it landed whole');
+    assert.ok(
+      out.subarray(80 * KiB).every((x) => x === 0x5a),
+      'nothing of the detached array was copied',
+    );
+    assert.equal(dst.busy, false);
+    const again = pattern(8 * KiB, 4);
+    await st.upload(dst, again, { dstOffset: 80 * KiB });
+    await st.download(out, dst);
+    assert.deepEqual(out.subarray(80 * KiB, 88 * KiB), again, 'the stager goes on');
+  });
+
+  withRt('items may be slices of the same buffers in any order, up and down, and a later upload from them sees what the download wrote', async (rt) => {
+    const gpu = rt.device(0);
+    using st = rt.createStager({ chunkBytes: 64 * KiB, depth: 3, threads: 2, directBelow: 0 });
+    // The arrays come from the first half of one allocation and go back up into its second half.
+    using mem = gpu.alloc(128 * KiB);
+    const src = pattern(64 * KiB, 9);
+    await st.upload(mem, src);
+    // Two buffers, their slices interleaved: one chunk's pieces come back to a buffer after leaving it.
+    const a = new Uint8Array(32 * KiB);
+    const b = new Uint8Array(32 * KiB);
+    const slices = Array.from({ length: 16 }, (_, i) => (i % 2 === 0 ? a : b).subarray((i >> 1) * 4 * KiB, ((i >> 1) + 1) * 4 * KiB));
+    const down = st.downloadMany(slices.map((dst, i) => ({ dst, src: mem, srcOffset: i * 4 * KiB })));
+    const up = st.uploadMany(slices.map((s, i) => ({ dst: mem, src: s, dstOffset: 64 * KiB + i * 4 * KiB })));
+    await Promise.all([down, up]);
+    slices.forEach((s, i) => assert.deepEqual(s, src.subarray(i * 4 * KiB, (i + 1) * 4 * KiB), `slice ${i}`));
+    const out = new Uint8Array(64 * KiB);
+    await st.download(out, mem, { srcOffset: 64 * KiB });
+    assert.deepEqual(out, src, 'the upload read the slices after the download filled them');
   });
 }

@@ -6,8 +6,14 @@
  * (`pin`), in parallel with whatever the JS thread does, and join the ring as they arrive. `warm()` starts that
  * before any transfer. Without threads that can pin, the ring grows one slot at a time when a transfer finds every
  * slot busy, and `warm()` pins on idle turns of the event loop.
+ *
+ * Who owns what: every field here belongs to the JS thread; no other thread reads or writes it. The copier's
+ * threads only allocate the memory of a pending pin (asked of them, not answered yet: `pendingPins` counts them);
+ * the address comes back through the copier's answer, on the JS thread (`landed`), which makes the slot. A slot is
+ * the flow's from `acquire` until `release`: the copier's threads touch its memory only inside a request the flow
+ * posted for it (a fill, a drain, a file read), and the device only inside the copy whose event the slot keeps.
  */
-import { PinnedAllocation } from '../memory/allocation.js';
+import { PinnedAllocation, vouch } from '../memory/allocation.js';
 import type { MemoryRuntime } from '../memory/runtime.js';
 import type { GpuEvent } from '../stream/event.js';
 
@@ -35,7 +41,7 @@ export class Ring {
   private warming = false;
   private closed = false;
   /** Slots being pinned on the copier's threads. */
-  private pending = 0;
+  private pendingPins = 0;
 
   constructor(
     private readonly rt: MemoryRuntime,
@@ -59,7 +65,7 @@ export class Ring {
   acquire(): Slot | Promise<Slot> {
     const s = this.tryAcquire();
     if (s) return s;
-    if (this.pending === 0 && this.slots.length < this.depth) return this.grow();
+    if (this.pendingPins === 0 && this.slots.length < this.depth) return this.grow();
     return new Promise<Slot>((resolve) => this.waiting.push(resolve));
   }
 
@@ -67,8 +73,8 @@ export class Ring {
   tryAcquire(): Slot | undefined {
     let s = this.free.pop();
     if (s) return s;
-    if (this.slots.length + this.pending === 0) return this.grow();
-    if (this.pending > 0 && this.numaNode === undefined) {
+    if (this.slots.length + this.pendingPins === 0) return this.grow();
+    if (this.pendingPins > 0 && this.numaNode === undefined) {
       this.pinner()?.poll();
       s = this.free.pop();
       if (s) return s;
@@ -81,16 +87,16 @@ export class Ring {
   private pinMore(): void {
     const pinner = this.numaNode === undefined && !this.closed ? this.pinner() : undefined;
     if (!pinner) return;
-    while (this.slots.length + this.pending < this.depth) {
-      this.pending++;
+    while (this.slots.length + this.pendingPins < this.depth) {
+      this.pendingPins++;
       pinner
         .pin(this.chunkBytes, (address) => {
-          this.pending--;
+          this.pendingPins--;
           this.landed(address);
         })
         .catch(() => {
           // the thread could not pin (locked-memory limit): the ring grows on the JS thread when it needs to
-          this.pending--;
+          this.pendingPins--;
         });
     }
   }
@@ -108,7 +114,7 @@ export class Ring {
       return;
     }
     try {
-      const memory = new PinnedAllocation(this.rt, 'pinned', address, this.chunkBytes, undefined, { portable: true });
+      const memory = vouch(new PinnedAllocation(this.rt, 'pinned', address, this.chunkBytes, undefined, { portable: true }));
       this.release(this.slotOf(memory));
     } catch {
       // the runtime went away meanwhile: its disposal freed what it had adopted

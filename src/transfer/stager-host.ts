@@ -12,13 +12,6 @@ import type { Stream } from '../stream/stream.js';
 import type { FlowHost } from './flow-types.js';
 import type { Pinner, Ring } from './ring.js';
 
-/** Tells a host copier how this runtime pins memory, so its threads can pin the ring's slots. */
-export function enablePinning(rt: MemoryRuntime, copier: HostCopier): void {
-  const lib = rt.backend.libraries.find((l) => l.role === 'runtime' && l.loaded && l.path);
-  const symbol = rt.backend.name === 'cuda' ? 'cudaHostAlloc' : rt.backend.name === 'hip' ? 'hipHostMalloc' : undefined;
-  if (lib?.path && symbol) copier.configurePinning?.(lib.path, symbol);
-}
-
 export class StagerResources implements FlowHost {
   private hostCopier: HostCopier | undefined;
   private readonly shared: boolean;
@@ -42,7 +35,6 @@ export class StagerResources implements FlowHost {
   copier(): HostCopier {
     if (!this.hostCopier) {
       this.hostCopier = this.rt.backend.createHostCopier(this.threads);
-      enablePinning(this.rt, this.hostCopier);
     }
     return this.hostCopier;
   }

@@ -7,10 +7,12 @@ import type { Stream } from '../stream/stream.js';
 import { transferDefaults } from './defaults.js';
 import { cufileRegister, cufileUnavailable, type CufileHandle } from './cufile-path.js';
 import { openForRead, openForWrite, type FileRef, type OpenedFile } from './file-source.js';
-import { Flow, type Job, type JobMode, type Piece } from './flow.js';
+import { Flow, type Transfer, type TransferMode, type TransferOwner } from './flow.js';
+import { CallItems, ITEM_PATHS, type CallShape, type CallSite } from './call-items.js';
+import { PIECE } from './piece-queue.js';
 import { StagerResources } from './stager-host.js';
-import { checkOptions, choosePath, resolveDeviceSide, type DeviceSide } from './stager-checks.js';
-import { checkTransferRange, resolveHost, type HostBuffer, type ResolvedHost } from './host-buffer.js';
+import { checkOptions, resolveDeviceSide, type DeviceSide } from './stager-checks.js';
+import { checkTransferRange, type HostBuffer } from './host-buffer.js';
 import { Ring } from './ring.js';
 import type {
   DownloadItem,
@@ -29,16 +31,6 @@ export type * from './transfer-types.js';
 
 const KiB = 1024;
 
-/** What one item of a transfer resolved to, before it becomes a piece. */
-interface Checked {
-  dev: DeviceSide;
-  host: ResolvedHost;
-  bytes: number;
-  hostAddress: number;
-  devOffset: number;
-  path: TransferPath;
-}
-
 export class Stager implements Disposable {
   readonly device: number;
   readonly threads: number;
@@ -51,6 +43,8 @@ export class Stager implements Disposable {
   /** @internal */
   readonly flow: Flow;
   private readonly res: StagerResources;
+  /** What every call's items are checked against and settle through (one object per stager, none per call). */
+  private readonly site: CallSite;
   private disposed = false;
   private warmed = false;
 
@@ -80,6 +74,7 @@ export class Stager implements Disposable {
     this.ring = new Ring(rt, this.device, this.chunkBytes, this.depth, node, () => this.res.pinner());
     this.res = new StagerResources(rt, this.device, this.ring, this.threads, options.copier);
     this.flow = new Flow(this.res);
+    this.site = { rt, device: this.device, flow: this.flow, settled: (items, e) => this.callSettled(items, e) };
   }
 
   /**
@@ -146,7 +141,7 @@ export class Stager implements Disposable {
       const noDirect = copier.readFile ? undefined : `the ${this.rt.backend.name} backend reads files through Node's fs, into memory not aligned for O_DIRECT`;
       const cached = copier.cachedShare ? (fd: number, r: { offset: number; bytes: number }) => copier.cachedShare?.(fd, r.offset, r.bytes) : undefined;
       const ask = options.path ?? 'auto';
-      const noCufile = ask === 'cufile' || ask === 'auto' ? cufileUnavailable(this.rt.backend.name, dev.allocation, ask === 'auto') : 'not asked';
+      const noCufile = ask === 'cufile' || ask === 'auto' ? cufileUnavailable(this.rt.backend, dev.allocation, ask === 'auto') : 'not asked';
       const way = noCufile === undefined ? 'direct' : ask === 'cufile' ? 'buffered' : ask;
       const opened = openForRead(file, {
         offset: options.offset,
@@ -162,10 +157,10 @@ export class Stager implements Disposable {
         const cufile =
           noCufile === undefined && opened.file.direct ? cufileRegister(opened.file.fd) : { error: noCufile ?? opened.file.fallback ?? 'O_DIRECT refused' };
         if (!('error' in cufile)) {
-          return this.cufileJob('upload', dev, devRange.offset, opened.file, cufile, range.offset, range.bytes, options.stream, options.signal, t0);
+          return this.cufileTransfer('upload', dev, devRange.offset, opened.file, cufile, range.offset, range.bytes, options.stream, options.signal, t0);
         }
         const fallback = ask === 'cufile' || noCufile === undefined ? `cuFile: ${cufile.error}` : opened.file.fallback;
-        return this.fileJob('upload', dev, devRange.offset, opened.file, range.offset, range.bytes, stream, options.signal, t0, fallback);
+        return this.fileTransfer('upload', dev, devRange.offset, opened.file, range.offset, range.bytes, stream, options.signal, t0, fallback);
       } catch (e) {
         opened.file.close();
         throw e;
@@ -189,7 +184,7 @@ export class Stager implements Disposable {
       const devRange = checkTransferRange(options.srcOffset, options.bytes, dev.allocation.bytes - dev.offset, 'downloadFile source');
       const opened = openForWrite(file, options.offset);
       const fallback = options.path === 'direct' || options.path === 'cufile' ? 'downloads write through the page cache (pwrite)' : undefined;
-      return this.fileJob('download', dev, devRange.offset, opened.file, opened.offset, devRange.bytes, stream, options.signal, t0, fallback);
+      return this.fileTransfer('download', dev, devRange.offset, opened.file, opened.offset, devRange.bytes, stream, options.signal, t0, fallback);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -197,80 +192,64 @@ export class Stager implements Disposable {
 
   private one(direction: 'upload' | 'download', devRef: MemoryRef, hostBuf: HostBuffer, o: TransferOptions): Promise<TransferResult> {
     const t0 = performance.now();
-    let c: Checked;
-    let stream: Stream;
-    try {
-      this.assertUsable();
-      stream = this.checkCommon(o, direction, ['auto', 'staged', 'direct']);
-      c = this.check(direction, devRef, hostBuf, o, o.path, direction, true);
-    } catch (e) {
-      return Promise.reject(e);
-    }
     return new Promise<TransferResult>((resolve, reject) => {
-      const mode = this.modeOf(c.path);
-      const job = this.job(direction, mode, stream, o.signal, c.bytes, undefined, (e) => {
-        this.releaseChecked(c);
-        if (e !== undefined) reject(e);
-        else resolve(this.result(direction, c.path, c.bytes, job.chunks, t0));
-      });
-      this.holdChecked(c);
-      this.flow.submit([this.piece(job, c)]);
+      this.assertUsable();
+      const items = new CallItems(this.site, this.shape(direction, direction, o, 1, this.directBelow));
+      items.t0 = t0;
+      items.resolve = resolve;
+      items.reject = reject;
+      try {
+        items.add(devRef, hostBuf, o);
+      } catch (e) {
+        items.refuse();
+        throw e;
+      }
+      this.flow.submitted();
     });
   }
 
-  private many(direction: 'upload' | 'download', items: readonly (UploadItem | DownloadItem)[], o: ManyOptions): Promise<ManyResult> {
+  private many(direction: 'upload' | 'download', list: readonly (UploadItem | DownloadItem)[], o: ManyOptions): Promise<ManyResult> {
     const t0 = performance.now();
-    const checked: Checked[] = [];
-    let stream: Stream;
-    try {
+    return new Promise<ManyResult>((resolve, reject) => {
       this.assertUsable();
       const name = direction === 'upload' ? 'uploadMany' : 'downloadMany';
-      if (!Array.isArray(items)) throw new InvalidArgumentError(`${name}: expected an array of items`);
-      if (items.length === 0) throw new InvalidArgumentError(`${name}: the list is empty`, ErrorCode.INVALID_SIZE);
-      stream = this.checkCommon(o, name, ['auto', 'staged', 'direct']);
-      for (let i = 0; i < items.length; i++) {
-        const it = items[i] as (UploadItem & DownloadItem) | undefined;
-        if (!it || typeof it !== 'object') throw new InvalidArgumentError(`${name}: item ${i} is not an object`);
-        const [devRef, hostBuf] = direction === 'upload' ? [it.dst, it.src] : [it.src, it.dst];
-        checked.push(this.check(direction, devRef, hostBuf, it, o.path, `${name}: item ${i}`, items.length === 1));
-      }
-    } catch (e) {
-      for (const c of checked) c.host.release();
-      return Promise.reject(e);
-    }
-    const total = checked.reduce((a, c) => a + c.bytes, 0);
-    return new Promise<ManyResult>((resolve, reject) => {
-      const jobs = new Map<JobMode, Job>();
-      let open = 0;
-      let failure: unknown;
-      const done = (e: unknown): void => {
-        if (e !== undefined && failure === undefined) failure = e;
-        if (--open > 0) return;
-        for (const c of checked) this.releaseChecked(c);
-        if (failure !== undefined) return reject(failure);
-        const chunks = [...jobs.values()].reduce((a, j) => a + j.chunks, 0);
-        const paths = checked.map((c) => c.path);
-        const path = paths.includes('staged') ? 'staged' : paths[0]!;
-        resolve({ ...this.result(direction, path, total, chunks, t0), items: checked.length, paths });
-      };
-      const pieces: Piece[] = [];
-      for (const c of checked) {
-        const mode = this.modeOf(c.path);
-        let job = jobs.get(mode);
-        if (!job) {
-          open++;
-          job = this.job(direction, mode, stream, o.signal, 0, undefined, done);
-          jobs.set(mode, job);
+      if (!Array.isArray(list)) throw new InvalidArgumentError(`${name}: expected an array of items`);
+      if (list.length === 0) throw new InvalidArgumentError(`${name}: the list is empty`, ErrorCode.INVALID_SIZE);
+      // A list of one is a transfer alone: small, it may go as one runtime copy; in a longer list every item is packed.
+      const items = new CallItems(this.site, this.shape(direction, name, o, list.length, list.length === 1 ? this.directBelow : 0));
+      items.t0 = t0;
+      items.resolve = resolve;
+      items.reject = reject;
+      try {
+        const up = direction === 'upload';
+        for (let i = 0; i < list.length; i++) {
+          const it = list[i] as (UploadItem & DownloadItem) | undefined;
+          if (!it || typeof it !== 'object') throw new InvalidArgumentError(`${name}: item ${i} is not an object`);
+          if (up) items.add(it.dst, it.src, it);
+          else items.add(it.src, it.dst, it);
         }
-        job.left += c.bytes;
-        this.holdChecked(c);
-        pieces.push(this.piece(job, c));
+      } catch (e) {
+        items.refuse();
+        throw e;
       }
-      this.flow.submit(pieces);
+      this.flow.submitted(2);
     });
   }
 
-  private fileJob(
+  /** A call settled: it resolves with what it did (a list with each item's path), or rejects with its failure. */
+  private callSettled(items: CallItems, error: unknown): void {
+    if (error !== undefined) return items.reject(error);
+    const r = this.result(items.direction, items.path, items.bytes, items.chunks, items.t0);
+    items.resolve((items.list ? manyResult(r, items.count, items.pathCodes) : r) as never);
+  }
+
+  /** A call's shape, its options checked (the stream, the path asked, the signal). */
+  private shape(direction: 'upload' | 'download', name: string, o: TransferOptions | ManyOptions, items: number, smallBelow: number): CallShape {
+    const stream = this.checkCommon(o, name, ['auto', 'staged', 'direct']);
+    return { direction, name, list: name !== direction, asked: o.path ?? 'auto', stream, signal: o.signal, items, smallBelow };
+  }
+
+  private fileTransfer(
     direction: 'upload' | 'download',
     dev: DeviceSide,
     devOffset: number,
@@ -284,22 +263,24 @@ export class Stager implements Disposable {
   ): Promise<FileTransferResult> {
     return new Promise<FileTransferResult>((resolve, reject) => {
       const path = file.direct ? 'direct' : 'buffered';
-      const job = this.job(direction, 'file', stream, signal, bytes, { fd: file.fd, direct: file.direct, key: file.key }, (e) => {
-        dev.allocation.unhold();
-        file.close();
-        if (e !== undefined) reject(e);
-        else resolve({ ...this.result(direction, path, bytes, job.chunks, t0, true), path, fallback });
-      });
+      const owner: TransferOwner = {
+        transferFinished: (t, e) => {
+          dev.allocation.unhold();
+          file.close();
+          if (e !== undefined) reject(e);
+          else resolve({ ...this.result(direction, path, bytes, t.chunks, t0, true), path, fallback });
+        },
+      };
+      const t = this.transfer(direction, 'file', stream, signal, bytes, { fd: file.fd, direct: file.direct, key: file.key }, owner);
       dev.allocation.hold();
       const a = dev.allocation;
-      this.flow.submit([
-        { job, host: fileOffset, dev: a.address + dev.offset + devOffset, bytes, managed: a.kind === 'managed', pinned: true, key: file.key, keyBase: 0 },
-      ]);
+      this.flow.push(t, fileOffset, a.address + dev.offset + devOffset, bytes, PIECE.PINNED | (a.kind === 'managed' ? PIECE.MANAGED : 0), file.key, 0);
+      this.flow.submitted();
     });
   }
 
   /** A file transfer through cuFile, after the transfers queued before it (and the stream's work) have finished. */
-  private async cufileJob(
+  private async cufileTransfer(
     direction: 'upload' | 'download',
     dev: DeviceSide,
     devOffset: number,
@@ -324,75 +305,16 @@ export class Stager implements Disposable {
     }
   }
 
-  private job(
+  private transfer(
     direction: 'upload' | 'download',
-    mode: JobMode,
+    mode: TransferMode,
     stream: Stream,
     signal: AbortSignal | undefined,
     bytes: number,
-    file: Job['file'],
-    finish: (e: unknown) => void,
-  ): Job {
-    return { direction, mode, file, stream, signal, left: bytes, chunks: 0, inFlight: 0, failed: undefined, settled: false, finish };
-  }
-
-  private piece(job: Job, c: Checked): Piece {
-    const a = c.dev.allocation;
-    return {
-      job,
-      host: c.hostAddress,
-      dev: a.address + c.devOffset,
-      bytes: c.bytes,
-      managed: a.kind === 'managed',
-      pinned: c.host.kind !== 'pageable',
-      key: c.host.key,
-      keyBase: c.host.keyBase,
-    };
-  }
-
-  private modeOf(path: TransferPath): JobMode {
-    return path === 'staged' ? 'staged' : 'direct';
-  }
-
-  /** Checks one transfer's memory and ranges; the host buffer is resolved (release it if a later check fails). */
-  private check(
-    direction: 'upload' | 'download',
-    devRef: MemoryRef,
-    hostBuf: HostBuffer,
-    o: { srcOffset?: number | undefined; dstOffset?: number | undefined; bytes?: number | undefined },
-    asked: TransferOptions['path'],
-    what: string,
-    alone: boolean,
-  ): Checked {
-    const up = direction === 'upload';
-    const dev = this.resolveDevice(devRef, up ? `${what} destination` : `${what} source`);
-    const host = resolveHost(this.rt.backend, hostBuf, up ? `${what} source` : `${what} destination`);
-    try {
-      const hostRange = checkTransferRange(up ? o.srcOffset : o.dstOffset, o.bytes, host.bytes, up ? `${what} source` : `${what} destination`);
-      const bytes = hostRange.bytes;
-      const devRange = checkTransferRange(
-        up ? o.dstOffset : o.srcOffset,
-        bytes,
-        dev.allocation.bytes - dev.offset,
-        up ? `${what} destination` : `${what} source`,
-      );
-      const path = this.pathFor(host, bytes, asked ?? 'auto', alone);
-      return { dev, host, bytes, hostAddress: host.address + hostRange.offset, devOffset: dev.offset + devRange.offset, path };
-    } catch (e) {
-      host.release();
-      throw e;
-    }
-  }
-
-  private holdChecked(c: Checked): void {
-    c.dev.allocation.hold();
-    c.host.allocation?.hold();
-  }
-
-  private releaseChecked(c: Checked): void {
-    c.dev.allocation.unhold();
-    c.host.allocation?.unhold();
-    c.host.release();
+    file: Transfer['file'],
+    owner: TransferOwner,
+  ): Transfer {
+    return { direction, mode, file, stream, signal, left: bytes, chunks: 0, inFlight: 0, failed: undefined, settled: false, owner };
   }
 
   /** Checks the options every call shares; answers the stream the device copies go on. */
@@ -402,11 +324,6 @@ export class Stager implements Disposable {
 
   private resolveDevice(ref: MemoryRef, what: string): DeviceSide {
     return resolveDeviceSide(this.rt, this.device, ref, what);
-  }
-
-  private pathFor(host: ResolvedHost, bytes: number, asked: 'auto' | 'staged' | 'direct', alone: boolean): TransferPath {
-    // A small transfer that finds the stager idle costs less as one runtime copy; behind others (or in a list) it is packed.
-    return choosePath(host, asked, alone && bytes < this.directBelow && this.flow.idle);
   }
 
   private result(direction: 'upload' | 'download', path: TransferPath, bytes: number, chunks: number, t0: number, ring = path === 'staged'): TransferResult {
@@ -447,4 +364,22 @@ export class Stager implements Disposable {
     this.flow.abandon(new DisposedError('the stager was disposed before the transfer finished'));
     this.res.dispose();
   }
+}
+
+/**
+ * A list's result, its `paths` made from the items' path codes when first read (a list of 16384 items does not
+ * build an array of 16384 names that nobody may look at).
+ */
+function manyResult(base: TransferResult, items: number, codes: Uint8Array): ManyResult {
+  let paths: TransferPath[] | undefined;
+  const r = { ...base, items } as ManyResult;
+  Object.defineProperty(r, 'paths', {
+    enumerable: true,
+    configurable: true,
+    get: () => (paths ??= Array.from(codes, (c) => ITEM_PATHS[c]!)),
+    set: (v: TransferPath[]) => {
+      paths = v;
+    },
+  });
+  return r;
 }

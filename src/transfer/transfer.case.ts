@@ -282,8 +282,12 @@ export function transferConformance(label: string, open: () => Runtime, options:
         let bad = false;
         for (let i = 0; i < rs.length; i++) {
           for (let j = 0; j < rs.length; j++) {
-            if (i === j) continue;
             const di = span(rs[i]!.dst, rs[i]!.dstOffset, rs[i]!.bytes);
+            // a copy's own destination and source may not overlap either
+            if (i === j) {
+              if (hit(di, span(rs[j]!.src, rs[j]!.srcOffset, rs[j]!.bytes))) bad = true;
+              continue;
+            }
             if (hit(di, span(rs[j]!.dst, rs[j]!.dstOffset, rs[j]!.bytes)) || hit(di, span(rs[j]!.src, rs[j]!.srcOffset, rs[j]!.bytes))) bad = true;
           }
         }

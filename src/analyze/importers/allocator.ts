@@ -94,6 +94,10 @@ export async function importSnapshot(file: string, model: TraceModel, progress?:
       `${file}: the snapshot records no times (no time_us: PyTorch before 2.1 wrote none); its ${events} events keep their order, and no span is given`,
     );
   }
+  if (snap.derivedAddresses > 0)
+    model.note(
+      `${file}: ${snap.derivedAddresses} blocks carry no address (PyTorch 2.0 and before wrote none): each placed at its segment's address plus the sizes of the blocks before it`,
+    );
   model.allocatorSettings = snap.allocatorSettings;
   model.expandableSegments = expandableSegmentsOn(snap);
   model.formats.add('memory-snapshot');

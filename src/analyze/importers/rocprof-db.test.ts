@@ -13,8 +13,8 @@ import { test } from 'node:test';
 import { ErrorCode, isGpuError } from '../../errors.js';
 import { openSqlite, type SqlParam } from '../../input/sqlite.js';
 import { runCli } from '../../testing/harness.js';
-import { findingOf, naiveRun, type Run, writeRocprofV1Json } from '../../testing/trace-fixtures.js';
-import { analyzeFiles, detectTraceFormat } from '../analyze.js';
+import { findingOf, naiveRun, PINNED_BASE, PINNED_BYTES, type Run, v1CallArgs, writeRocprofV1Json } from '../../testing/trace-fixtures.js';
+import { analyzeFiles, detectTraceFormat, loadTraces } from '../analyze.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gpumem-rocprof-db-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -34,12 +34,21 @@ const COPY_NAME = { HtoD: 'CopyHostToDevice', DtoH: 'CopyDeviceToHost', DtoD: 'C
 
 /**
  * Writes the run as tblextr.py lays out a --hip-trace run: rocTX, HIP, COPY and OPS (the ops layout), and KERN
- * unless `kern` is false. `data` fills COPY's Data as mem_manager.py writes it when its memory-copy data is on.
+ * unless `kern` is false (named `A`, as tblextr named it before 2022, with `kernTable`). `data` fills COPY's Data as
+ * mem_manager.py writes it when its memory-copy data is on; `args` fills HIP's args as roctracer formats them;
+ * `unknown` adds zero-length OPS rows HIP names "Unknown command type"; `extra` is SQL run after (a table of one's own).
  */
-function writeRocprofV1Db(file: string, r: Run, o: { kern?: boolean; data?: boolean } = {}): void {
+function writeRocprofV1Db(
+  file: string,
+  r: Run,
+  o: { kern?: boolean; kernTable?: 'KERN' | 'A'; data?: boolean; args?: boolean; unknown?: number; extra?: string } = {},
+): void {
+  const kern = o.kernTable ?? 'KERN';
   const db = openSqlite(file, { write: true });
   db.exec(`CREATE TABLE rocTX (${ROCTX}); CREATE TABLE HIP (${API}); CREATE TABLE COPY (${OPS}); CREATE TABLE OPS (${OPS});`);
-  if (o.kern !== false) db.exec(`CREATE TABLE KERN (${KERN}${KERN_TIMES})`);
+  if (o.kern !== false) db.exec(`CREATE TABLE ${kern} (${KERN}${KERN_TIMES})`);
+  if (o.extra) db.exec(o.extra);
+  const opOf = new Map([...r.copies, ...r.memsets].map((c) => [c.correlation, c]));
   const ins = (table: string, cols: string[], vals: SqlParam[]): void =>
     db.run(`INSERT INTO ${table} (${cols.map((c) => `"${c}"`).join(',')}) VALUES (${cols.map(() => '?').join(',')})`, ...vals);
   db.exec('BEGIN');
@@ -48,7 +57,7 @@ function writeRocprofV1Db(file: string, r: Run, o: { kern?: boolean; data?: bool
     ins(
       'HIP',
       ['BeginNs', 'EndNs', 'pid', 'tid', 'Name', 'args', 'Index', 'DurationNs'],
-      [e.start, e.end, 683, e.tid, e.name, '', e.correlation, e.end - e.start],
+      [e.start, e.end, 683, e.tid, e.name, o.args ? v1CallArgs(e, opOf) : '', e.correlation, e.end - e.start],
     );
   const ops = ['BeginNs', 'EndNs', 'dev-id', 'queue-id', 'Name', 'pid', 'tid', 'stream-id', 'Index', 'Data', 'DurationNs'];
   for (const e of r.copies) {
@@ -60,10 +69,14 @@ function writeRocprofV1Db(file: string, r: Run, o: { kern?: boolean; data?: bool
   for (const e of r.memsets) ins('COPY', ops, [e.start, e.end, 0, 0, 'FillBuffer', 683, e.tid, e.stream, e.correlation, '', e.end - e.start]);
   for (const e of r.kernels) ins('OPS', ops, [e.start, e.end, 0, 0, e.name, 683, e.tid, e.stream, e.correlation, '', e.end - e.start]);
   ins('OPS', ops, [r.kernels[0]!.start, r.kernels[0]!.start, 0, 0, '"<barrier packet>"', 683, 0, 0, 0, '', 0]);
+  for (let i = 0; i < (o.unknown ?? 0); i++) {
+    const at = r.kernels[i % r.kernels.length]!.end;
+    ins('OPS', ops, [at, at, 0, 0, 'Unknown command type', 683, 0, 0, 900_000 + i, '', 0]);
+  }
   if (o.kern !== false)
     r.kernels.forEach((e, i) =>
       ins(
-        'KERN',
+        kern,
         ['Index', 'KernelName', 'gpu-id', 'queue-id', 'DispatchNs', 'BeginNs', 'EndNs', 'CompleteNs', 'DurationNs'],
         [i, `${e.name} [clone .kd]`, 0, 0, e.start - 1000n, e.start, e.end, e.end + 1000n, e.end - e.start],
       ),
@@ -106,12 +119,82 @@ test('copy sizes and host memory kinds come from the Data column, giving the fin
   }
 });
 
+test('copy and fill sizes come from the sizeBytes of the HIP call of the same Index, host kinds from its addresses', async () => {
+  const file = join(dir, 'args.db');
+  writeRocprofV1Db(file, run, { args: true });
+  // one pinned buffer, allocated before the run as PyTorch's pin_memory() does: hipHostMalloc's ptr(...) size(...)
+  const w = openSqlite(file, { write: true });
+  const t0 = run.runtime[0]!.start - 10_000n;
+  w.run(
+    'INSERT INTO HIP ("BeginNs", "EndNs", "pid", "tid", "Name", "args", "Index") VALUES (?, ?, 683, 683, ?, ?, ?)',
+    t0,
+    t0 + 5000n,
+    'hipHostMalloc',
+    `( ptr(0x${PINNED_BASE.toString(16)}) size(${PINNED_BYTES * 256}) flags(0))`,
+    999_999,
+  );
+  w.close();
+  const m = await loadTraces([file]);
+  const start = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0);
+  const order = [...Array(m.copies.length).keys()].sort((a, b) => m.copies.get(a, 'start') - m.copies.get(b, 'start'));
+  assert.deepEqual(
+    order.map((i) => m.copies.get(i, 'bytes')),
+    [...run.copies].sort((a, b) => start(a.start, b.start)).map((e) => e.bytes),
+    "each copy has its own call's size",
+  );
+  const s = (await analyzeFiles([file])).summary;
+  assert.equal(
+    s.memsets.bytes,
+    run.memsets.reduce((t, e) => t + e.bytes, 0),
+  );
+  // the host kinds the CUDA trace recorded, inferred from the calls' host addresses against the one pinned buffer
+  const byKind = Object.fromEntries(s.copies.groups.map((g) => [`${g.direction}/${g.hostKind}`, g.count]));
+  assert.deepEqual(byKind, { 'HtoD/pageable': 1216, 'DtoH/pinned': 6 });
+  assert.ok(s.notes.some((n) => /sizes taken from the sizeBytes argument of the HIP call/.test(n)));
+});
+
+test("a results.db with a table of its own beside rocprof's, or its kernel table named A (before 2022), is read", async () => {
+  const file = join(dir, 'extra.db');
+  writeRocprofV1Db(file, run, { kernTable: 'A', extra: 'CREATE TABLE notes (id INTEGER, text TEXT)', unknown: 4 });
+  assert.equal(detectTraceFormat(file), 'rocprof-db');
+  const s = (await analyzeFiles([file])).summary;
+  assert.equal(s.kernels.count, run.kernels.length);
+  assert.equal(s.copies.count, run.copies.length);
+  assert.ok(s.notes.some((n) => /tables that are not rocprof's left out: notes/.test(n)));
+});
+
+test('HIP commands that are neither kernels nor copies ("Unknown command type") are neither, in OPS or COPY', async () => {
+  const file = join(dir, 'unknown.db');
+  writeRocprofV1Db(file, run, { kern: false, unknown: 3 });
+  const w = openSqlite(file, { write: true });
+  const at = run.copies[0]!.start;
+  w.run('INSERT INTO COPY ("BeginNs", "EndNs", "dev-id", "Name", "stream-id", "Index") VALUES (?, ?, 0, ?, 0, 777777)', at, at, 'Unknown command type');
+  w.close();
+  const s = (await analyzeFiles([file])).summary;
+  assert.equal(s.kernels.count, run.kernels.length, 'kernels from OPS, the unnamed commands left out');
+  assert.equal(s.copies.count, run.copies.length);
+  assert.deepEqual(s.copies.groups.map((g) => g.direction).sort(), ['DtoH', 'HtoD'], 'no copy of unknown direction');
+  assert.ok(s.notes.some((n) => /3 "Unknown command type" in OPS/.test(n)));
+  assert.ok(s.notes.some((n) => /1 "Unknown command type" in COPY/.test(n)));
+});
+
 test('without KERN (no --timestamp) the kernels come from OPS', async () => {
   const file = join(dir, 'ops.db');
   writeRocprofV1Db(file, run, { kern: false });
   const s = (await analyzeFiles([file])).summary;
   assert.equal(s.kernels.count, run.kernels.length);
   assert.equal(s.copies.count, run.copies.length);
+});
+
+test('a results.db of a run rocprof saw no dispatch in (an empty KERN of two columns) is refused as that, not as counters', async () => {
+  const file = join(dir, 'empty.db');
+  const db = openSqlite(file, { write: true });
+  db.exec('CREATE TABLE KERN ("Index" INTEGER, "KernelName" TEXT)');
+  db.close();
+  await assert.rejects(
+    analyzeFiles([file]),
+    (e: unknown) => isGpuError(e, ErrorCode.BAD_INPUT) && /no timed table and an empty KERN: rocprof saw no kernel dispatch/.test((e as Error).message),
+  );
 });
 
 test('a counters-only results.db (KERN without times) is refused as what it is, exit 2 and nothing printed', async () => {
@@ -148,10 +231,10 @@ test('hostile or partial tables are refused naming the table and column', async 
     analyzeFiles([partial]),
     (e: unknown) => isGpuError(e, ErrorCode.BAD_INPUT) && /table HIP has no Name column/.test((e as Error).message),
   );
-  // rocprof's table names beside tables it never writes: not its database, and refused naming what it holds
+  // tables named as rocprof's without its columns: not its database, and refused naming what it holds
   const other = join(dir, 'other.db');
   w = openSqlite(other, { write: true });
-  w.exec(`CREATE TABLE KERN (${KERN}${KERN_TIMES}); CREATE TABLE users (id INTEGER)`);
+  w.exec('CREATE TABLE KERN (id INTEGER); CREATE TABLE users (id INTEGER)');
   w.close();
   assert.throws(
     () => detectTraceFormat(other),

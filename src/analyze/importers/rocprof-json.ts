@@ -3,14 +3,25 @@
  * tblextr.py): no `cat` on events; lanes are processes named by `process_name` metadata ("CPU HIP API", "CPU HSA API",
  * "COPY", "GPU0", "GPU Barriers0", "Markers and Ranges"); `ts` and `dur` are microseconds written as strings; every
  * event's args repeat its table row, with BeginNs / EndNs in nanoseconds, which are used where present. Copies carry
- * no byte count and no correlation to the call that issued them.
+ * no byte count and no correlation to the call that issued them: each is paired with its call by time (hip-args.ts),
+ * whose argument text gives its size and host address; the calls' arguments give allocations too. GPU lanes hold
+ * kernels and HIP's commands that are none ("Unknown command type": hip-ops.ts), left out.
  */
 import { BadInputError } from '../../errors.js';
 import { walkJsonChunked } from '../../input/json-chunks.js';
 import { isJsonObject as isObj, type Json, type PathKey } from '../../input/json-stream.js';
 import { optNumber, reqTimestamp } from '../../input/numbers.js';
-import { classifyApi, Direction, kindsByDirection, type TraceModel } from '../model.js';
+import { Api, classifyApi, Direction, kindsByDirection, type TraceModel } from '../model.js';
+import { HipAllocations, hipCallArgs, type HipCallArgs, pairCopiesWithCalls, type TimedOp } from './hip-args.js';
+import { hipOpKind } from './hip-ops.js';
 import { parseCopyName } from './kineto.js';
+import { noteOtherOps } from './rocprof-db.js';
+
+/** A kernel on a GPU lane. */
+type GpuOp = { start: number; end: number; stream: number; device: number; name: string };
+
+/** A HIP call of the trace and what its argument text says. */
+type HipCall = TimedOp & { args: HipCallArgs; text: string; name: string; api: number };
 
 type Lane = { kind: 'copy' | 'hip' | 'hsa' | 'gpu' | 'other'; device: number };
 
@@ -35,6 +46,11 @@ export async function importRocprofV1Json(file: string, model: TraceModel, progr
   /** Whether times come from BeginNs / EndNs (nanoseconds, one clock) or ts / dur (microseconds since the run's start). */
   let clock: 'ns' | 'us' | undefined;
   let otherClock = 0;
+  const calls: HipCall[] = [];
+  const copyOps: TimedOp[] = [];
+  const other = new Map<string, number>();
+  const kern: GpuOp[] = [];
+  const ops: GpuOp[] = [];
   const select = (p: readonly PathKey[]): boolean => p.length === 2 && p[0] === 'traceEvents' && typeof p[1] === 'number';
   const onValue = (p: readonly PathKey[], v: Json): void => {
     if (!isObj(v)) return;
@@ -74,23 +90,35 @@ export async function importRocprofV1Json(file: string, model: TraceModel, progr
     if (end < start) throw new BadInputError(`${where} ends before it starts`, file);
     const name = typeof v.name === 'string' ? v.name : '';
     const stream = optNumber(args['stream-id'] ?? args['queue-id'], `${where}.args.stream-id`, file) ?? 0;
+    const thread = optNumber(args.tid ?? v.tid, `${where}.tid`, file) ?? 0;
     if (lane.kind === 'hip' || lane.kind === 'hsa') {
-      const thread = optNumber(args.tid ?? v.tid, `${where}.tid`, file) ?? 0;
-      model.runtime.push({ start, end, api: classifyApi(name), thread, correlation: Number.NaN });
+      const api = classifyApi(name);
+      model.runtime.push({ start, end, api, thread, correlation: Number.NaN });
+      if (lane.kind === 'hip' && typeof args.args === 'string') {
+        const a = hipCallArgs(args.args);
+        calls.push({ start, end, thread, dir: a.dir, args: a, text: args.args, name, api });
+      }
+      return;
+    }
+    const kind = hipOpKind(name);
+    if (kind === 'other') {
+      other.set(name, (other.get(name) ?? 0) + 1);
       return;
     }
     if (lane.kind === 'gpu') {
-      model.kernels.push({ start, end, stream, device: lane.device });
-      model.addKernelName(name, end - start);
+      if (kind === 'barrier') return;
+      // tblextr writes a GPU lane from KERN (args.KernelName) and, with --hip-trace, from OPS too: the same dispatches
+      (args.KernelName !== undefined ? kern : ops).push({ start, end, stream, device: lane.device, name });
       return;
     }
     const device = optNumber(args['dev-id'], `${where}.args.dev-id`, file) ?? 0;
-    if (/^FillBuffer/i.test(name)) {
+    if (kind === 'fill') {
       model.memsets.push({ start, end, bytes: Number.NaN, stream, device });
       return;
     }
-    if (/barrier|marker/i.test(name)) return;
+    if (kind === 'barrier' || /barrier|marker/i.test(name)) return;
     const { dir } = parseCopyName(name);
+    copyOps.push({ start, end, dir, thread });
     if (dir === Direction.HtoD || dir === Direction.DtoH) model.hostKindUnknown++;
     model.copies.push({
       start,
@@ -112,7 +140,44 @@ export async function importRocprofV1Json(file: string, model: TraceModel, progr
   if (otherClock > 0) model.note(`${otherClock} events without BeginNs / EndNs (on another clock than the rest) were left out`);
   // --hip-trace records HIP calls with the kernels and copies they start: a labelled HIP lane means all three were traced
   if ([...lanes.values()].some((l) => l.kind === 'hip')) model.traced('runtime', 'kernels', 'copies');
-  if (model.copies.length > 0)
-    model.note('rocprof results.json copies carry no byte counts: size-based findings need a rocprofv3 database or JSON, or an nsys or Kineto trace');
+  for (const k of kern.length > 0 ? kern : ops) {
+    model.kernels.push(k);
+    model.addKernelName(k.name, k.end - k.start);
+  }
+  if (kern.length > 0 && ops.length > 0)
+    model.note(`${file}: ${ops.length} kernel events from HIP's operations (OPS) left out: the KERN events record the same dispatches`);
+  noteOtherOps(model, file, 'the GPU and COPY lanes', other);
+  sizeCopies(file, model, calls, copyOps);
   model.formats.add('rocprof-json');
+}
+
+/** Sizes and host addresses of the copies from the calls that made them; allocations from the calls' arguments. */
+function sizeCopies(file: string, model: TraceModel, calls: HipCall[], copyOps: TimedOp[]): void {
+  const allocations = new HipAllocations(model);
+  for (const c of [...calls].sort((a, b) => a.end - b.end)) allocations.call(c.api, c.name, c.text, c.end);
+  if (allocations.recorded > 0) model.traced('allocations');
+  // a copy of no bytes puts nothing on the GPU
+  const copyCalls = calls.filter((c) => (c.api === Api.memcpySync || c.api === Api.memcpyAsync) && c.args.bytes !== 0);
+  const pair = pairCopiesWithCalls(copyOps, copyCalls);
+  let sized = 0;
+  // copies were pushed in the order copyOps holds them, after those of the model's earlier files
+  const first = model.copies.length - copyOps.length;
+  pair.forEach((j, k) => {
+    const call = j >= 0 ? copyCalls[j] : undefined;
+    if (!call || Number.isNaN(call.args.bytes)) return;
+    const i = first + k;
+    const dir = model.copies.get(i, 'dir');
+    model.copies.set(i, 'bytes', call.args.bytes);
+    const host = dir === Direction.HtoD ? call.args.src : dir === Direction.DtoH ? call.args.dst : Number.NaN;
+    model.copies.set(i, 'hostAddr', host);
+    sized++;
+  });
+  if (sized > 0)
+    model.note(
+      `${file}: ${sized} of ${copyOps.length} copies sized by the sizeBytes argument of the HIP call each was paired with in issue order (results.json links copies to no call)`,
+    );
+  if (sized < copyOps.length)
+    model.note(
+      `${copyOps.length - sized} rocprof results.json copies carry no byte count (no HIP call with a sizeBytes argument made them): size-based findings skip them`,
+    );
 }

@@ -1,10 +1,12 @@
 /**
- * ROCm profilers. rocprofv3 (rocprofiler-sdk) writes one CSV per trace kind — memory_copy_trace, kernel_trace,
+ * ROCm profilers' CSV and JSON. rocprofv2's CSV is read by rocprofv2.ts, recognised here. rocprofv3 (rocprofiler-sdk) writes one CSV per trace kind — memory_copy_trace, kernel_trace,
  * hip_api_trace, memory_allocation_trace, agent_info — sharing one nanosecond clock, and a JSON file holding all of
  * them. Its documented memory copy rows carry no size and no host address; where a version writes them (a Bytes or
  * address column, or bytes / src_address in JSON) they are used. Legacy rocprof and rocprofv3 --stats write
  * aggregate tables (Name, Calls, TotalDurationNs, ...), kept as aggregates; legacy rocprof's per-dispatch kernel trace
- * (results.csv: Index, KernelName, gpu-id, queue-id, ..., BeginNs, EndNs) is read as kernels.
+ * (results.csv: Index, KernelName, gpu-id, queue-id, ..., BeginNs, EndNs) is read as kernels. Before 2022 legacy
+ * rocprof wrote names unquoted, their commas bare (C++ template names): the name column is elastic (csv.ts). Its
+ * statistics name HIP's commands too: fills are memsets, barriers and unnamed commands are left out (hip-ops.ts).
  */
 import { BadInputError } from '../../errors.js';
 import { readCsv, type CsvRow } from '../../input/csv.js';
@@ -13,12 +15,16 @@ import { isJsonObject as isObj, walkJson, type Json, type JsonObject as Obj, typ
 import { AllocLevel, DIRECTIONS, Direction, MemKind, kindsByDirection, classifyApi, type TraceModel } from '../model.js';
 import { describe, optNumber, reqNumber, reqTimestamp } from '../../input/numbers.js';
 import { directionCode } from './fields.js';
+import { hipOpKind } from './hip-ops.js';
+import { RocprofV2Table, rocprofV2Elastic, rocprofV2Kind, type V2Kind } from './rocprofv2.js';
 
-type CsvKind = 'copies' | 'kernels' | 'api' | 'allocations' | 'agents' | 'stats' | 'copy-rows' | 'dispatches';
+type CsvKind = 'copies' | 'kernels' | 'api' | 'allocations' | 'agents' | 'stats' | 'copy-rows' | 'dispatches' | V2Kind;
 
-/** Recognises a rocprof CSV by its header; undefined when it is not one. */
+/** Recognises a rocprof CSV (legacy, rocprofv2 or rocprofv3) by its header; undefined when it is not one. */
 export function rocprofCsvKind(columns: readonly string[]): CsvKind | undefined {
   const has = (c: string): boolean => columns.includes(c);
+  const v2 = rocprofV2Kind(columns);
+  if (v2) return v2;
   if (has('Direction') && has('Start_Timestamp') && (has('Source_Agent_Id') || has('Destination_Agent_Id'))) return 'copies';
   if (has('Kernel_Name') && has('Start_Timestamp') && has('End_Timestamp')) return 'kernels';
   // Legacy rocprof (v1) per-dispatch trace: Index,KernelName,gpu-id,queue-id,...,BeginNs,EndNs (results.csv).
@@ -55,7 +61,7 @@ export function statsKindOf(file: string): StatsKind | undefined {
  * What a rocprof CSV file totals or traces, from its header and name: 'stats' tables with what they total, the
  * other tables with the activity they hold.
  */
-export function rocprofCsvRole(file: string): { stats: StatsKind | undefined; activity: StatsKind | undefined } {
+export function rocprofCsvRole(file: string): { stats: StatsKind | undefined; activity: StatsKind | undefined; kind: CsvKind | undefined } {
   const header = (
     sniffText(file, 4096)
       .replace(/^\uFEFF/, '')
@@ -64,15 +70,50 @@ export function rocprofCsvRole(file: string): { stats: StatsKind | undefined; ac
     .split(',')
     .map((c) => c.trim().replace(/^"(.*)"$/, '$1'));
   const kind = rocprofCsvKind(header);
-  if (kind === 'stats') return { stats: statsKindOf(file), activity: undefined };
-  const activity: Partial<Record<CsvKind, StatsKind>> = { copies: 'copies', 'copy-rows': 'copies', kernels: 'kernels', dispatches: 'kernels', api: 'api' };
-  return { stats: undefined, activity: kind ? activity[kind] : undefined };
+  if (kind === 'stats') return { stats: statsKindOf(file), activity: undefined, kind };
+  const activity: Partial<Record<CsvKind, StatsKind>> = {
+    copies: 'copies',
+    'copy-rows': 'copies',
+    kernels: 'kernels',
+    dispatches: 'kernels',
+    api: 'api',
+    'v2-api': 'api',
+    'v2-async-copies': 'copies',
+    'v2-dispatches': 'kernels',
+    'v2-ops': 'kernels',
+  };
+  return { stats: undefined, activity: kind ? activity[kind] : undefined, kind };
 }
 
 /** What one row of a statistics table whose file name does not say is: a copy, an API call, or a kernel. */
 function statsRowKind(name: string): StatsKind {
   if (directionCode(name.replace(/^Copy/i, '')) !== Direction.unknown) return 'copies';
   return /^(hip|hsa_|__hip|roctx|rocblas|hipblas|MEMORY_|SCRATCH_|MARKER_)/i.test(name) ? 'api' : 'kernels';
+}
+
+/**
+ * Files one row of a statistics table as what it totals: a GPU operation's row (in kernel or copy statistics) by
+ * HIP's command name, fills as memsets, barriers and unnamed commands left out (counted in `leftOut`).
+ */
+function addStatsRow(model: TraceModel, what: StatsKind, name: string, calls: number, totalNs: number, leftOut: Map<string, number>): void {
+  if (what === 'api') {
+    model.aggregateApis.push({ name, calls, totalNs });
+    return;
+  }
+  const op = hipOpKind(name);
+  if (op === 'barrier' || op === 'other') leftOut.set(name, (leftOut.get(name) ?? 0) + calls);
+  else if (op === 'fill') model.aggregateMemsets.push({ name, calls, totalNs });
+  else if (what === 'copies' || op === 'copy')
+    model.aggregateCopies.push({ direction: DIRECTIONS[directionCode(name.replace(/^Copy/i, '').replace(/2D$/, ''))]!, calls, totalNs, bytes: undefined });
+  else model.aggregateKernels.push({ name: name.replace(/ \[clone \.kd\]$/, ''), calls, totalNs });
+}
+
+/** The column of a table whose cells a row may split (names with bare commas) or leave out. */
+function elasticColumn(kind: CsvKind | undefined, columns: readonly string[]): string | undefined {
+  if (kind === 'stats') return 'Name';
+  if (kind === 'dispatches') return 'KernelName';
+  if (kind?.startsWith('v2-')) return rocprofV2Elastic(kind as V2Kind, columns);
+  return undefined;
 }
 
 /**
@@ -86,10 +127,13 @@ export async function importRocprofCsv(file: string, model: TraceModel, progress
   let dstAddrCol: string | undefined;
   let beginCol = 'Start_Timestamp';
   let endCol = 'End_Timestamp';
+  let v2: RocprofV2Table | undefined;
+  const leftOut = new Map<string, number>();
   const statsKind = statsKindOf(file);
   const onHeader = (cols: string[]): void => {
     kind = rocprofCsvKind(cols);
     if (!kind) throw new BadInputError(`not a rocprof / rocprofv3 CSV table (header: ${cols.slice(0, 8).join(',').slice(0, 120)})`, file);
+    if (kind.startsWith('v2-')) v2 = new RocprofV2Table(kind as V2Kind, file, model);
     bytesCol = col(cols, /^(Bytes|Size|Copy_?Bytes|Memory_Copy_Size|Data_?Size|SizeBytes)$/i);
     srcAddrCol = col(cols, /^(Src|Source)_?(Address|Addr|Ptr)$/i);
     dstAddrCol = col(cols, /^(Dst|Destination)_?(Address|Addr|Ptr)$/i);
@@ -99,6 +143,7 @@ export async function importRocprofCsv(file: string, model: TraceModel, progress
     }
   };
   const onRow = (r: CsvRow, n: number): void => {
+    if (v2) return v2.row(r, n);
     const where = `row ${n}`;
     const t = (c: string): number => model.time(reqTimestamp(r[c], `${where} ${c}`, file));
     switch (kind) {
@@ -205,17 +250,21 @@ export async function importRocprofCsv(file: string, model: TraceModel, progress
         const name = r.Name ?? '';
         const calls = reqNumber(r.Calls, `${where} Calls`, file);
         const totalNs = reqNumber(r.TotalDurationNs, `${where} TotalDurationNs`, file);
-        const what = statsKind ?? statsRowKind(name);
-        if (what === 'copies')
-          model.aggregateCopies.push({ direction: DIRECTIONS[directionCode(name.replace(/^Copy/i, ''))]!, calls, totalNs, bytes: undefined });
-        else if (what === 'kernels') model.aggregateKernels.push({ name: name.replace(/ \[clone \.kd\]$/, ''), calls, totalNs });
-        else model.aggregateApis.push({ name, calls, totalNs });
+        addStatsRow(model, statsKind ?? statsRowKind(name), name, calls, totalNs, leftOut);
         return;
       }
     }
   };
-  const rows = await readCsv(file, onHeader, onRow, { progress });
+  const rows = await readCsv(file, onHeader, onRow, { progress, elastic: (cols) => elasticColumn(rocprofCsvKind(cols), cols) });
   if (!kind) throw new BadInputError('the file is empty', file);
+  if (v2) {
+    v2.done();
+    return;
+  }
+  if (leftOut.size > 0)
+    model.note(
+      `${file}: ${[...leftOut].map(([n, k]) => `"${n}" (${k} calls)`).join(', ')} left out of the totals: barriers and HIP commands that are neither kernels nor copies`,
+    );
   if (rows === 0 && kind !== 'agents') model.note(`${file}: the ${kind} table has no rows`);
   if (kind === 'copies' && !bytesCol)
     model.note('rocprofv3 memory_copy_trace rows carry no byte counts: bandwidth-based findings need an nsys or Kineto trace, or a rocprofv3 JSON with bytes');

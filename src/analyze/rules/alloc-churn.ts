@@ -1,7 +1,7 @@
 /** alloc-churn and pinned-alloc-churn: memory allocated and freed again in the steady state. */
 import { formatNs } from '../../units.js';
 import { AllocLevel, classifyApi } from '../model.js';
-import { aggregateFinding, basisOf, cappedAtMedian, severityOf, steadyFrom, sum, type RuleCheck } from './shared.js';
+import { basisOf, cappedAtMedian, severityOf, steadyFrom, sum, totalsCannotTell, type RuleCheck } from './shared.js';
 
 /**
  * Churn is memory given back and taken again: an allocation counts when a free came before it, a free when an
@@ -49,13 +49,7 @@ export function allocationChurn(apis: number[], host: boolean): RuleCheck {
     const aggregate = ctx.model.aggregateApis.filter((x) => apis.includes(classifyApi(x.name)));
     if (idx.length < need && events < need) {
       if (aggregate.reduce((s, x) => s + x.calls, 0) < need * 2 || r.length > 0) return undefined;
-      return aggregateFinding(
-        'low',
-        host ? 'Pinned memory allocated many times (aggregate statistics)' : 'Many device allocations (aggregate statistics)',
-        aggregate,
-        'steady-state allocations from warm-up',
-        host ? 'Allocate pinned buffers once and reuse them.' : 'Keep memory in a caching pool rather than allocating and freeing it every step.',
-      );
+      return totalsCannotTell(aggregate, 'allocations in the steady state from those of start-up and teardown');
     }
     // each call counted at most at its API's median: a free that waited seconds for the device to drain is not churn
     const dur = (i: number): number => r.get(i, 'end') - r.get(i, 'start');

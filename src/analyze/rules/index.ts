@@ -42,7 +42,8 @@ const CHECKS: ReadonlyArray<readonly [string, RuleCheck, Needs]> = [
   ['redundant-copy', redundantCopy, COPIES],
   ['low-bandwidth', lowBandwidth, COPIES],
   ['gpu-idle-on-memory', gpuIdleOnMemory, [['kernels'], ['copies']]],
-  ['fragmentation', fragmentation, [['allocations']]],
+  // run on runtime calls too, to say that allocation calls alone cannot tell what the allocator reserved
+  ['fragmentation', fragmentation, [['allocations', 'runtime']]],
 ];
 
 /** What a profiler calls each activity, for "not recorded" reasons. */

@@ -76,18 +76,19 @@ export function sum(idx: number[], f: (i: number) => number): number {
   return s;
 }
 
-/** A finding from a tool's aggregate table (calls and total time per function): no saving can be computed from totals. */
-export function aggregateFinding(severity: Severity, title: string, rows: AggregateApi[], cannotTell: string, change: string): RuleFinding {
+/**
+ * Why a rule cannot judge a tool's totals per call name (calls and time, no events): what the totals show, and what
+ * only events would tell. A saving rests on events; totals give none, so they give no finding either.
+ */
+export function totalsCannotTell(rows: readonly AggregateApi[], cannotTell: string): { notApplicable: string } {
+  const calls = rows.reduce((s, a) => s + a.calls, 0);
+  const ns = rows.reduce((s, a) => s + a.totalNs, 0);
+  const names = rows
+    .slice(0, 4)
+    .map((a) => `${a.name} ${a.calls}`)
+    .join(', ');
   return {
-    severity,
-    title,
-    count: rows.reduce((s, a) => s + a.calls, 0),
-    bytes: null,
-    timeNs: rows.reduce((s, a) => s + a.totalNs, 0),
-    estimatedSavingNs: 0,
-    savingHow: `not computed: aggregate statistics cannot tell ${cannotTell}`,
-    evidence: rows.map((a) => `${a.name}: ${a.calls} calls, ${formatNs(a.totalNs)}`),
-    change,
+    notApplicable: `the trace kept only totals per call (${names}${rows.length > 4 ? ', ...' : ''}: ${calls} calls, ${formatNs(ns)}); totals cannot tell ${cannotTell}, so no saving can rest on them`,
   };
 }
 

@@ -1,7 +1,7 @@
 /** sync-storm: many blocking host synchronisations. */
 import { formatNs } from '../../units.js';
 import { Api, SyncKind } from '../model.js';
-import { aggregateFinding, basisOf, runtimeByThread, severityOf, SYNC_STORM_COUNT, type RuleCheck } from './shared.js';
+import { basisOf, runtimeByThread, severityOf, SYNC_STORM_COUNT, totalsCannotTell, type RuleCheck } from './shared.js';
 
 export const syncStorm: RuleCheck = (ctx) => {
   const r = ctx.model.runtime;
@@ -50,13 +50,7 @@ export const syncStorm: RuleCheck = (ctx) => {
   const agg = ctx.model.aggregateApis.filter((a) => /Synchronize$|signal_wait/i.test(a.name));
   if (n === 0 && agg.length > 0) {
     if (agg.reduce((s, a) => s + a.calls, 0) < SYNC_STORM_COUNT) return undefined;
-    return aggregateFinding(
-      'medium',
-      'Many host synchronisations (from aggregate statistics)',
-      agg,
-      'which synchronisations wait on copies',
-      'Synchronise once per step at most: non_blocking copies from pinned memory, events instead of stream or device synchronisation, metrics read back every N steps.',
-    );
+    return totalsCannotTell(agg, 'which synchronisations follow copies, nor whether the GPU sat idle while the host waited');
   }
   // a memory finding: synchronisations that wait on copies, and some time the GPU sat idle in them
   if (n < SYNC_STORM_COUNT || afterCopy === 0 || afterCopyNs - gpuWorkNs <= 0) return undefined;

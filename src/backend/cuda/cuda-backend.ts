@@ -122,6 +122,7 @@ class CudaBackend extends NativeBackend {
     const vmm = !!b.driver?.MemCreate && b.vmmLayoutOk;
     super({
       name: 'cuda',
+      pinnedAllocator: 'cudaHostAlloc',
       deviceAttributes: ATTR,
       batch: b.rt.MemcpyBatchAsync ? { failIndex: b.batchFailIndex, attributes: 'per-run', maxCopies: Number.POSITIVE_INFINITY } : undefined,
       fns: b.rt,
@@ -136,6 +137,7 @@ class CudaBackend extends NativeBackend {
         coherentHostMemory: false,
         numaHostMemory: false,
         coherencyControl: false,
+        gpuDirectStorage: true,
       }),
       modules: b.driver?.ModuleLoadData ? { fns: b.driver, launch: 'LaunchKernel', statusName } : undefined,
       rtc,

@@ -121,10 +121,13 @@ class HipBackend extends NativeBackend {
       coherentHostMemory: true,
       numaHostMemory: true,
       coherencyControl: !!b.rt.MemAdvise && !!b.rt.MemRangeGetAttribute,
+      // AMD's counterpart (hipFile) is not bound: files go through the ring.
+      gpuDirectStorage: false,
     });
     caps.streamOrderedAllocator &&= memoryPools(true, say(HIP_ATTR_MEMORY_POOLS_SUPPORTED));
     super({
       name: 'hip',
+      pinnedAllocator: 'hipHostMalloc',
       deviceAttributes: ATTR,
       batch: b.batch,
       fns: b.rt,

@@ -1,7 +1,9 @@
 /**
  * The host backend's address space: every allocation is a JS ArrayBuffer given a synthetic address. Addresses are
  * handed out upwards and never reused, with a guard gap between allocations, so a stale or off-by-one address
- * finds no memory instead of someone else's.
+ * finds no memory instead of someone else's. A removed region is marked and its slot left in place until most
+ * slots are marked (then they are swept at once): a transfer that adopts and gives back thousands of buffers in the
+ * order it took them pays no shift of the whole list per buffer.
  */
 import type { Address } from '../backend.js';
 
@@ -21,8 +23,10 @@ const ALIGN = 256;
 
 export class HostAddressSpace {
   private next = BASE;
-  private readonly bases: number[] = [];
-  private readonly regions: HostRegion[] = [];
+  private bases: number[] = [];
+  private regions: Array<HostRegion | undefined> = [];
+  /** Slots of removed regions not swept yet. */
+  private removed = 0;
 
   /** Places `buffer` at a fresh address. */
   add(buffer: ArrayBuffer, bytes: number, kind: HostRegion['kind'], device: number | undefined): HostRegion {
@@ -40,19 +44,36 @@ export class HostAddressSpace {
     return i >= 0 && this.bases[i] === address ? this.regions[i] : undefined;
   }
 
-  /** The region containing [address, address + bytes), if one does. */
+  /** The region containing [address, address + bytes), if one does (regions do not overlap: only the last below can). */
   containing(address: Address, bytes: number): HostRegion | undefined {
     const i = this.index(address);
     if (i < 0) return undefined;
-    const r = this.regions[i]!;
-    return address + bytes <= r.address + r.bytes ? r : undefined;
+    const r = this.regions[i];
+    return r && address + bytes <= r.address + r.bytes ? r : undefined;
   }
 
   remove(address: Address): HostRegion | undefined {
     const i = this.index(address);
-    if (i < 0 || this.bases[i] !== address) return undefined;
-    this.bases.splice(i, 1);
-    return this.regions.splice(i, 1)[0];
+    const r = i >= 0 && this.bases[i] === address ? this.regions[i] : undefined;
+    if (!r) return undefined;
+    this.regions[i] = undefined;
+    if (++this.removed > 64 && 2 * this.removed > this.regions.length) this.sweep();
+    return r;
+  }
+
+  /** Drops the slots of removed regions. */
+  private sweep(): void {
+    const bases: number[] = [];
+    const regions: HostRegion[] = [];
+    for (let i = 0; i < this.regions.length; i++) {
+      const r = this.regions[i];
+      if (!r) continue;
+      bases.push(this.bases[i]!);
+      regions.push(r);
+    }
+    this.bases = bases;
+    this.regions = regions;
+    this.removed = 0;
   }
 
   /** Index of the last region starting at or below `address`, or -1. */

@@ -146,11 +146,17 @@ class HostBackend extends HostCore implements Backend {
   memcpyBatchAsync(batch: NativeCopyBatch, stream: Handle): BatchOutcome {
     this.guard();
     if (this.recorded(stream, (s) => this.memcpyBatchAsync(batch, s))) return HOST_BATCH;
-    const at = (a: Uint32Array, i: number): number => a[2 * i]! + a[2 * i + 1]! * 2 ** 32;
-    const copies = Array.from({ length: batch.count }, (_, i) => [at(batch.dsts, i), at(batch.srcs, i), at(batch.sizes, i)] as const);
+    // The batch is read now, as the runtime's call reads its arrays (the caller may reuse them once it returns).
+    const n = batch.count;
+    const copies = new Float64Array(3 * n);
+    for (let i = 0; i < n; i++) {
+      copies[3 * i] = batch.dsts[2 * i]! + batch.dsts[2 * i + 1]! * 2 ** 32;
+      copies[3 * i + 1] = batch.srcs[2 * i]! + batch.srcs[2 * i + 1]! * 2 ** 32;
+      copies[3 * i + 2] = batch.sizes[2 * i]! + batch.sizes[2 * i + 1]! * 2 ** 32;
+    }
     // One queue entry for the whole batch, as the runtime's one call; a bad address fails at run time, as on a GPU.
     this.scheduler.enqueue(this.queue(stream), () => {
-      for (const [d, src, n] of copies) this.copyNow(d, src, n);
+      for (let i = 0; i < n; i++) this.copyNow(copies[3 * i]!, copies[3 * i + 1]!, copies[3 * i + 2]!);
     });
     return HOST_BATCH;
   }

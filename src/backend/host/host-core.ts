@@ -40,6 +40,8 @@ export const CAPABILITIES: BackendCapabilities = {
   coherencyControl: false,
   batchCopies: true,
   graphs: true,
+  hostCopierThreads: false,
+  gpuDirectStorage: false,
 };
 
 export function hostError(status: string, message: string): GpuError {

@@ -1,9 +1,24 @@
 /**
  * The shared-memory layout between the host copier and its threads (host-copier.ts, host-copier-worker.ts).
  *
- * A copy (a group) is a list of entries, each one operation on raw addresses: a memcpy, a pread into host memory or
- * a pwrite from it. The list is cut into at most one job per thread, each job a run of consecutive entries, so a
- * gather of many small copies costs one job per thread, not one per copy.
+ * A request (a copy, a gather, a file read or write, a pin) becomes a group: a list of entries, each one operation
+ * on raw addresses (a memcpy, a pread into host memory, a pwrite from it, a pinned allocation). The list is cut into
+ * at most one job per thread, each job a run of consecutive entries, so a gather of many small copies costs one job
+ * per thread, not one per copy. ("Job" means only that here: one thread's share of a group. A request is pending
+ * from its call until its answer is seen on the JS thread.)
+ *
+ * Who owns what:
+ * - A group's slot g (its list, status[g], where[g], groups[g]) is the JS thread's while g is free. The JS thread
+ *   writes the list and resets status[g] and where[g], then hands g over with Atomics.store(groups[g], jobs); from
+ *   then on only the threads write status[g] (the first failure) and where[g] (a failure's offset, a pin's
+ *   address), each decrementing groups[g] once its job is done. The JS thread takes g back when it reads
+ *   groups[g] === 0 (the thread that brought it to 0 has added 1 to GROUP_DONE and woken it).
+ * - Thread i's mailbox is a ring of RING jobs: the JS thread writes a job's fields, then publishes it by storing the
+ *   posted counter (mailbox(i)); only thread i reads the job and stores the done counter (mailbox(i) + 1). At most
+ *   MAX_GROUPS groups are in flight and each puts at most one job in a mailbox, so posted - done never exceeds RING.
+ * - STOP and the pin configuration are written by the JS thread only (the configuration once, before any pin).
+ * - Everything else of the copier (the free groups, the requests in flight and queued) is the JS thread's alone;
+ *   each thread keeps only its own bindings of libc and the runtime's allocator.
  */
 
 /** Jobs each thread's mailbox holds (a power of two: counters wrap and are masked). */

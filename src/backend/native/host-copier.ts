@@ -28,10 +28,16 @@ const MIN_PART = 64 * 1024;
 /** Microseconds a thread spins on its empty mailbox before sleeping (GPUMEM_COPIER_SPIN_US overrides). */
 const SPIN_MICROS = 50;
 
-type Entry = [op: number, a: number, b: number, bytes: number, offset: number, need: number];
+/**
+ * Entries as the shared list holds them, back to back: ENTRY_FIELDS numbers each (operation, a, b, bytes, file
+ * offset, bytes needed). A gather of 512 copies is one array, written into the shared list with one call.
+ */
+type Entries = Float64Array;
+const F = ENTRY_FIELDS;
 
-interface Pending {
-  entries: Entry[];
+/** A request to the threads (a copy, a gather, a file read or write, a pin), pending from its call until it settles. */
+interface PendingRequest {
+  entries: Entries;
   what: string;
   resolve: () => void;
   reject: (e: unknown) => void;
@@ -57,8 +63,8 @@ export class ThreadedHostCopier implements HostCopier {
   /** Threads past loading their modules (koffi's native part among them). */
   private readonly loaded = new Set<Worker>();
   private readonly freeGroups: number[] = [];
-  private readonly inFlight = new Map<number, Pending>();
-  private readonly queued: Pending[] = [];
+  private readonly inFlight = new Map<number, PendingRequest>();
+  private readonly queued: PendingRequest[] = [];
   private started = 0;
   private next = 0;
   private pumping = false;
@@ -122,21 +128,32 @@ export class ThreadedHostCopier implements HostCopier {
   }
 
   copy(dst: Address, src: Address, bytes: number): Promise<void> {
-    return this.submit([[OP.COPY, dst, src, bytes, 0, bytes]], 'copy');
+    return this.submit(Float64Array.of(OP.COPY, dst, src, bytes, 0, bytes), 'copy');
   }
 
   copyMany(dsts: ArrayLike<Address>, srcs: ArrayLike<Address>, sizes: ArrayLike<number>): Promise<void> {
-    const entries: Entry[] = [];
-    for (let i = 0; i < sizes.length; i++) if (sizes[i]! > 0) entries.push([OP.COPY, dsts[i]!, srcs[i]!, sizes[i]!, 0, sizes[i]!]);
+    let n = 0;
+    for (let i = 0; i < sizes.length; i++) if (sizes[i]! > 0) n++;
+    const entries = new Float64Array(n * F);
+    for (let i = 0, at = 0; i < sizes.length; i++) {
+      const bytes = sizes[i]!;
+      if (bytes <= 0) continue;
+      entries[at] = OP.COPY;
+      entries[at + 1] = dsts[i]!;
+      entries[at + 2] = srcs[i]!;
+      entries[at + 3] = bytes;
+      entries[at + 5] = bytes;
+      at += F;
+    }
     return this.submit(entries, 'copy');
   }
 
   readFile(fd: number, dst: Address, bytes: number, offset: number, need = bytes): Promise<void> {
-    return this.submit([[OP.READ, fd, dst, bytes, offset, need]], 'pread');
+    return this.submit(Float64Array.of(OP.READ, fd, dst, bytes, offset, need), 'pread');
   }
 
   writeFile(fd: number, src: Address, bytes: number, offset: number): Promise<void> {
-    return this.submit([[OP.WRITE, fd, src, bytes, offset, bytes]], 'pwrite');
+    return this.submit(Float64Array.of(OP.WRITE, fd, src, bytes, offset, bytes), 'pwrite');
   }
 
   /**
@@ -163,7 +180,7 @@ export class ThreadedHostCopier implements HostCopier {
   pinHost(bytes: number, landed?: (address: Address) => void): Promise<Address> {
     if (!this.pinning) return Promise.reject(new GpuError(ErrorCode.UNSUPPORTED, 'the host copier was not told how to pin memory'));
     return new Promise<Address>((resolve, reject) => {
-      const p: Pending = { entries: [[OP.PIN, 1 /* portable */, 0, bytes, 0, 0]], what: 'pin', resolve: () => {}, reject };
+      const p: PendingRequest = { entries: Float64Array.of(OP.PIN, 1 /* portable */, 0, bytes, 0, 0), what: 'pin', resolve: () => {}, reject };
       p.resolveWith = (address) => {
         landed?.(address);
         resolve(address);
@@ -201,18 +218,23 @@ export class ThreadedHostCopier implements HostCopier {
     if (!this.disposed && !this.failure && this.inFlight.size > 0) this.settle();
   }
 
-  private submit(entries: Entry[], what: string): Promise<void> {
+  private submit(entries: Entries, what: string): Promise<void> {
     if (this.disposed) return Promise.reject(new DisposedError('the host copier was disposed'));
     if (this.failure) return Promise.reject(this.failure);
     const parts = split(entries, this.threads);
     if (parts.length === 0) return Promise.resolve();
-    if (parts.length > LIST_CAP) {
+    if (parts.length > LIST_CAP * F) {
       const pieces: Array<Promise<void>> = [];
-      for (let i = 0; i < parts.length; i += LIST_CAP) pieces.push(this.submit(parts.slice(i, i + LIST_CAP), what));
+      for (let i = 0; i < parts.length; i += LIST_CAP * F) pieces.push(this.postOrQueue(parts.subarray(i, i + LIST_CAP * F), what));
       return Promise.all(pieces).then(() => {});
     }
+    return this.postOrQueue(parts, what);
+  }
+
+  /** One group of at most LIST_CAP entries, posted now or queued until a group is free. */
+  private postOrQueue(parts: Entries, what: string): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const p: Pending = { entries: parts, what, resolve, reject };
+      const p: PendingRequest = { entries: parts, what, resolve, reject };
       if (this.freeGroups.length > 0) this.post(p);
       else this.queued.push(p);
       this.pump();
@@ -220,21 +242,19 @@ export class ThreadedHostCopier implements HostCopier {
   }
 
   /** Writes a group's entries and posts them as at most one run of consecutive entries per thread, balanced by bytes. */
-  private post(p: Pending): void {
+  private post(p: PendingRequest): void {
     const g = this.freeGroups.pop()!;
-    const list = g * LIST_CAP * ENTRY_FIELDS;
+    const e = p.entries;
+    this.lists.set(e, g * LIST_CAP * F);
+    const n = e.length / F;
     let total = 0;
-    p.entries.forEach((e, i) => {
-      this.lists.set(e, list + i * ENTRY_FIELDS);
-      total += e[3];
-    });
+    for (let i = 0; i < n; i++) total += e[i * F + 3]!;
     const runs: Array<[number, number]> = [];
     const target = total / this.threads;
     let first = 0;
     let acc = 0;
-    const n = p.entries.length;
     for (let i = 0; i < n; i++) {
-      acc += p.entries[i]![3];
+      acc += e[i * F + 3]!;
       if (i === n - 1 || (runs.length < this.threads - 1 && acc >= target * (runs.length + 1))) {
         runs.push([first, i + 1 - first]);
         first = i + 1;
@@ -293,9 +313,7 @@ export class ThreadedHostCopier implements HostCopier {
       if (p.resolveWith) {
         if (code === 0) p.resolveWith(Number(Atomics.load(this.where, g)));
         else
-          p.reject(
-            new GpuError(ErrorCode.NATIVE, `pinned allocation of ${p.entries[0]![3]} bytes on a copier thread failed (status ${code})`, { status: code }),
-          );
+          p.reject(new GpuError(ErrorCode.NATIVE, `pinned allocation of ${p.entries[3]!} bytes on a copier thread failed (status ${code})`, { status: code }));
       } else if (code === 0) p.resolve();
       else p.reject(ioError(p.what, code, Number(Atomics.load(this.where, g)), p.entries));
     }
@@ -338,36 +356,51 @@ export class ThreadedHostCopier implements HostCopier {
 
 /**
  * Cuts entries into parts of about total / threads bytes (at least 64 KiB, at 4 KiB boundaries), so that one large
- * copy spreads over every thread and many small ones are grouped; a read's bytes needed follow its parts.
+ * copy spreads over every thread and many small ones are grouped; a read's bytes needed follow its parts. Answers
+ * the entries themselves when none is cut.
  */
-function split(entries: readonly Entry[], threads: number): Entry[] {
+function split(entries: Entries, threads: number): Entries {
+  const n = entries.length / F;
   let total = 0;
-  for (const e of entries) total += e[3];
-  if (total === 0) return [];
+  for (let i = 0; i < n; i++) total += entries[i * F + 3]!;
+  if (total === 0) return new Float64Array(0);
   const per = Math.max(MIN_PART, Math.ceil(total / threads / PART_ALIGN) * PART_ALIGN);
-  const out: Entry[] = [];
-  for (const [op, a, b, n, off, need] of entries) {
-    if (n <= per) {
-      out.push([op, a, b, n, off, need]);
+  let parts = 0;
+  for (let i = 0; i < n; i++) parts += Math.max(1, Math.ceil(entries[i * F + 3]! / per));
+  if (parts === n) return entries;
+  const out = new Float64Array(parts * F);
+  let at = 0;
+  for (let i = 0; i < n; i++) {
+    const e = i * F;
+    const len = entries[e + 3]!;
+    if (len <= per) {
+      out.set(entries.subarray(e, e + F), at);
+      at += F;
       continue;
     }
-    for (let o = 0; o < n; o += per) {
-      const len = Math.min(per, n - o);
+    const [op, a, b, , off, need] = [entries[e]!, entries[e + 1]!, entries[e + 2]!, len, entries[e + 4]!, entries[e + 5]!];
+    for (let o = 0; o < len; o += per, at += F) {
+      const part = Math.min(per, len - o);
       // A copy moves both addresses; a file operation keeps its descriptor and moves the buffer and the file offset.
-      if (op === OP.COPY) out.push([op, a + o, b + o, len, 0, len]);
-      else out.push([op, a, b + o, len, off + o, Math.max(0, Math.min(len, need - o))]);
+      out[at] = op;
+      out[at + 1] = op === OP.COPY ? a + o : a;
+      out[at + 2] = b + o;
+      out[at + 3] = part;
+      out[at + 4] = op === OP.COPY ? 0 : off + o;
+      out[at + 5] = op === OP.COPY ? part : Math.max(0, Math.min(part, need - o));
     }
   }
   return out;
 }
 
-function ioError(what: string, code: number, at: number, entries: readonly Entry[]): GpuError {
+function ioError(what: string, code: number, at: number, entries: Entries): GpuError {
   if (code === END_OF_FILE) {
-    const end = Math.max(...entries.map((e) => e[4] + e[5]));
+    let end = 0;
+    for (let i = 0; i < entries.length; i += F) end = Math.max(end, entries[i + 4]! + entries[i + 5]!);
     // Threads stop at the first failure of their copy, so the lowest offset seen may be past the end: ask the file.
     let size = at;
     try {
-      size = Math.min(at, fstatSync(entries[0]![1]).size);
+      size = Math.min(at, fstatSync(entries[1]!).size);
     } catch {
       // the descriptor was closed meanwhile: keep the offset the threads saw
     }

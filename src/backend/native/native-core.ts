@@ -33,9 +33,11 @@ export abstract class NativeCore extends NativeBase {
   private readonly batch: BatchCaller | undefined;
   /** Pinned memory placed on a NUMA node by mapOnNode: address to bytes. */
   private readonly nodeMapped = new Map<number, number>();
+  private readonly pinnedAllocator: NativeParts['pinnedAllocator'];
 
   constructor(parts: NativeParts) {
     super(parts);
+    this.pinnedAllocator = parts.pinnedAllocator;
     this.batch =
       parts.batch && parts.fns.MemcpyBatchAsync
         ? new BatchCaller(parts.fns.MemcpyBatchAsync, parts.batch, {
@@ -210,6 +212,10 @@ export abstract class NativeCore extends NativeBase {
 
   createHostCopier(threads: number): HostCopier {
     this.guard();
-    return new ThreadedHostCopier(threads);
+    const copier = new ThreadedHostCopier(threads);
+    // The threads pin the staging ring with the runtime's own allocator, bound from the library this backend loaded.
+    const lib = this.libraries.find((l) => l.role === 'runtime' && l.loaded && l.path);
+    if (lib?.path) copier.configurePinning(lib.path, this.pinnedAllocator);
+    return copier;
   }
 }

@@ -34,12 +34,14 @@ export interface NativeParts {
   deviceAttributes: DeviceAttributeIds;
   /** How the bound MemcpyBatchAsync is called, where it is bound. */
   batch?: BatchPolicy | undefined;
+  /** The runtime's pinned allocator, which the host copier's threads bind to pin the staging ring. */
+  pinnedAllocator: 'cudaHostAlloc' | 'hipHostMalloc';
 }
 
 /** What each vendor decides itself: kernels (which compiler and loader it has) and the AMD-only memory kinds. */
 export type VendorCapabilities = Pick<
   BackendCapabilities,
-  'kernels' | 'fineGrainedDeviceMemory' | 'uncachedDeviceMemory' | 'coherentHostMemory' | 'numaHostMemory' | 'coherencyControl'
+  'kernels' | 'fineGrainedDeviceMemory' | 'uncachedDeviceMemory' | 'coherentHostMemory' | 'numaHostMemory' | 'coherencyControl' | 'gpuDirectStorage'
 >;
 
 /** A runtime's capabilities: what both vendors' runtimes derive alike from their functions, plus the vendor's own. */
@@ -58,6 +60,7 @@ export function nativeCapabilities(rt: Record<string, NativeFn>, virtualMemory: 
     ...memoryKinds,
     batchCopies: !!rt.MemcpyBatchAsync,
     graphs: !!rt.StreamBeginCapture && !!rt.StreamEndCapture && !!rt.GraphInstantiateWithFlags && !!rt.GraphLaunch && !!rt.LaunchHostFunc,
+    hostCopierThreads: true,
   };
 }
 

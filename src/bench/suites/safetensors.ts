@@ -13,9 +13,9 @@
  * where `fincore` is installed the drop is checked, and a cold row whose file stayed cached is not reported.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
+import { existsSync, statfsSync } from 'node:fs';
+import { makeTempFolder, removeTempFolder } from '../../input/temp-folders.js';
 import { open, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ErrorCode, GpuError } from '../../errors.js';
 import { layoutSafetensors, parseHeader, type SafetensorsEntry } from '../../formats/safetensors.js';
@@ -118,7 +118,7 @@ export async function safetensorsTests(ctx: BenchContext, max: number): Promise<
   const quick = ctx.options.quick;
   const target = quick ? Math.max(MiB, Math.min(max, 64 * MiB)) : 2 * GiB;
   const keep = process.env.GPUMEM_BENCH_DIR;
-  const folder = keep ?? mkdtempSync(join(tmpdir(), 'gpumem-bench-'));
+  const folder = keep ?? makeTempFolder('gpumem-bench-');
   const entries = benchCheckpoint(target);
   const fileBytes = layoutSafetensors(entries, { format: 'pt', recipe: RECIPE }).fileBytes;
   const path = join(folder, `gpumem-bench-${Math.round(target / MiB)}MiB.safetensors`);
@@ -194,7 +194,7 @@ export async function safetensorsTests(ctx: BenchContext, max: number): Promise<
       );
     } else ctx.progress('safetensors: dd iflag=direct cannot read this file system (no O_DIRECT): no disk reference row');
   } finally {
-    if (!keep) rmSync(folder, { recursive: true, force: true });
+    if (!keep) removeTempFolder(folder);
     else if (!existsSync(path)) ctx.progress(`safetensors: ${path} was not written`);
   }
 }

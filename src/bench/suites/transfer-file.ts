@@ -9,7 +9,8 @@
  * - back: `rt.downloadFile` into the page cache.
  * Each row names the path the engine took. Every row is verified after its timed runs.
  */
-import { closeSync, fdatasyncSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fdatasyncSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { makeTempFolder, removeTempFolder } from '../../input/temp-folders.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
@@ -32,7 +33,7 @@ async function timeWall(ctx: BenchContext, op: () => Promise<unknown>, reps: num
 
 export async function fileTransfers(ctx: BenchContext, bytes: number, quick: boolean): Promise<void> {
   const { rt, dev } = ctx;
-  const dir = mkdtempSync(join(process.env.GPUMEM_BENCH_DIR ?? tmpdir(), 'gpumem-bench-'));
+  const dir = makeTempFolder('gpumem-bench-', process.env.GPUMEM_BENCH_DIR ?? tmpdir());
   const path = join(dir, 'file.bin');
   const reps = quick ? 2 : 3;
   try {
@@ -99,7 +100,7 @@ export async function fileTransfers(ctx: BenchContext, bytes: number, quick: boo
         ctx.addBandwidth(row('file-cold', engine), ms, bytes, 'one-way', await verify());
       }
     }
-    if (rt.backend.name === 'cuda') await cufileRows(ctx, path, bytes, reps);
+    if (rt.backend.capabilities.gpuDirectStorage) await cufileRows(ctx, path, bytes, reps);
     // Back into a file (the page cache absorbs the writes).
     const out = join(dir, 'out.bin');
     await rt.upload(dst, readFileSync(path));
@@ -112,7 +113,7 @@ export async function fileTransfers(ctx: BenchContext, bytes: number, quick: boo
       expected(new Uint8Array(readFileSync(out))),
     );
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    removeTempFolder(dir);
   }
 }
 

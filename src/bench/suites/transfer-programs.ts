@@ -1,9 +1,10 @@
 /**
  * Transfers as programs make them (issue 22), timed with the host clock from the first call until every byte has
  * arrived, one-way bytes, GB = 1e9:
- * - 256 separate arrays of 4 MiB (weights loaded tensor by tensor) and 4096 arrays of 64 KiB (a batch of small
- *   inputs) to the device: awaited in turn (`await rt.upload` each), all at once (`Promise.all` of rt.upload) and as
- *   one list (`rt.uploadMany`);
+ * - 256 separate arrays of 4 MiB (weights loaded tensor by tensor), 4096 arrays of 64 KiB and 16384 of 16 KiB (a
+ *   batch of small inputs) to the device: awaited in turn (`await rt.upload` each; not the 16 KiB arrays), all at
+ *   once (`Promise.all` of rt.upload), as one list (`rt.uploadMany`) and as one list landing in the reverse order
+ *   (one batched copy per chunk instead of one merged copy); and back as one list (`rt.downloadMany`);
  * - the first 1 GiB upload of a fresh process, in child processes (first-upload-child.ts), two ways: the source ready
  *   before the runtime opens and the upload right after the allocation (nothing had time to start in the
  *   background), and the runtime opened first, then the source filled (the background start had that time).
@@ -21,8 +22,13 @@ function fill(u: Uint8Array, seed: number): void {
   for (let i = 0; i < w.length; i++) w[i] = (Math.imul(i, 2654435761) ^ seed) >>> 0;
 }
 
-/** Many separate arrays to one device allocation, three ways. */
-export async function manyArrays(ctx: BenchContext, count: number, each: number, quick: boolean): Promise<void> {
+/**
+ * Many separate arrays to one device allocation and back: up awaited in turn (where `eachRows`), all at once
+ * (Promise.all of rt.upload), as one list (rt.uploadMany), and as one list whose arrays go to the device in the
+ * reverse order (no two pieces of a chunk continue each other there: one batched copy per chunk, not one merged
+ * copy); down as one list (rt.downloadMany).
+ */
+export async function manyArrays(ctx: BenchContext, count: number, each: number, quick: boolean, eachRows = true): Promise<void> {
   const { rt, dev } = ctx;
   const total = count * each;
   ctx.progress(`transfer: ${count} arrays of ${each / KiB} KiB`);
@@ -33,36 +39,49 @@ export async function manyArrays(ctx: BenchContext, count: number, each: number,
     return u;
   });
   const reps = quick ? 3 : 5;
-  const verify = async (): Promise<boolean> => {
-    const back = new Uint8Array(total);
+  const back = new Uint8Array(total);
+  const verifyAt = async (place: (i: number) => number): Promise<boolean> => {
     await rt.download(back, dst);
-    return srcs.every((s, i) => Buffer.from(back.buffer, i * each, each).equals(Buffer.from(s.buffer)));
+    return srcs.every((s, i) => Buffer.from(back.buffer, place(i) * each, each).equals(Buffer.from(s.buffer)));
   };
-  const row = (engine: string): RowFields => ({
+  const row = (direction: string, engine: string): RowFields => ({
     test: 'transfer',
-    direction: 'HtoD-many',
-    srcKind: 'pageable',
-    dstKind: 'device',
+    direction,
+    srcKind: direction === 'HtoD-many' ? 'pageable' : 'device',
+    dstKind: direction === 'HtoD-many' ? 'device' : 'pageable',
     engine,
     bytes: total,
     copies: count,
   });
-  const ways: Array<[string, () => Promise<unknown>]> = [
-    [
+  const inOrder = (i: number): number => i;
+  const reversed = (i: number): number => count - 1 - i;
+  const ways: Array<[string, () => Promise<unknown>, (i: number) => number]> = [
+    ['promise-all', () => Promise.all(srcs.map((s, i) => rt.upload(dst, s, { dstOffset: i * each }))), inOrder],
+    ['uploadMany', () => rt.uploadMany(srcs.map((src, i) => ({ dst, src, dstOffset: i * each }))), inOrder],
+    ['uploadMany (reverse order)', () => rt.uploadMany(srcs.map((src, i) => ({ dst, src, dstOffset: reversed(i) * each }))), reversed],
+  ];
+  if (eachRows) {
+    ways.unshift([
       'await-each',
       async () => {
         for (let i = 0; i < count; i++) await rt.upload(dst, srcs[i]!, { dstOffset: i * each });
       },
-    ],
-    ['promise-all', () => Promise.all(srcs.map((s, i) => rt.upload(dst, s, { dstOffset: i * each })))],
-    ['uploadMany', () => rt.uploadMany(srcs.map((src, i) => ({ dst, src, dstOffset: i * each })))],
-  ];
-  for (const [engine, op] of ways) {
+      inOrder,
+    ]);
+  }
+  const d = rt.defaultStager(dev.index);
+  const shape = { threads: d.threads, chunkBytes: d.chunkBytes };
+  for (const [engine, op, place] of ways) {
     rt.fill(dst, 0);
     const ms = await ctx.timeHost(op, reps, 2);
-    const d = rt.defaultStager(dev.index);
-    ctx.addBandwidth({ ...row(engine), threads: d.threads, chunkBytes: d.chunkBytes }, ms, total, 'one-way', await verify());
+    ctx.addBandwidth({ ...row('HtoD-many', engine), ...shape }, ms, total, 'one-way', await verifyAt(place));
   }
+  // Down: the device memory holds the arrays in order (the last upload above put them back in order first).
+  await rt.uploadMany(srcs.map((src, i) => ({ dst, src, dstOffset: i * each })));
+  const outs = srcs.map(() => new Uint8Array(each));
+  const ms = await ctx.timeHost(() => rt.downloadMany(outs.map((o, i) => ({ dst: o, src: dst, srcOffset: i * each }))), reps, 2);
+  const ok = outs.every((o, i) => Buffer.from(o.buffer).equals(Buffer.from(srcs[i]!.buffer)));
+  ctx.addBandwidth({ ...row('DtoH-many', 'downloadMany'), ...shape }, ms, total, 'one-way', ok);
 }
 
 /**
@@ -71,7 +90,8 @@ export async function manyArrays(ctx: BenchContext, count: number, each: number,
  */
 export async function firstUpload(ctx: BenchContext, bytes: number, quick: boolean): Promise<void> {
   const { rt, dev } = ctx;
-  if (rt.backend.name === 'host') return;
+  // What a first call pays (threads booting, the ring pinned) exists only where the copier has threads of its own.
+  if (!rt.backend.capabilities.hostCopierThreads) return;
   const child = fileURLToPath(new URL('./first-upload-child.js', import.meta.url));
   for (const order of ['source-first', 'runtime-first'] as const) {
     ctx.progress(`transfer: the first upload of ${bytes / MiB} MiB in a fresh process (${order})`);

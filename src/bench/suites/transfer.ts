@@ -42,6 +42,7 @@ export async function transferTests(ctx: BenchContext, max: number): Promise<voi
   if (want('many')) {
     await manyArrays(ctx, Math.max(1, Math.floor(bytes / (4 * MiB))), 4 * MiB, quick);
     await manyArrays(ctx, Math.max(1, Math.floor(bytes / (256 * KiB))), 64 * KiB, quick);
+    await manyArrays(ctx, Math.max(1, Math.floor(bytes / (64 * KiB))), 16 * KiB, quick, false);
   }
   if (want('file')) await fileTransfers(ctx, bytes, quick);
   if (want('host')) await hostCopyRates(ctx, bytes, quick, threadCounts);

@@ -8,7 +8,10 @@ const MiB = 2 ** 20;
 const GiB = 2 ** 30;
 
 /** The fraction by tensor-parallel size (0.3 to 0.4.5): TP 16, 8, 4, 2, 1. */
-const byTp = (tp8: number) => (ps: number): number => (ps >= 16 ? 0.79 : ps >= 8 ? tp8 : ps >= 4 ? 0.85 : ps >= 2 ? 0.87 : 0.88);
+const byTp =
+  (tp8: number) =>
+  (ps: number): number =>
+    ps >= 16 ? 0.79 : ps >= 8 ? tp8 : ps >= 4 ? 0.85 : ps >= 2 ? 0.87 : 0.88;
 
 /** chunked_prefill_size and cuda_graph_max_bs by GPU memory and TP (0.5.3 on). */
 export function sglangBuckets(capacityBytes: number, tp: number, smallGraphBs: number): { chunk: number; graphBs: number } {
@@ -21,11 +24,13 @@ export function sglangBuckets(capacityBytes: number, tp: number, smallGraphBs: n
 }
 
 /** The reserve formula of 0.5.3 on, in bytes: 512 MiB + 1.5 x max(chunk, 2048) + 2 x graph batch + ps / 8 GiB. */
-const formulaReserve = (smallGraphBs: number) => (capacityBytes: number, ps: number): number => {
-  const { chunk, graphBs } = sglangBuckets(capacityBytes, ps, smallGraphBs);
-  const mib = 512 + 1.5 * Math.max(chunk, 2048) + 2 * graphBs + (ps / 8) * 1024;
-  return Math.max(mib * MiB, capacityBytes > 60 * GiB ? 10 * GiB : 0);
-};
+const formulaReserve =
+  (smallGraphBs: number) =>
+  (capacityBytes: number, ps: number): number => {
+    const { chunk, graphBs } = sglangBuckets(capacityBytes, ps, smallGraphBs);
+    const mib = 512 + 1.5 * Math.max(chunk, 2048) + 2 * graphBs + (ps / 8) * 1024;
+    return Math.max(mib * MiB, capacityBytes > 60 * GiB ? 10 * GiB : 0);
+  };
 
 export interface SglangRelease {
   from: string;
@@ -35,7 +40,10 @@ export interface SglangRelease {
   rule: string;
 }
 
-const fromReserve = (reserve: (c: number, ps: number) => number) => (c: number, ps: number): number => Math.round(((c - reserve(c, ps)) / c) * 1000) / 1000;
+const fromReserve =
+  (reserve: (c: number, ps: number) => number) =>
+  (c: number, ps: number): number =>
+    Math.round(((c - reserve(c, ps)) / c) * 1000) / 1000;
 
 export const SGLANG_RELEASES: readonly SglangRelease[] = [
   { from: '0.3', fraction: (_c, ps) => byTp(0.83)(ps), rule: 'a table by tensor-parallel size (TP 8: 0.83)' },
@@ -64,6 +72,10 @@ export const SGLANG_RELEASES: readonly SglangRelease[] = [
     }),
     rule: 'capacity less a reserve by GPU memory ((9.5 + TP / 2) GiB on 80 GiB GPUs, (12 + TP / 2) on H200s)',
   },
-  { from: '0.5.3', fraction: fromReserve(formulaReserve(16)), rule: 'capacity less 512 MiB + 1.5 x chunked_prefill_size + 2 x cuda_graph_max_bs + TP / 8 GiB, at least 10 GiB above 60 GiB' },
+  {
+    from: '0.5.3',
+    fraction: fromReserve(formulaReserve(16)),
+    rule: 'capacity less 512 MiB + 1.5 x chunked_prefill_size + 2 x cuda_graph_max_bs + TP / 8 GiB, at least 10 GiB above 60 GiB',
+  },
   { from: '0.5.5', fraction: fromReserve(formulaReserve(24)), rule: 'as 0.5.3, cuda_graph_max_bs 24 on small GPUs' },
 ];

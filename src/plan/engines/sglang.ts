@@ -48,7 +48,13 @@ function sglangMemory(r: EngineRequest): EngineMemory {
       field: 'overheadBytes',
     },
   ];
-  if (graphs) outside.push({ name: 'CUDA graphs', bytes: graphs, note: 'captured after the pool ("Capture cuda graph end ... mem usage"): estimated', field: 'overheadBytes' });
+  if (graphs)
+    outside.push({
+      name: 'CUDA graphs',
+      bytes: graphs,
+      note: 'captured after the pool ("Capture cuda graph end ... mem usage"): estimated',
+      field: 'overheadBytes',
+    });
   return {
     fraction,
     fractionSource: o.serve.memoryFraction !== undefined ? 'given' : `SGLang ${r.version.text}'s default mem_fraction_static: ${row.rule}`,

@@ -59,7 +59,15 @@ export const VLLM_RELEASES: readonly VllmRelease[] = [
   // then log-softmax and probabilities) on the driver rank, whose block count the engine takes: 10 copies, as
   // vllm-project/vllm#10511's log printed it (a 1.26 GiB peak for 256 requests of a 128256-token vocabulary: 10.3
   // copies; the sort alone keeps about 8 alive, the rest not traced)
-  { ...V0, from: '0.6', nonTorch: 'before-nccl', activation: 'reserved', scheduler: { kind: 'v0', chunk: 512 }, sampler: { copies: 10, tritonBuffer: false }, windows: 'gemma2-capped' },
+  {
+    ...V0,
+    from: '0.6',
+    nonTorch: 'before-nccl',
+    activation: 'reserved',
+    scheduler: { kind: 'v0', chunk: 512 },
+    sampler: { copies: 10, tritonBuffer: false },
+    windows: 'gemma2-capped',
+  },
   // worker.py l.201 allocated_bytes.all.peak, l.211 the device's whole use less PyTorch's (context included)
   { ...V0, from: '0.6.4', nonTorch: 'whole-device', scheduler: { kind: 'v0', chunk: 512 }, sampler: { copies: 10, tritonBuffer: false }, windows: 'uniform' },
   // #10511: baseline_memory_in_bytes taken in init_device, before NCCL; chunked prefill's default 2048 (#10544)
@@ -70,7 +78,14 @@ export const VLLM_RELEASES: readonly VllmRelease[] = [
   // 0.9.2: 8.11 GiB of KV cache), as V0's did: the planner follows the start-ups until the Triton kernel
   { ...V1, from: '0.8', nonTorch: 'whole-device', scheduler: { kind: 'v1-name' }, sampler: { copies: 10, tritonBuffer: false }, windows: 'uniform' },
   // #17073: the scheduler's defaults by device memory
-  { ...V1, from: '0.8.5', nonTorch: 'whole-device', scheduler: { kind: 'v1-memory', excludeA100: false, b200Tier: false }, sampler: { copies: 10, tritonBuffer: false }, windows: 'uniform' },
+  {
+    ...V1,
+    from: '0.8.5',
+    nonTorch: 'whole-device',
+    scheduler: { kind: 'v1-memory', excludeA100: false, b200Tier: false },
+    sampler: { copies: 10, tritonBuffer: false },
+    windows: 'uniform',
+  },
   // #17885: A100s out of the large tier; the pip wheel has no FlashInfer (its sampler needs it): the native path
   { ...V1, from: '0.9', nonTorch: 'whole-device', scheduler: BY_MEMORY, sampler: { copies: 10, tritonBuffer: false }, windows: 'uniform' },
   // #19312: init_snapshot before init_worker_distributed_environment; #17996: the hybrid KV cache manager
@@ -80,7 +95,16 @@ export const VLLM_RELEASES: readonly VllmRelease[] = [
   // #33538: Triton top-k/top-p in place for 8 requests or more (3.5 copies and its cached buffer)
   { ...V1, from: '0.16', nonTorch: 'after-nccl', scheduler: BY_MEMORY, sampler: { copies: 3.5, tritonBuffer: true } },
   // #38284: utilisation 0.92, CUDA graphs estimated before sizing; #40376: FlashInfer's sampler on; #41069: printed tokens
-  { ...V1, from: '0.21', utilization: 0.92, nonTorch: 'after-nccl', scheduler: BY_MEMORY, sampler: { copies: 3.5, tritonBuffer: true }, graphs: 'inside', printedTokens: 'concurrency' },
+  {
+    ...V1,
+    from: '0.21',
+    utilization: 0.92,
+    nonTorch: 'after-nccl',
+    scheduler: BY_MEMORY,
+    sampler: { copies: 3.5, tritonBuffer: true },
+    graphs: 'inside',
+    printedTokens: 'concurrency',
+  },
   // Model Runner V2 by default for Qwen3 dense models (0.22), Llama and Mistral (0.23), every dense model (0.25, #44443)
   {
     ...V1,
@@ -104,7 +128,17 @@ export const VLLM_RELEASES: readonly VllmRelease[] = [
     v2Dense: ['qwen3', 'llama', 'mistral'],
     printedTokens: 'concurrency',
   },
-  { ...V1, from: '0.25', utilization: 0.92, nonTorch: 'after-nccl', scheduler: BY_MEMORY, sampler: { copies: 3.5, tritonBuffer: true }, graphs: 'inside', v2Dense: 'all', printedTokens: 'concurrency' },
+  {
+    ...V1,
+    from: '0.25',
+    utilization: 0.92,
+    nonTorch: 'after-nccl',
+    scheduler: BY_MEMORY,
+    sampler: { copies: 3.5, tritonBuffer: true },
+    graphs: 'inside',
+    v2Dense: 'all',
+    printedTokens: 'concurrency',
+  },
   // #49208: what the profile consumed read from the device's free memory (the allocator's slack counts)
   {
     ...V1,

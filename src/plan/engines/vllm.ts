@@ -79,10 +79,18 @@ function outsideTorch(row: VllmRelease, tp: number, nvlink: boolean): { counted:
     case 'whole-device':
       return { counted: c.contextBytes.value + c.growthBytes.value + nccl, outside: 0, note: "the device's use less PyTorch's: context, cuBLAS, NCCL" };
     case 'before-nccl':
-      return { counted: c.growthBytes.value + nccl, outside: c.contextBytes.value, note: `growth during profiling${nccl ? " and NCCL's buffers, initialised after the baseline" : ''}` };
+      return {
+        counted: c.growthBytes.value + nccl,
+        outside: c.contextBytes.value,
+        note: `growth during profiling${nccl ? " and NCCL's buffers, initialised after the baseline" : ''}`,
+      };
     case 'after-nccl':
       // NCCL's connections and buffers for large all-reduces are set up lazily, in the profiling pass's first ones
-      return { counted: c.growthBytes.value + nccl, outside: c.contextBytes.value, note: `growth during profiling${nccl ? ", NCCL's buffers for large all-reduces among it" : ''}` };
+      return {
+        counted: c.growthBytes.value + nccl,
+        outside: c.contextBytes.value,
+        note: `growth during profiling${nccl ? ", NCCL's buffers for large all-reduces among it" : ''}`,
+      };
   }
 }
 

@@ -91,14 +91,17 @@ export const litgpt: Framework = {
     const C = computeBytes(s.o);
     const final = finalNorm(mem, s, hidden);
     const d = dequantisedOutput(mem, s);
-    const logits = mem.alloc(C * V * s.tokens, s.tags.line('loss: logits (LitGPT, 128-token chunks)', 'logitsBytes', "the loop's `logits` list, in the logits' dtype"));
+    const logits = mem.alloc(
+      C * V * s.tokens,
+      s.tags.line('loss: logits (LitGPT, 128-token chunks)', 'logitsBytes', "the loop's `logits` list, in the logits' dtype"),
+    );
     mem.free(d);
     // the loop's `logits` is reassigned once the forward pass returns, `loss` once the new loss exists
     mem.free(...(previous.get(s) ?? []));
     previous.delete(s);
     const logprobs = mem.alloc(
       C * V * s.tokens,
-      s.tags.line('loss: log-probabilities (LitGPT, in the logits\' dtype)', 'logitsBytes', "cross_entropy's log_softmax output: no fp32 upcast"),
+      s.tags.line("loss: log-probabilities (LitGPT, in the logits' dtype)", 'logitsBytes', "cross_entropy's log_softmax output: no fp32 upcast"),
     );
     return { kind: 'chunked', chunks: [logprobs, logits], final, lse: 0 };
   },
@@ -141,5 +144,9 @@ export const litgpt: Framework = {
 };
 
 function previousLogitsTag(s: StepSetup) {
-  return s.tags.line('previous micro-batch: its logits (LitGPT loop)', 'logitsBytes', "the loop's `logits` list is reassigned only after the next forward pass returns");
+  return s.tags.line(
+    'previous micro-batch: its logits (LitGPT loop)',
+    'logitsBytes',
+    "the loop's `logits` list is reassigned only after the next forward pass returns",
+  );
 }

@@ -4,10 +4,9 @@
  * fp32 main gradients, fp32 master weights and Adam states sharded by the distributed optimizer (--zero 1), fused
  * Adam. Megatron's own buffers are not replayed through the caching allocator: a flat allowance stands for it.
  */
-import { CONSTANTS } from '../constants.js';
 import { fusedAttention, type Recompute, type TrainOptions } from '../options.js';
 import { lossBackward, lossForward } from '../program/loss.js';
-import { commLines } from '../strategies/comm.js';
+import { ddp } from '../strategies/ddp.js';
 import { stateLayout } from '../strategies/layout.js';
 import type { Sharding } from '../strategies/types.js';
 import type { Framework } from './types.js';
@@ -64,8 +63,9 @@ export const megatron: Framework = {
 
 /** Megatron's distributed optimizer: bf16 parameters, fp32 main gradients, fp32 master weights and states. */
 export const megatronOptimizer: Sharding = {
+  // DDP's hooks (its gradient buckets, nothing gathered) with the distributed optimizer's layout
+  ...ddp,
   name: 'megatron',
-  bf16Params: () => false,
   layout: (input) => {
     const z = input.o.parallel.zero;
     const sgd = input.o.optimizer === 'sgd';
@@ -78,13 +78,4 @@ export const megatronOptimizer: Sharding = {
       stateName: "Megatron's distributed optimizer",
     });
   },
-  gatherRoot: () => [],
-  releaseRoot: () => {},
-  gatherUnit: () => [],
-  reshard: () => {},
-  keepsAfterForward: () => true,
-  collectsGrads: () => false,
-  reduce: () => {},
-  overheads: (s) =>
-    commLines(s.o.parallel.gpus, 2 * CONSTANTS.ddpBucketBytes.value, ` + two ${CONSTANTS.ddpBucketBytes.value / 2 ** 20} MiB gradient buckets (DDP)`),
 };

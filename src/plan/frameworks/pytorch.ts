@@ -21,7 +21,11 @@ export const pytorch: Framework = {
   attention: (m, o) => {
     const fused = fusedAttention(m, o.attention, o.precision);
     const kernel =
-      o.attention === 'sdpa' ? (fused ? 'SDPA runs a fused kernel: no s x s matrix' : 'SDPA runs the math kernel here (fp32 with grouped-query attention)') : o.attention;
+      o.attention === 'sdpa'
+        ? fused
+          ? 'SDPA runs a fused kernel: no s x s matrix'
+          : 'SDPA runs the math kernel here (fp32 with grouped-query attention)'
+        : o.attention;
     return { fused, scoreBytes: mathScoreBytes(m, o.precision), kernel };
   },
   lossForward,

@@ -221,12 +221,11 @@ export class Keeper {
    * dropped, what is kept by the weight (an autocast copy) stays this keeper's.
    */
   withoutInputs(): Keeper {
-    const outer = this;
     const inner = new Keeper(this.mem, this.x, this.mode, this.borrowed);
     inner.keep = (h: H): void => {
-      if (h !== outer.borrowed) outer.pending.push(h);
+      if (h !== this.borrowed) this.pending.push(h);
     };
-    inner.keepBytes = (h: H, bytes: number, stage: Stage, tag?: Tag): void => outer.keepBytes(h, bytes, stage, tag);
+    inner.keepBytes = (h: H, bytes: number, stage: Stage, tag?: Tag): void => this.keepBytes(h, bytes, stage, tag);
     return inner;
   }
 

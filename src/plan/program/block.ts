@@ -7,7 +7,7 @@
  * attention, experts (moe.ts). What each op saves was checked against torch.autograd.graph.saved_tensors_hooks on an
  * H200 (docs/plan-training.md); a block saves per token exactly what the planner counts.
  */
-import { type BlockContext, type BlockRun, blockDims, Keeper, type Lin, modules, type RecordMode, site, type Stage } from './block-context.js';
+import { type BlockContext, type BlockRun, blockDims, Keeper, type Lin, type RecordMode, site, type Stage } from './block-context.js';
 import { compiledKept } from './compiled.js';
 import { type GradStore, linearBack, linears, type MatmulExtras } from './linear.js';
 import type { H, Mem } from './mem.js';
@@ -22,7 +22,6 @@ export interface BlockPass {
   owns: boolean;
   extras: MatmulExtras;
 }
-
 
 /** One block's forward pass from `input` (R bytes per value); answers its output and what it saved. */
 export function blockForward(mem: Mem, x: BlockContext, input: H, pass: BlockPass): { out: H; run: BlockRun } {
@@ -80,7 +79,6 @@ function llamaForward(k: Keeper, input: H, pass: BlockPass): H {
   const { x } = k;
   const { R, C, m } = x;
   const h = m.hidden;
-  const ls = modules(x, pass.moe);
   const d = blockDims(x, pass.moe);
   const extraNorms = Math.max(0, m.arch.normsPerLayer - 2);
   const n1 = rmsNorm(k, input, 'attn-norm');
@@ -166,7 +164,6 @@ function gptForward(k: Keeper, input: H, pass: BlockPass): H {
   const { R, C, m } = x;
   const h = m.hidden;
   const ln = x.autocast ? 4 : R; // layer_norm runs in fp32 under autocast: its input cast and its output are fp32
-  const ls = modules(x, false);
   const d = blockDims(x, false);
   const parallel = m.arch.parallelResidual;
   const oneNorm = parallel && m.arch.normsPerLayer === 1;
@@ -265,7 +262,6 @@ const grad = (mem: Mem, x: BlockContext, perToken: number): H => mem.alloc(perTo
 function mlpBackward(mem: Mem, x: BlockContext, grads: GradStore, pass: BlockPass, release: (s: Stage) => void): void {
   const { R, C, m } = x;
   const h = m.hidden;
-  const ls = modules(x, pass.moe);
   const gd = R !== C ? grad(mem, x, C * h) : 0;
   if (pass.moe && m.moe) moeBackward(mem, x, grads, site(x, pass.moe, 'mlp-norm'), pass.extras);
   else {
@@ -294,7 +290,6 @@ function mlpBackward(mem: Mem, x: BlockContext, grads: GradStore, pass: BlockPas
 
 function attentionBackward(mem: Mem, x: BlockContext, grads: GradStore, pass: BlockPass, release: (s: Stage) => void): void {
   const { R, C, m } = x;
-  const ls = modules(x, pass.moe);
   const d = blockDims(x, pass.moe);
   const go = R !== C ? grad(mem, x, C * m.hidden) : 0;
   const attnOut = site(x, pass.moe, 'attn-out')[0];

@@ -46,15 +46,27 @@ export function generateTags(s: Omit<GenerateSetup, 'tags'>): GenerateTags {
   const o = s.o;
   return {
     set,
-    weights: set.get(`weights (${o.weights})`, 'parametersBytes', (b) => `${formatCount(Math.round(b))} bytes of weights here (the embeddings and the output layer in 16 bits under a quantised format)`),
+    weights: set.get(
+      `weights (${o.weights})`,
+      'parametersBytes',
+      (b) => `${formatCount(Math.round(b))} bytes of weights here (the embeddings and the output layer in 16 bits under a quantised format)`,
+    ),
     kv: set.get(
       `KV cache (${o.kvDtype})`,
       'kvCacheBytes',
       `${s.kvPerTokenLayer} bytes per token per layer${s.m.mla ? ' (MLA latent)' : ''} x ${s.layers} layers x ${o.batch} sequences${s.slidingLayers ? ` (${s.slidingLayers} of ${s.layers} layers keep only the last ${s.window})` : ''}${o.blockSize ? ` (rounded to ${o.blockSize}-token blocks)` : ''}`,
     ),
     growth: set.get("KV cache growth: one layer's cache copied", 'workspaceBytes', 'a contiguous cache grows by concatenation at every step'),
-    activations: set.get('prefill activations', 'activationsBytes', 'hidden and MLP buffers for the prompt tokens of one layer (and the attention matrix without a fused kernel)'),
-    repeat: set.get('keys and values repeated to every head (one layer)', 'workspaceBytes', 'Hugging Face repeats grouped key/value heads for the attention call'),
+    activations: set.get(
+      'prefill activations',
+      'activationsBytes',
+      'hidden and MLP buffers for the prompt tokens of one layer (and the attention matrix without a fused kernel)',
+    ),
+    repeat: set.get(
+      'keys and values repeated to every head (one layer)',
+      'workspaceBytes',
+      'Hugging Face repeats grouped key/value heads for the attention call',
+    ),
     logits: set.get('fp32 logits', 'logitsBytes', `${o.batch} sequences x ${s.m.vocab} vocabulary x 4 bytes`),
   };
 }

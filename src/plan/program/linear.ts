@@ -71,7 +71,7 @@ function autocastCopy(k: Keeper, bytes: number, trains: boolean, stage: Stage): 
 }
 
 /** One adapter's forward pass beside its base layer (whose output is `out`); answers the layer's output. */
-function adapter(k: Keeper, l: Lin, input: H, xb: number, out: H, stage: Stage, keepInput: () => void): H {
+function adapter(k: Keeper, l: Lin, _input: H, xb: number, out: H, stage: Stage, keepInput: () => void): H {
   const x = k.x;
   const lo = x.lora!;
   const w = l.in;

@@ -31,8 +31,16 @@ export function lossTags(s: StepSetup): { logprobs: Tag; grads: Tag; softcap: Ta
     logprobs: t.line('loss: fp32 log-probabilities', 'logitsBytes', `4 bytes x ${V} vocabulary per token`),
     grads: t.line('loss backward: gradient of the logits', 'logitsBytes', 'logit-sized gradients at the start of the backward pass'),
     softcap: t.line('loss: softcapped logits (tanh output)', 'logitsBytes', `final_logit_softcapping ${s.x.m.arch.finalSoftcap}: tanh keeps its output`),
-    compiled: t.line('loss: logits and log-sum-exp (compiled cross-entropy)', 'logitsBytes', `16-bit logits and 4 bytes per token; torch.compile fuses the fp32 upcast and the softmax`),
-    fused: t.line('loss: fused linear cross-entropy', 'logitsBytes', "Liger's fused kernel computes the loss and the input's gradient chunk by chunk in the forward pass: no logits are kept"),
+    compiled: t.line(
+      'loss: logits and log-sum-exp (compiled cross-entropy)',
+      'logitsBytes',
+      `16-bit logits and 4 bytes per token; torch.compile fuses the fp32 upcast and the softmax`,
+    ),
+    fused: t.line(
+      'loss: fused linear cross-entropy',
+      'logitsBytes',
+      "Liger's fused kernel computes the loss and the input's gradient chunk by chunk in the forward pass: no logits are kept",
+    ),
   };
 }
 
@@ -83,7 +91,10 @@ export function lossForward(mem: Mem, s: StepSetup, hidden: H): LossState {
     mem.free(mem.alloc((C * V * T) / chunk, x.tags.transient), mem.alloc((4 * V * T) / chunk, x.tags.transient));
     const out = s.table.ends.find((t) => t.key === 'lm_head') ?? s.table.ends.find((t) => t.key === 'embed');
     const weightGrad = out?.trains
-      ? mem.alloc(out.numel * x.gradBytes, s.tags.line("loss: the output layer's gradient, computed in the forward pass", 'logitsBytes', 'Liger saves it for the backward pass'))
+      ? mem.alloc(
+          out.numel * x.gradBytes,
+          s.tags.line("loss: the output layer's gradient, computed in the forward pass", 'logitsBytes', 'Liger saves it for the backward pass'),
+        )
       : 0;
     return { kind, chunks: [mem.alloc(x.R * m.hidden * x.tokens, tags.fused)], final, lse: 0, weightGrad };
   }

@@ -55,7 +55,14 @@ export function paramTable(m: ModelConfig, c: ParamCounts, p: Parallelism, lora:
       linear += numel;
       tensors.push({ key: l.path, numel, trains: full, quantised, inFeatures: l.in, adapter: false });
       if (adapted.has(l.path))
-        tensors.push({ key: `${l.path}.lora`, numel: (lora!.rank * (l.in + l.out) + (lora!.dora ? l.out : 0)) / p.tp, trains: true, quantised: false, inFeatures: l.in, adapter: true });
+        tensors.push({
+          key: `${l.path}.lora`,
+          numel: (lora!.rank * (l.in + l.out) + (lora!.dora ? l.out : 0)) / p.tp,
+          trains: true,
+          quantised: false,
+          inFeatures: l.in,
+          adapter: true,
+        });
     }
     let experts = 0;
     if (moe && m.moe) {
@@ -65,7 +72,7 @@ export function paramTable(m: ModelConfig, c: ParamCounts, p: Parallelism, lora:
       const n = wrapped.reduce((s, w) => s + w.rank * m.moe!.experts * (w.in + w.out), 0);
       if (n > 0) tensors.push({ key: 'experts.lora', numel: n / p.tp, trains: true, quantised: false, inFeatures: m.hidden, adapter: true });
     }
-    const total = (moe ? c.moeLayer : c.denseLayer) - (moe && m.moe ? (m.moe.experts * (1 - 1 / p.ep) * c.expert) : 0);
+    const total = (moe ? c.moeLayer : c.denseLayer) - (moe && m.moe ? m.moe.experts * (1 - 1 / p.ep) * c.expert : 0);
     tensors.push({ key: 'rest', numel: total / p.tp - linear - experts, trains: full, quantised: false, inFeatures: m.hidden, adapter: false });
     return { moe, tensors };
   };
@@ -83,7 +90,14 @@ export function paramTable(m: ModelConfig, c: ParamCounts, p: Parallelism, lora:
     end('norm', c.finalNorm);
   } else end('embed', c.embedding);
   if (lora && last && outputAdapted(m, lora))
-    ends.push({ key: 'lm_head.lora', numel: (lora.rank * (m.hidden + m.vocab) + (lora.dora ? m.vocab : 0)) / p.tp, trains: true, quantised: false, inFeatures: m.hidden, adapter: true });
+    ends.push({
+      key: 'lm_head.lora',
+      numel: (lora.rank * (m.hidden + m.vocab) + (lora.dora ? m.vocab : 0)) / p.tp,
+      trains: true,
+      quantised: false,
+      inFeatures: m.hidden,
+      adapter: true,
+    });
   return { dense: layer(false), moe: layer(true), denseLayers, moeLayers: perStage - denseLayers, ends, last };
 }
 

@@ -5,7 +5,7 @@
  */
 import { adaptedModules, outputAdapted } from '../adapters.js';
 import { CONSTANTS } from '../constants.js';
-import type { Framework } from '../frameworks/types.js';
+import type { AttentionRun, Framework } from '../frameworks/types.js';
 import type { ModelConfig } from '../model-config.js';
 import { adaptedExpertParams } from '../moe-adapters.js';
 import type { TrainOptions } from '../options.js';
@@ -19,7 +19,7 @@ import { blockForward } from './block.js';
 import { perOpKept } from './compiled.js';
 import { blockMode, type SavePolicy, savePolicy } from './policies.js';
 import { Walk } from './walk.js';
-import { StepTags } from './step-tags.js';
+import { type NoteContext, StepTags } from './step-tags.js';
 
 /** A run of identical layers: the program repeats one of them `count` times. */
 export interface LayerRun {
@@ -85,7 +85,12 @@ function layerRuns(t: ParamTable, policy: SavePolicy, strategy: Sharding): Omit<
   const n = t.denseLayers + t.moeLayers;
   const runs: Omit<LayerRun, 'keptPerToken'>[] = [];
   for (let i = 0; i < n; i++) {
-    const r = { count: 1, moe: i >= t.denseLayers, offloaded: policy.offload && i < n - CONSTANTS.offloadLayersOnGpu.value, keepGathered: strategy.keepsAfterForward(i === n - 1) };
+    const r = {
+      count: 1,
+      moe: i >= t.denseLayers,
+      offloaded: policy.offload && i < n - CONSTANTS.offloadLayersOnGpu.value,
+      keepGathered: strategy.keepsAfterForward(i === n - 1),
+    };
     const prev = runs[runs.length - 1];
     if (prev && prev.moe === r.moe && prev.offloaded === r.offloaded && prev.keepGathered === r.keepGathered) prev.count++;
     else runs.push(r);
@@ -96,8 +101,7 @@ function layerRuns(t: ParamTable, policy: SavePolicy, strategy: Sharding): Omit<
 /** Bytes per token one layer keeps through the forward pass under `policy` (a probe walk of its forward pass). */
 function keptPerToken(x: BlockContext, o: TrainOptions, policy: SavePolicy, moe: boolean, framework: Framework): number {
   if (framework.formulaBlock) return framework.formulaBlock(x, o, moe) / x.tokens;
-  if (policy.keepsInput)
-    return x.R * x.m.hidden + (policy.perOp ? perOpKept(x, moe, policy.recompute === 'compiled').reduce((a, t) => a + t.bytes, 0) : 0);
+  if (policy.keepsInput) return x.R * x.m.hidden + (policy.perOp ? perOpKept(x, moe, policy.recompute === 'compiled').reduce((a, t) => a + t.bytes, 0) : 0);
   const probe = new Walk();
   const mode = blockMode(policy.forward, moe, !!x.lora?.dora);
   const run = blockForward(probe, { ...x, autocastCache: [] }, probe.alloc(x.R * x.m.hidden * x.tokens, x.tags.transient), {
@@ -109,6 +113,60 @@ function keptPerToken(x: BlockContext, o: TrainOptions, policy: SavePolicy, moe:
   return run.keptPerToken;
 }
 
+/** The tags of a step: the lines the walk's tensors are counted under, named for what keeps them. */
+function stepTags(
+  o: TrainOptions,
+  layers: number,
+  inFlight: number,
+  paramNotes: NoteContext['paramNotes'],
+  policy: SavePolicy,
+  lora: boolean,
+  kernel: string,
+): StepTags {
+  const compiled = policy.forward === 'compiled' ? " as torch.compile's min-cut partitioner keeps them" : '';
+  const frozen = lora ? ' (frozen base: only what the adapters and the gradient flowing to them need)' : '';
+  return new StepTags(
+    { tokens: (o.batch * o.seq) / o.parallel.tp, layers, inFlight, paramNotes, kernel, keptHow: `${compiled}${frozen}` },
+    o.optimizer,
+    pagedOptimizer(o.optimizer),
+  );
+}
+
+/** What every block op of the step reads: the model, the shapes, the dtypes, where weights and gradients live. */
+function blockContext(
+  m: ModelConfig,
+  o: TrainOptions,
+  s: { table: ParamTable; layout: StateLayout; attention: AttentionRun; policy: SavePolicy; tags: StepTags; lora: BlockLora | undefined; bf16Params: boolean },
+): BlockContext {
+  const { table, layout, attention, policy } = s;
+  const rest = (k: 'dense' | 'moe'): number => table[k].tensors.find((t) => t.key === 'rest')?.numel ?? 0;
+  return {
+    m,
+    tokens: (o.batch * o.seq) / o.parallel.tp,
+    batch: o.batch,
+    seq: o.seq,
+    tp: o.parallel.tp,
+    ...computeDtypes(o.precision, o.lora, s.bf16Params),
+    precision: o.precision,
+    full: !o.lora,
+    weightBytes: layout.weightBytes,
+    gradBytes: layout.gradBytes,
+    restParams: { dense: rest('dense'), moe: rest('moe') },
+    expertParams: table.moe.tensors.find((t) => t.key === 'experts')?.numel ?? 0,
+    lora: s.lora,
+    fusedAttention: attention.fused,
+    scoreBytes: attention.scoreBytes,
+    scoresRecomputed: policy.scoresRecomputed,
+    kvCacheCopies: o.recompute === 'none' && o.loss !== 'chunked',
+    gradsLeave: !!o.optimizerInBackward,
+    gradSink: undefined,
+    autocastCache: [],
+    tags: s.tags.block,
+    lins: {},
+    sites: new Map(),
+  };
+}
+
 /** The program inputs of `model` trained under `o` with `framework` and `strategy`. */
 export function stepSetup(model: ModelConfig, o: TrainOptions, framework: Framework, strategy: Sharding): StepSetup {
   const m = framework.model(model);
@@ -117,49 +175,12 @@ export function stepSetup(model: ModelConfig, o: TrainOptions, framework: Framew
   const dp = p.gpus / (p.tp * p.pp);
   const table = paramTable(m, c, p, o.lora, framework.name === 'litgpt' && quantisedBase(o.lora));
   const layout = strategy.layout({ o, table, dp });
-  const d = computeDtypes(o.precision, o.lora, strategy.bf16Params(o));
   const attention = framework.attention(m, o);
   const policy = savePolicy(o);
   const inFlight = p.pp > 1 ? Math.min(p.inFlight, p.pp) : 1;
   const lora = blockLora(m, o);
-  const tags = new StepTags(
-    {
-      tokens: (o.batch * o.seq) / p.tp,
-      layers: table.denseLayers + table.moeLayers,
-      inFlight,
-      paramNotes: layout.notes,
-      kernel: attention.kernel,
-      keptHow: `${policy.forward === 'compiled' ? " as torch.compile's min-cut partitioner keeps them" : ''}${lora ? ' (frozen base: only what the adapters and the gradient flowing to them need)' : ''}`,
-    },
-    o.optimizer,
-    pagedOptimizer(o.optimizer),
-  );
-  const rest = (k: 'dense' | 'moe'): number => table[k].tensors.find((t) => t.key === 'rest')?.numel ?? 0;
-  const x: BlockContext = {
-    m,
-    tokens: (o.batch * o.seq) / p.tp,
-    batch: o.batch,
-    seq: o.seq,
-    tp: p.tp,
-    ...d,
-    precision: o.precision,
-    full: !o.lora,
-    weightBytes: layout.weightBytes,
-    gradBytes: layout.gradBytes,
-    restParams: { dense: rest('dense'), moe: rest('moe') },
-    expertParams: table.moe.tensors.find((t) => t.key === 'experts')?.numel ?? 0,
-    lora,
-    fusedAttention: attention.fused,
-    scoreBytes: attention.scoreBytes,
-    scoresRecomputed: policy.scoresRecomputed,
-    kvCacheCopies: o.recompute === 'none' && o.loss !== 'chunked',
-    gradsLeave: !!o.optimizerInBackward,
-    gradSink: undefined,
-    autocastCache: [],
-    tags: tags.block,
-    lins: {},
-    sites: new Map(),
-  };
+  const tags = stepTags(o, table.denseLayers + table.moeLayers, inFlight, layout.notes, policy, !!lora, attention.kernel);
+  const x = blockContext(m, o, { table, layout, attention, policy, tags, lora, bf16Params: strategy.bf16Params(o) });
   const units: ParamUnit[] = [
     { count: table.denseLayers, tensors: table.dense.tensors },
     { count: table.moeLayers, tensors: table.moe.tensors },

@@ -54,12 +54,21 @@ export class StepTags {
       'activationsBytes',
       (b) => `${formatCount(perLayer(b))} bytes per token and layer; each layer's other activations are recomputed in the backward pass`,
     );
-    this.recomputed = t.get('activations of the layer being recomputed', 'activationsBytes', (b) => `${formatCount(Math.round(b / n.tokens))} bytes per token, one layer at a time`);
-    const scores = t.get('activations: attention matrices (math kernel)', 'activationsBytes', 'the s x s softmax (and its dropout mask and copy) kept per head and layer');
+    this.recomputed = t.get(
+      'activations of the layer being recomputed',
+      'activationsBytes',
+      (b) => `${formatCount(Math.round(b / n.tokens))} bytes per token, one layer at a time`,
+    );
+    const scores = t.get(
+      'activations: attention matrices (math kernel)',
+      'activationsBytes',
+      'the s x s softmax (and its dropout mask and copy) kept per head and layer',
+    );
     this.formula = t.get(
       'activations (Korthikanti et al. 2022)',
       'activationsBytes',
-      (b) => `${formatCount(Math.round(b / Math.max(1, n.layers * n.inFlight)))} bytes per layer: sbh(34 + 5as/h) with its tensor-parallel, sequence-parallel and recomputation forms; ${n.layers} layers x ${n.inFlight} micro-batches in flight`,
+      (b) =>
+        `${formatCount(Math.round(b / Math.max(1, n.layers * n.inFlight)))} bytes per layer: sbh(34 + 5as/h) with its tensor-parallel, sequence-parallel and recomputation forms; ${n.layers} layers x ${n.inFlight} micro-batches in flight`,
     );
     this.final = t.get('activations: final norm and output layer input', 'activationsBytes', 'kept once, after the last layer');
     const expertWeights = t.get(
@@ -67,10 +76,18 @@ export class StepTags {
       'activationsBytes',
       "PEFT's ParamWrapper adds its delta to each fused expert parameter for the step; autograd keeps the merged copy",
     );
-    const expertInputs = t.get('activations: expert inputs kept for the merged weights', 'activationsBytes', "every routed token's input to the wrapped experts");
-    const autocast = t.get('autocast bf16 copies of the weights', 'autocastCacheBytes', 'torch.autocast caches a bf16 copy of each fp32 matmul weight it casts, for the step');
+    const expertInputs = t.get(
+      'activations: expert inputs kept for the merged weights',
+      'activationsBytes',
+      "every routed token's input to the wrapped experts",
+    );
+    const autocast = t.get(
+      'autocast bf16 copies of the weights',
+      'autocastCacheBytes',
+      'torch.autocast caches a bf16 copy of each fp32 matmul weight it casts, for the step',
+    );
     this.transient = t.get('transients of the running op (forward)', 'workspaceBytes', 'made and freed within one op');
-    const grads = t.get('gradients in flight (backward)', 'workspaceBytes', 'the running op\'s gradients, freed as the next op runs');
+    const grads = t.get('gradients in flight (backward)', 'workspaceBytes', "the running op's gradients, freed as the next op runs");
     const paramGrads = t.get('gradients', 'gradientsBytes', (b) => `param.grad of the trainable parameters made so far: ${formatCount(Math.round(b))} bytes`);
     this.states = t.get(
       `optimizer states (${optimizer}${paged ? ', paged: CUDA managed memory' : ''})`,
@@ -78,9 +95,17 @@ export class StepTags {
       () => n.paramNotes.get('optimizer') ?? '',
       paged,
     );
-    this.stepTemporaries = t.get('optimizer step temporaries', 'optimizerTemporariesBytes', `foreach ${optimizer}: a temporary the size of each trainable parameter (fused, 8-bit: none)`);
+    this.stepTemporaries = t.get(
+      'optimizer step temporaries',
+      'optimizerTemporariesBytes',
+      `foreach ${optimizer}: a temporary the size of each trainable parameter (fused, 8-bit: none)`,
+    );
     this.inputs = t.get('input token ids and labels', 'workspaceBytes', 'int64, 16 bytes per token');
-    this.workspace = t.get('cuBLAS workspace', 'workspaceBytes', "PyTorch's cuBLAS/cuBLASLt workspace for the stream, allocated through its caching allocator (32 MiB on Hopper)");
+    this.workspace = t.get(
+      'cuBLAS workspace',
+      'workspaceBytes',
+      "PyTorch's cuBLAS/cuBLASLt workspace for the stream, allocated through its caching allocator (32 MiB on Hopper)",
+    );
     this.block = { kept, scores, transient: this.transient, grads, paramGrads, autocast, expertWeights, expertInputs };
   }
 

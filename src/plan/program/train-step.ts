@@ -11,7 +11,6 @@ import { blockBackward, blockForward, type BlockPass } from './block.js';
 import { perOpKept } from './compiled.js';
 import { type GradStore, weightGrad } from './linear.js';
 import type { H, Mem, Runs } from './mem.js';
-import type { ParamTensor } from './params-table.js';
 import { blockMode } from './policies.js';
 import type { StepSetup } from './step-setup.js';
 
@@ -55,18 +54,22 @@ export function trainProgram(mem: Mem, s: StepSetup, shape: RunShape): void {
   }
 }
 
-/** The weights as they arrive: each unit's tensors; a quantised weight in 16 bits first, quantised on the GPU. */
+/**
+ * The weights as they arrive: each unit's tensors; a quantised weight in 16 bits first, quantised on the GPU. Built in
+ * fp32 and cast (`fp32Cast`): the whole model is made in fp32 first, then model.to() makes each bf16 copy and frees
+ * its fp32 tensor in turn (torch.nn.Module._apply), so the freed fp32 blocks stay cached beside the bf16 weights.
+ */
 function loadWeights(mem: Mem, s: StepSetup, fp32Cast: boolean): void {
-  const each = (ts: readonly ParamTensor[]): void => {
-    const wide = fp32Cast ? ts.map((t) => mem.alloc(t.numel * 4, s.tags.transient)) : [];
-    ts.forEach((t, i) => {
-      const q = t.quantised && !fp32Cast ? mem.alloc(2 * t.numel, s.tags.transient) : 0;
-      const bytes = s.layout.paramBytes(t);
-      mem.alloc(bytes, s.tags.param(t));
-      mem.free(q, wide[i] ?? 0);
-    });
-  };
-  for (const u of s.units) mem.repeat(u.count, () => each(u.tensors));
+  const wide = s.units.map((u) => (fp32Cast ? mem.repeat(u.count, () => u.tensors.map((t) => mem.alloc(t.numel * 4, s.tags.transient))) : undefined));
+  s.units.forEach((u, k) =>
+    mem.repeat(u.count, (i) =>
+      u.tensors.forEach((t, j) => {
+        const q = t.quantised && !fp32Cast ? mem.alloc(2 * t.numel, s.tags.transient) : 0;
+        mem.alloc(s.layout.paramBytes(t), s.tags.param(t));
+        mem.free(q, wide[k]?.at(i)[j] ?? 0);
+      }),
+    ),
+  );
 }
 
 /** The optimizer states of every trainable tensor, in the order the optimizer makes them (two per Adam parameter). */
@@ -204,7 +207,16 @@ function formulaForward(mem: Mem, s: StepSetup, run: StepSetup['layers'][number]
   const kept = mem.alloc(bytes, s.tags.formula);
   const out = mem.alloc(s.x.R * s.x.m.hidden * s.x.tokens, s.tags.transient);
   mem.free(input);
-  return { out, run: { saved: [{ h: kept, perToken: bytes / s.x.tokens, bytes, stage: 'attn-norm' }], keptPerToken: bytes / s.x.tokens }, input: 0, cached: [], cachedBytes: [], gathered: [], offloaded: false, autocast: [] };
+  return {
+    out,
+    run: { saved: [{ h: kept, perToken: bytes / s.x.tokens, bytes, stage: 'attn-norm' }], keptPerToken: bytes / s.x.tokens },
+    input: 0,
+    cached: [],
+    cachedBytes: [],
+    gathered: [],
+    offloaded: false,
+    autocast: [],
+  };
 }
 
 /** Its backward pass: the layer's weight gradients, its kept tensor freed. */
@@ -266,4 +278,3 @@ function freeGrads(mem: Mem, s: StepSetup, grads: GradStores): void {
   );
   for (const h of grads.of(-1, 0).values()) mem.free(h);
 }
-

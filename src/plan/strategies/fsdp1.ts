@@ -34,7 +34,11 @@ const mixed = (o: { precision: string; lora?: unknown }): boolean => o.precision
 function gatherFlat(mem: Mem, s: StepSetup, numel: number, tagName: string): H[] {
   const b = s.layout.weightBytes;
   const low = mixed(s.o) ? mem.alloc((numel * b) / s.dp, s.tags.transient, PRE_UNSHARD_STREAM) : 0;
-  const flat = mem.alloc(numel * b, s.tags.line(tagName, 'parametersBytes', (bytes) => `the unit's FlatParameter all-gathered: ${formatCount(Math.round(bytes))} bytes`), UNSHARD_STREAM);
+  const flat = mem.alloc(
+    numel * b,
+    s.tags.line(tagName, 'parametersBytes', (bytes) => `the unit's FlatParameter all-gathered: ${formatCount(Math.round(bytes))} bytes`),
+    UNSHARD_STREAM,
+  );
   mem.free(low);
   return [flat];
 }
@@ -105,7 +109,15 @@ export const fsdp1: Sharding = {
   keepsAfterForward: () => false,
   collectsGrads: () => true,
   reduce: (mem, s, moe, sink, grads, sync) =>
-    reduceUnit(mem, s, sink, (moe ? s.table.moe : s.table.dense).tensors.filter((t) => t.trains).reduce((a, t) => a + t.numel, 0), `${moe ? 'moe' : 'dense'}.shard`, grads, sync),
+    reduceUnit(
+      mem,
+      s,
+      sink,
+      (moe ? s.table.moe : s.table.dense).tensors.filter((t) => t.trains).reduce((a, t) => a + t.numel, 0),
+      `${moe ? 'moe' : 'dense'}.shard`,
+      grads,
+      sync,
+    ),
   // limit_all_gathers lets two all-gathers be in flight (_limiter_utils.py: _max_num_inflight_all_gathers = 2)
   overheads: (s) => {
     const unit = Math.max(unitNumel(s, false), s.table.moeLayers > 0 ? unitNumel(s, true) : 0);

@@ -26,7 +26,11 @@ export const fsdp2: Sharding = {
       mem,
       s.table.ends.map((t) => t.numel),
       s.layout.weightBytes,
-      s.tags.line('parameters: root unit gathered (FSDP)', 'parametersBytes', 'the embeddings and the output layer all-gathered once and held for the whole step'),
+      s.tags.line(
+        'parameters: root unit gathered (FSDP)',
+        'parametersBytes',
+        'the embeddings and the output layer all-gathered once and held for the whole step',
+      ),
       s.tags.transient,
     ),
   releaseRoot: (mem, s, root, grads) => {
@@ -35,7 +39,11 @@ export const fsdp2: Sharding = {
       const sink = keys.map((k) => grads.get(k) ?? 0).filter((h) => h !== 0);
       for (const k of keys) grads.delete(k);
       const n = s.table.ends.filter((t) => t.trains).reduce((a, t) => a + t.numel, 0);
-      if (n > 0) reduceScatter(mem, sink, n, s.dp, { buffer: 4, shard: s.layout.keptGradBytes }, 'root.shard', grads, { grads: s.tags.grads, kept: s.tags.block.paramGrads });
+      if (n > 0)
+        reduceScatter(mem, sink, n, s.dp, { buffer: 4, shard: s.layout.keptGradBytes }, 'root.shard', grads, {
+          grads: s.tags.grads,
+          kept: s.tags.block.paramGrads,
+        });
     }
     mem.free(...root);
   },
@@ -44,17 +52,30 @@ export const fsdp2: Sharding = {
       mem,
       unitNumels(s, moe),
       s.layout.weightBytes,
-      s.tags.line('parameters: a block gathered (FSDP all-gather)', 'parametersBytes', (b) => `one unit's unsharded parameters: ${formatCount(Math.round(b))} bytes`),
+      s.tags.line(
+        'parameters: a block gathered (FSDP all-gather)',
+        'parametersBytes',
+        (b) => `one unit's unsharded parameters: ${formatCount(Math.round(b))} bytes`,
+      ),
       s.tags.transient,
     ),
   reshard: (mem, gathered) => mem.free(...gathered),
   keepsAfterForward: (last) => last,
   collectsGrads: () => true,
   reduce: (mem, s, moe, sink, grads) =>
-    reduceScatter(mem, sink, (moe ? s.table.moe : s.table.dense).tensors.filter((t) => t.trains).reduce((a, t) => a + t.numel, 0), s.dp, { buffer: 4, shard: s.layout.keptGradBytes }, `${moe ? 'moe' : 'dense'}.shard`, grads, {
-      grads: s.tags.grads,
-      kept: s.tags.block.paramGrads,
-    }),
+    reduceScatter(
+      mem,
+      sink,
+      (moe ? s.table.moe : s.table.dense).tensors.filter((t) => t.trains).reduce((a, t) => a + t.numel, 0),
+      s.dp,
+      { buffer: 4, shard: s.layout.keptGradBytes },
+      `${moe ? 'moe' : 'dense'}.shard`,
+      grads,
+      {
+        grads: s.tags.grads,
+        kept: s.tags.block.paramGrads,
+      },
+    ),
   // FSDP2 prefetches the next unit while one runs (its all-gather stream): one more unit in flight
   overheads: (s) => {
     const unit = Math.max(...[false, s.table.moeLayers > 0].map((moe) => unitNumels(s, moe).reduce((a, n) => a + n, 0)));

@@ -23,7 +23,16 @@ export function allGather(mem: Mem, numels: readonly number[], bytes: number, ta
  * A unit's unsharded gradients (`sink`, freed) reduced into this GPU's shard of `numel / dp` values at `bytes` each,
  * through a buffer of `bufferBytes` per value; the shard kept as `key` (or added into it on later micro-batches).
  */
-export function reduceScatter(mem: Mem, sink: H[], numel: number, dp: number, bytes: { buffer: number; shard: number }, key: string, grads: GradStore, tags: { grads: Tag; kept: Tag }): void {
+export function reduceScatter(
+  mem: Mem,
+  sink: H[],
+  numel: number,
+  dp: number,
+  bytes: { buffer: number; shard: number },
+  key: string,
+  grads: GradStore,
+  tags: { grads: Tag; kept: Tag },
+): void {
   const input = mem.alloc(numel * bytes.buffer, tags.grads, REDUCE_SCATTER_STREAM);
   mem.free(...sink);
   sink.length = 0;

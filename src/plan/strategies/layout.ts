@@ -111,7 +111,10 @@ function layoutNotes(input: LayoutInput, sharded: Sharded, p: Per): Map<string, 
     notes.set('adapters', `${formatCount(p.trainable)} trainable parameters x ${adapterBytes(lora)} bytes`);
   } else {
     const w = p.weightOf(base[0]?.t ?? ({} as ParamTensor));
-    notes.set('parameters', `${formatCount(n)} parameters here x ${w} bytes${shard(sharded.params, sharded.stateName ?? 'ZeRO-3')}${o.offload === 'params' ? ' (offloaded to host)' : ''}`);
+    notes.set(
+      'parameters',
+      `${formatCount(n)} parameters here x ${w} bytes${shard(sharded.params, sharded.stateName ?? 'ZeRO-3')}${o.offload === 'params' ? ' (offloaded to host)' : ''}`,
+    );
   }
   notes.set(
     'optimizer',

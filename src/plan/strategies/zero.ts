@@ -37,7 +37,13 @@ export const zero: Sharding = {
   },
   gatherUnit: (mem, s, moe) =>
     stage(s) >= 3
-      ? allGather(mem, unitNumels(s, moe), s.layout.weightBytes, s.tags.line('parameters: a block gathered (ZeRO-3)', 'parametersBytes', "one block's parameters gathered for its pass"), s.tags.transient)
+      ? allGather(
+          mem,
+          unitNumels(s, moe),
+          s.layout.weightBytes,
+          s.tags.line('parameters: a block gathered (ZeRO-3)', 'parametersBytes', "one block's parameters gathered for its pass"),
+          s.tags.transient,
+        )
       : [],
   reshard: (mem, gathered) => mem.free(...gathered),
   keepsAfterForward: () => false,

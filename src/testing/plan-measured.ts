@@ -4,9 +4,9 @@
  * by the accuracy tests and tools/plan-accuracy.mjs, so that the table in docs/plan-accuracy.md and the tests judge
  * the same thing.
  */
-import { estimate } from './estimate.js';
-import { normaliseConfig } from './model-config.js';
-import type { InferOptions, Parallelism, TrainOptions } from './options.js';
+import { estimate } from '../plan/estimate.js';
+import { normaliseConfig } from '../plan/model-config.js';
+import type { InferOptions, Parallelism, TrainOptions } from '../plan/options.js';
 
 /** One measured run, as record_training_peaks.py writes it. */
 export type MeasuredRow = Record<string, unknown> & {

@@ -1,0 +1,178 @@
+"""Peaks of the stacks `gpumem plan` models that one GPU with PyTorch, transformers and peft can run: full and LoRA
+training under PYTORCH_CUDA_ALLOC_CONF (expandable segments), FSDP1 (FullyShardedDataParallel) and FSDP2 (fully_shard)
+on a one-process group, peft's prepare_model_for_kbit_training on a bf16 base (as TRL's SFTTrainer calls it), and
+Hugging Face generate's reserved memory as its cache grows. Each row is a fixture row: the model's config.json, the
+`gpumem plan` flags that describe the run, and what PyTorch reported.
+
+  python benchmarks/pytorch/record_stack_peaks.py --out stacks.json [--alloc-conf expandable_segments:True]
+
+The allocator reads PYTORCH_CUDA_ALLOC_CONF once, when CUDA starts, so --alloc-conf sets it before torch is imported and
+every row of that process carries it (run the script once per setting)."""
+import argparse
+import os
+import sys
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--out", required=True)
+ap.add_argument("--alloc-conf", default="")
+ap.add_argument("--deadline", type=float, default=150.0, help="seconds after which no new run starts")
+ap.add_argument("--only", default="", help="comma-separated families")
+ap.add_argument("--device", default="cuda", choices=["cuda"])
+a = ap.parse_args()
+if a.alloc_conf:
+    os.environ["PYTORCH_CUDA_ALLOC_CONF"] = a.alloc_conf
+
+import torch  # noqa: E402  -- after PYTORCH_CUDA_ALLOC_CONF is set
+import torch.distributed as dist  # noqa: E402
+
+from peak_tools import build, load_config, record_runs, reset, three_steps, versions_of  # noqa: E402
+
+try:
+    import peft
+    from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+except ImportError:  # the rows that need peft are recorded as failed, the others run
+    peft = None
+
+# (family, kind, batch, seq): kind is full, lora, fsdp1, fsdp2, kbit-prep (LoRA after prepare_model_for_kbit_training)
+# or generate (batch prompts of seq tokens, seq new tokens)
+RUNS = [
+    ("llama-3.2-1b", "full", 4, 512),
+    ("qwen2-0.5b", "full", 4, 1024),
+    ("llama-3.2-1b", "lora", 4, 1024),
+    ("llama-3.2-1b", "fsdp1", 4, 512),
+    ("llama-3.2-1b", "fsdp2", 4, 512),
+    ("qwen2-0.5b", "kbit-prep", 4, 1024),
+    ("llama-3.2-1b", "generate", 32, 512),
+    ("qwen2-0.5b", "generate", 32, 512),
+]
+
+
+def group():
+    if not dist.is_initialized():
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29513")
+        dist.init_process_group("nccl", rank=0, world_size=1)
+
+
+def wrap(model, kind):
+    """The model as the run trains it, and the flags that say so."""
+    if kind == "fsdp1":
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, MixedPrecision
+        from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+        group()
+        layer = type(model.model.layers[0])
+        # as accelerate's FSDP plugin wraps a transformers model: one unit per decoder layer, bf16 mixed precision
+        wrapped = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({layer}), use_orig_params=True, device_id=0,
+                       mixed_precision=MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32))
+        return wrapped, ["--fsdp", "1"]
+    if kind == "fsdp2":
+        try:
+            from torch.distributed.fsdp import fully_shard
+        except ImportError:
+            from torch.distributed._composable.fsdp import fully_shard
+        group()
+        for layer in model.model.layers:
+            fully_shard(layer)
+        fully_shard(model)
+        return model, ["--fsdp", "2"]
+    return model, []
+
+
+def train_run(family, kind, batch, seq, versions):
+    reset(True)
+    base = torch.cuda.memory_allocated()
+    cfg = load_config(family, False)
+    flags = ["--mode", "train", "--batch", str(batch), "--seq", str(seq)]
+    if kind == "kbit-prep":
+        if peft is None:
+            raise RuntimeError("peft is not installed")
+        model = build(cfg, torch.bfloat16, "cuda")
+        # TRL's SFTTrainer calls this for a quantised base; peft casts every 16-bit parameter to fp32 and turns on
+        # gradient checkpointing (use_reentrant) and input gradients
+        model = prepare_model_for_kbit_training(model)
+        model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, task_type="CAUSAL_LM"))
+        flags += ["--precision", "amp-bf16", "--lora", "16", "--base-weights", "fp32", "--recompute", "full"]
+    elif kind == "lora":
+        if peft is None:
+            raise RuntimeError("peft is not installed")
+        model = get_peft_model(build(cfg, torch.bfloat16, "cuda"), LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, task_type="CAUSAL_LM"))
+        flags += ["--precision", "amp-bf16", "--lora", "16", "--base-weights", "bf16"]
+    else:
+        model = build(cfg, torch.float32, "cuda")
+        flags += ["--precision", "amp-bf16"]
+    model.train()
+    model, more = wrap(model, kind)
+    flags += more
+    if a.alloc_conf:
+        flags += ["--alloc-conf", a.alloc_conf]
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=1e-4)
+    x = torch.randint(0, cfg.vocab_size, (batch, seq), device="cuda")
+    reset(True)
+    phases, grads_ok, reserved_peaks, _ = three_steps(lambda: model(input_ids=x, labels=x).loss, opt, params, True, "cuda", base)
+    allocated = max(phases["forward_peak"], phases["backward_peak"], phases["step_peak"])
+    reserved = max(reserved_peaks)
+    del model, opt, x, params
+    reset(True)
+    return row(family, kind, batch, seq, flags, allocated, reserved, versions, {"phases": phases, "gradsOk": grads_ok})
+
+
+def generate_run(family, kind, batch, seq, versions):
+    reset(True)
+    base = torch.cuda.memory_allocated()
+    cfg = load_config(family, False)
+    model = build(cfg, torch.bfloat16, "cuda").eval()
+    x = torch.randint(0, cfg.vocab_size, (batch, seq), device="cuda")
+    reset(True)
+    with torch.no_grad():
+        model.generate(input_ids=x, attention_mask=torch.ones_like(x), max_new_tokens=seq, min_new_tokens=seq, do_sample=False)
+    torch.cuda.synchronize()
+    allocated = torch.cuda.max_memory_allocated() - base
+    reserved = torch.cuda.max_memory_reserved()
+    del model, x
+    reset(True)
+    flags = ["--mode", "infer", "--weights", "bf16", "--batch", str(batch), "--prompt", str(seq), "--new-tokens", str(seq)]
+    if a.alloc_conf:
+        flags += ["--alloc-conf", a.alloc_conf]
+    return row(family, kind, batch, seq, flags, allocated, reserved, versions, {})
+
+
+def row(family, kind, batch, seq, flags, allocated, reserved, versions, details):
+    conf = a.alloc_conf.replace(":", "-").replace(",", "_").lower()
+    name = f"h200-{family}-{kind}-{batch}x{seq}{'-' + conf if conf else ''}"
+    return {
+        "id": name,
+        "project": "gpumem (recorded)",
+        "source": {"script": "benchmarks/pytorch/record_stack_peaks.py", "machine": versions["device"], "date": versions["date"]},
+        "gpu": versions["device"], "gpus": 1,
+        "model": f"configs/{family}/config.json",
+        "method": kind,
+        "flags": flags,
+        "measured": [
+            {"measures": "allocated", "value": allocated, "unit": "bytes", "how": "max_memory_allocated above memory_allocated before the model was built"},
+            {"measures": "reserved", "value": reserved, "unit": "bytes", "how": "max_memory_reserved"},
+        ],
+        "role": "test",
+        "details": {"allocConf": a.alloc_conf or None, **details},
+    }
+
+
+def main():
+    if not torch.cuda.is_available():
+        sys.exit("record_stack_peaks: no CUDA device")
+    versions = versions_of("cuda", peft)
+    doc = {"schema": "gpumem.plan-fixture/1", "set": "h200-stacks",
+           "description": "stacks recorded with benchmarks/pytorch/record_stack_peaks.py", "versions": versions, "rows": [], "errors": []}
+
+    def one(spec):
+        family, kind, batch, seq = spec
+        fn = generate_run if kind == "generate" else train_run
+        return fn(family, kind, batch, seq, versions), "", ""
+
+    record_runs(doc, RUNS, a, one)
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+/**
+ * A chunk's segments (flow.ts): the pieces, or parts of pieces, one chunk carries, as columns of numbers with room
+ * for the most a chunk may hold. The engine keeps a few of these and reuses them from chunk to chunk, with the
+ * scratch columns a chunk's copies are written into (the host threads' list and the device's batch), so that a chunk
+ * allocates the same few objects whether it carries one piece or 512.
+ */
+import type { Backend } from '../backend/backend.js';
+import type { Transfer } from './flow-types.js';
+import { PieceColumns } from './piece-queue.js';
+
+/** Most segments in one chunk (one batched copy, one gather on the threads). */
+export const MAX_SEGMENTS = 512;
+
+export class SegmentList extends PieceColumns {
+  /** Offset in the chunk's slot (staged and file chunks). */
+  readonly at = new Float64Array(MAX_SEGMENTS);
+  /** The transfers carried, each once, in the order of their first segment. */
+  readonly transfers: Transfer[] = [];
+  /** The addresses of the JS buffers the chunk had the backend place (given back when it settles). */
+  private readonly adopted: number[] = [];
+  private lastBuffer: ArrayBuffer | undefined;
+  private lastBase = 0;
+  count = 0;
+  /** Bytes of every segment. */
+  total = 0;
+  /** Scratch for a chunk's copies after adjacent segments are merged: destinations, sources, sizes. */
+  readonly copyDst = new Float64Array(MAX_SEGMENTS);
+  readonly copySrc = new Float64Array(MAX_SEGMENTS);
+  readonly copyBytes = new Float64Array(MAX_SEGMENTS);
+  /** The flags (PIECE) of each merged copy's segments (only segments of equal flags are merged). */
+  readonly copyFlags = new Uint8Array(MAX_SEGMENTS);
+  /** The same as the batch call takes them: (low, high) 32-bit halves per copy. */
+  readonly batchDst = new Uint32Array(2 * MAX_SEGMENTS);
+  readonly batchSrc = new Uint32Array(2 * MAX_SEGMENTS);
+  readonly batchBytes = new Uint32Array(2 * MAX_SEGMENTS);
+
+  constructor() {
+    super(MAX_SEGMENTS);
+  }
+
+  get full(): boolean {
+    return this.count >= MAX_SEGMENTS;
+  }
+
+  /**
+   * Adds a segment. A transfer's segments in one chunk follow each other (a transfer's pieces are queued together,
+   * and a chunk holds one mode), so a transfer differing from the last one added is new to the chunk.
+   */
+  add(t: Transfer, host: number, dev: number, bytes: number, flags: number, key: object | string, keyBase: number, at: number): void {
+    const i = this.count++;
+    this.write(i, t, host, dev, bytes, flags, key, keyBase);
+    this.at[i] = at;
+    this.total += bytes;
+    if (this.transfers[this.transfers.length - 1] !== t) this.transfers.push(t);
+  }
+
+  /** The address of a JS buffer's first byte, asked of the backend once per buffer in a run of segments. */
+  adopt(backend: Backend, ab: ArrayBuffer): number {
+    if (ab !== this.lastBuffer) {
+      this.lastBase = backend.adoptHostBuffer(ab);
+      this.lastBuffer = ab;
+      this.adopted.push(this.lastBase);
+    }
+    return this.lastBase;
+  }
+
+  /** Empties the list for the next chunk, giving back the buffers it placed (and dropping its references). */
+  clear(backend: Backend): void {
+    for (const base of this.adopted) backend.releaseHostBuffer(base);
+    this.adopted.length = 0;
+    this.lastBuffer = undefined;
+    for (let i = 0; i < this.count; i++) this.forget(i);
+    this.transfers.length = 0;
+    this.count = 0;
+    this.total = 0;
+  }
+}
