@@ -118,7 +118,13 @@ async function runPlan(opts: Record<string, unknown>, cmd: Command, io: Io): Pro
   planOptionsFrom(inputs);
   machine.hostMemoryBytes = inputs.hostMemory;
   // the suggestions' commands repeat the model and the machine as given
-  const machineWords = opts.fromBench ? ['--from-bench', String(opts.fromBench)] : opts.gpuMemory !== undefined ? ['--gpu-memory', String(opts.gpuMemory)] : opts.gpu ? ['--gpu', String(opts.gpu)] : [];
+  const machineWords = opts.fromBench
+    ? ['--from-bench', String(opts.fromBench)]
+    : opts.gpuMemory !== undefined
+      ? ['--gpu-memory', String(opts.gpuMemory)]
+      : opts.gpu
+        ? ['--gpu', String(opts.gpu)]
+        : [];
   const result = planAsked(model, inputs, machine, ['gpumem', 'plan', '--model', modelArg, ...machineWords]);
   const page = (): string =>
     renderPlanPage({

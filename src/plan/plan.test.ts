@@ -211,7 +211,11 @@ test('gpumem plan --json has the documented shape; a plan that does not fit gets
     assert.equal(typeof p.perGpu[k], 'number', k);
   assert.equal(p.fits, false);
   assert.ok(p.suggestions.length > 0, 'a change that makes it fit');
-  assert.ok(p.suggestions.every((s) => s.headroomBytes >= 0 && s.bytesPerGpu < p.perGpu.totalBytes && s.command.startsWith('gpumem plan --model llama-2-70b --gpu h100')));
+  assert.ok(
+    p.suggestions.every(
+      (s) => s.headroomBytes >= 0 && s.bytesPerGpu < p.perGpu.totalBytes && s.command.startsWith('gpumem plan --model llama-2-70b --gpu h100'),
+    ),
+  );
   assert.ok(p.placement.some((x) => x.part === 'optimizer states'));
   const ok = await cli(['plan', '--model', 'llama-3-8b', '--mode', 'infer', '--batch', '8', '--context', '8192', '--new-tokens', '512', '--json']);
   const q = JSON.parse(ok.out) as PlanResult;

@@ -115,7 +115,9 @@ export function renderPlanText(r: PlanResult, options: { width?: number } = {}):
     out.push('');
     out.push('the cheapest changes that make it fit (the Pareto set of memory against cost, cheapest first):');
     r.suggestions.forEach((s, k) => {
-      out.push(`  ${k + 1}. ${s.flags.join(' ')}: ${gib(s.bytesPerGpu)} GiB (${gb(s.bytesPerGpu)} GB), ${gib(s.headroomBytes)} GiB to spare; cost ${(s.cost * 100).toFixed(1)}%`);
+      out.push(
+        `  ${k + 1}. ${s.flags.join(' ')}: ${gib(s.bytesPerGpu)} GiB (${gb(s.bytesPerGpu)} GB), ${gib(s.headroomBytes)} GiB to spare; cost ${(s.cost * 100).toFixed(1)}%`,
+      );
       out.push(`     ${s.reason}`);
       out.push(commandLines(s.command, width));
     });
@@ -129,5 +131,5 @@ export function renderPlanText(r: PlanResult, options: { width?: number } = {}):
   out.push('');
   out.push(parts.length ? `largest that fits (one at a time, the rest as given): ${parts.join('; ')}` : 'nothing fits on this GPU even at batch 1');
   for (const n of r.notes) out.push(`note: ${n}`);
-    return out.map((l) => (width === undefined || l.includes('\n') ? l : wrapLine(l, width, l.startsWith('  ') ? '      ' : '  ').join('\n'))).join('\n');
+  return out.map((l) => (width === undefined || l.includes('\n') ? l : wrapLine(l, width, l.startsWith('  ') ? '      ' : '  ').join('\n'))).join('\n');
 }

@@ -68,7 +68,10 @@ test('Qwen2.5-7B-Instruct, full fine-tuning: the fused optimizer, then adamw8bit
     }
   // the text shows each at 80 columns, the command kept whole with a shell's line continuation
   const text = renderPlanText(h100, { width: 80 });
-  assert.deepEqual(text.split('\n').filter((l) => l.length > 80), []);
+  assert.deepEqual(
+    text.split('\n').filter((l) => l.length > 80),
+    [],
+  );
   assert.ok(text.replace(/ \\\n +/g, ' ').includes(`$ ${combo.command}`), text);
   // shown cheapest first, each needing fewer bytes than the cheaper ones (the Pareto set)
   for (const r of [h200, h100])
