@@ -85,7 +85,8 @@ async function runPlan(opts: Record<string, unknown>, cmd: Command, io: Io): Pro
   const { readConfigSource } = await import('../plan/config-file.js');
   const { parseConfigText } = await import('../plan/model-config.js');
   const { machineFromBench } = await import('../plan/bench-machine.js');
-  const { machineFromCatalogue, machineFromMemory, plan } = await import('../plan/plan.js');
+  const { machineFromCatalogue, machineFromMemory } = await import('../plan/plan.js');
+  const { planAsked } = await import('../plan/search/ask.js');
   const { planOptionsFrom } = await import('../plan/inputs.js');
   const { renderPlanText } = await import('../render/plan-render.js');
   const { renderPlanPage } = await import('../render/plan-page.js');
@@ -113,9 +114,18 @@ async function runPlan(opts: Record<string, unknown>, cmd: Command, io: Io): Pro
     // the options given on the command line: contradictions are refused between them, never with a default
     given: Object.keys(opts).filter((k) => cmd.getOptionValueSource(k) === 'cli'),
   } as PlanInputs;
-  const options = planOptionsFrom(inputs);
+  // refused before the machine is touched: the same validator the page runs
+  planOptionsFrom(inputs);
   machine.hostMemoryBytes = inputs.hostMemory;
-  const result = plan(model, options, machine);
+  // the suggestions' commands repeat the model and the machine as given
+  const machineWords = opts.fromBench
+    ? ['--from-bench', String(opts.fromBench)]
+    : opts.gpuMemory !== undefined
+      ? ['--gpu-memory', String(opts.gpuMemory)]
+      : opts.gpu
+        ? ['--gpu', String(opts.gpu)]
+        : [];
+  const result = planAsked(model, inputs, machine, ['gpumem', 'plan', '--model', modelArg, ...machineWords]);
   const page = (): string =>
     renderPlanPage({
       inputs,

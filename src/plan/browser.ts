@@ -10,3 +10,4 @@ export { parseBytes } from '../units.js';
 export { parseConfigText } from './model-config.js';
 export { PRECISIONS } from './options.js';
 export { machineFromCatalogue, machineFromMemory, plan } from './plan.js';
+export { planAsked } from './search/ask.js';

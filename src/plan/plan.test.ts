@@ -210,11 +210,13 @@ test('gpumem plan --json has the documented shape; a plan that does not fit gets
   for (const k of ['parametersBytes', 'gradientsBytes', 'optimizerBytes', 'activationsBytes', 'kvCacheBytes', 'overheadBytes', 'totalBytes'] as const)
     assert.equal(typeof p.perGpu[k], 'number', k);
   assert.equal(p.fits, false);
-  assert.ok(p.suggestions.length > 0 && p.suggestions.some((s) => s.fits), 'a change that makes it fit');
-  assert.ok(p.suggestions.every((s) => s.totalBytes < p.perGpu.totalBytes));
+  assert.ok(p.suggestions.length > 0, 'a change that makes it fit');
+  assert.ok(
+    p.suggestions.every(
+      (s) => s.headroomBytes >= 0 && s.bytesPerGpu < p.perGpu.totalBytes && s.command.startsWith('gpumem plan --model llama-2-70b --gpu h100'),
+    ),
+  );
   assert.ok(p.placement.some((x) => x.part === 'optimizer states'));
-  const zero3 = p.suggestions.find((s) => s.change.startsWith('ZeRO stage 3'));
-  assert.ok(zero3 && zero3.totalBytes < p.perGpu.totalBytes);
   const ok = await cli(['plan', '--model', 'llama-3-8b', '--mode', 'infer', '--batch', '8', '--context', '8192', '--new-tokens', '512', '--json']);
   const q = JSON.parse(ok.out) as PlanResult;
   assert.equal(q.fits, true);
@@ -376,7 +378,7 @@ test('serving engines: vLLM and SGLang size the KV cache from what the weights a
   // a 70B model in bf16 leaves no KV cache on one H100: the engine would not start, and fp8 or TP are offered
   const big = JSON.parse((await cli(['plan', '--model', 'llama-3.1-70b', '--mode', 'infer', '--engine', 'vllm', '--gpu', 'h100', '--json'])).out) as PlanResult;
   assert.equal(big.serving!.starts, false);
-  assert.ok(big.suggestions.some((x) => /tensor parallel/.test(x.change) && x.fits));
+  assert.ok(big.suggestions.some((x) => x.flags.includes('--tp') && x.headroomBytes >= 0));
   for (const [args, message] of [
     [['--engine', 'vllm', '--mode', 'train'], /--engine is for --mode infer/],
     [['--mode', 'infer', '--gpu-memory-utilization', '0.8'], /give --engine vllm/],

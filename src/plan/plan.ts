@@ -21,8 +21,10 @@ import {
 import type { ModelConfig } from './model-config.js';
 import { rankNotes } from './adapters.js';
 import { countParams, type ParamCounts } from './params.js';
-import { estimateServe, type ServeEstimate } from './serve.js';
-import { variants, type Variant } from './variants.js';
+import type { ServeEstimate } from './serve.js';
+import type { Suggestion } from './search/suggestion.js';
+
+export type { Suggestion } from './search/suggestion.js';
 
 export interface Machine {
   name: string;
@@ -44,14 +46,6 @@ export interface Placement {
   why: string;
   /** Time per training step (or per decode step) that the placement costs, in seconds, when it moves data. */
   secondsPerStep?: number;
-}
-
-export interface Suggestion {
-  change: string;
-  totalBytes: number;
-  fits: boolean;
-  /** Extra cost of the change, in plain words. */
-  cost: string;
 }
 
 export interface PlanResult {
@@ -77,7 +71,10 @@ export interface PlanResult {
   /** capacity - total (negative: missing bytes). */
   marginBytes: number;
   placement: Placement[];
+  /** The cheapest changes that make it fit (search/: filled by planAsked), in the order shown. */
   suggestions: Suggestion[];
+  /** --fit: the input turned and the largest value that fits, which this plan is at. */
+  fit?: { target: string; input: string; value: number };
   largest: { batch?: number; seq?: number; context?: number };
   /** vLLM or SGLang: the KV cache the engine would size, as it prints it at start-up. */
   serving?: ServeEstimate;
@@ -242,36 +239,6 @@ function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' 
   const total = lines.reduce((a, l) => a + l.bytes, 0);
   const c = countParams(m);
   const suggestions: Suggestion[] = [];
-  if (!s.starts) {
-    const tries: Array<[string, string, InferOptions]> = [];
-    if (o.kvDtype === 'bf16' || o.kvDtype === 'fp16' || o.kvDtype === 'fp32')
-      tries.push(['an fp8 KV cache (--kv-cache-dtype fp8)', 'small accuracy loss; halves the cache', { ...o, kvDtype: 'fp8' }]);
-    if (o.weights === 'bf16' || o.weights === 'fp16')
-      tries.push(
-        ['fp8 weights', 'small accuracy loss', { ...o, weights: 'fp8' }],
-        ['int4 weights (AWQ/GPTQ)', 'some accuracy loss', { ...o, weights: 'int4' }],
-      );
-    for (const k of [2, 4, 8]) {
-      const tp = o.parallel.tp * k;
-      if (m.heads % tp === 0)
-        tries.push([
-          `tensor parallel ${tp} on ${o.parallel.gpus * k} GPUs`,
-          `${k}x the GPUs`,
-          { ...o, parallel: { ...o.parallel, tp, gpus: o.parallel.gpus * k } },
-        ]);
-    }
-    for (const [change, cost, next] of tries) {
-      try {
-        const r = estimateServe(m, next, engine, next.serve, mc.capacityBytes, mc.name);
-        suggestions.push({ change, totalBytes: Math.round(r.budgetBytes), fits: r.starts, cost: `${cost}; ${r.kvTokens} tokens of KV cache` });
-      } catch (err) {
-        if (!(err instanceof InvalidArgumentError)) throw err; // a layout the model does not divide
-      }
-    }
-    if (s.kvTokens > 0)
-      suggestions.push({ change: `--max-model-len ${s.kvTokens} (or lower)`, totalBytes: Math.round(s.budgetBytes), fits: true, cost: 'shorter requests' });
-    suggestions.sort((a, b) => Number(b.fits) - Number(a.fits));
-  }
   const notes = [
     `${engine === 'vllm' ? 'vLLM' : 'SGLang'} ${s.version} (--engine-version) takes ${(s.memoryFraction * 100).toFixed(0)}% of the GPU (${s.memoryFractionSource}) and gives the KV cache what the weights and its working memory leave`,
     `estimated, not exact: ${s.estimated.join(', ')}; the engine measures them at start-up and prints them`,
@@ -333,40 +300,6 @@ export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
   const total = lines.reduce((a, l) => a + l.bytes, 0);
   const fits = total <= cap;
   const suggestions: Suggestion[] = [];
-  if (!fits) {
-    // Single changes first, in order of cost; then, if none fits alone, the greedy combination of the changes that
-    // save the most until it fits.
-    for (const v of variants(m, o)) {
-      const next = v.apply(o);
-      const r = next && tryEstimate(m, quick(next), mc);
-      if (r && r.totalBytes < e.totalBytes) suggestions.push({ change: v.change, totalBytes: r.totalBytes, fits: r.totalBytes <= cap, cost: v.cost });
-    }
-    if (!suggestions.some((s) => s.fits)) {
-      let cur = o;
-      let curTotal = e.totalBytes;
-      const steps: Variant[] = [];
-      for (let round = 0; round < 5 && curTotal > cap; round++) {
-        let best: { v: Variant; o: PlanOptions; total: number } | undefined;
-        for (const v of variants(m, cur)) {
-          const next = v.apply(cur);
-          const r = next && tryEstimate(m, quick(next), mc);
-          if (r && r.totalBytes < curTotal && (!best || r.totalBytes < best.total)) best = { v, o: next, total: r.totalBytes };
-        }
-        if (!best) break;
-        steps.push(best.v);
-        cur = best.o;
-        curTotal = best.total;
-      }
-      if (steps.length > 1)
-        suggestions.push({
-          change: steps.map((s) => s.change).join(', then '),
-          totalBytes: curTotal,
-          fits: curTotal <= cap,
-          cost: steps.map((s) => s.cost).join('; '),
-        });
-    }
-    suggestions.sort((a, b) => Number(b.fits) - Number(a.fits));
-  }
   const largest: PlanResult['largest'] = {};
   if (o.mode === 'train') {
     const b = largestFitting(m, quick(o), cap, (x, n) => ({ ...(x as TrainOptions), batch: n }), 4096);

@@ -331,6 +331,12 @@ export const SCHEMA = {
     help: "PYTORCH_CUDA_ALLOC_CONF as the run sets it (expandable_segments, max_split_size_mb, roundup_power2_divisions, garbage_collection_threshold): the step is replayed through the allocator so set (default: none, PyTorch's defaults)",
     page: { label: 'PYTORCH_CUDA_ALLOC_CONF' },
   },
+  fit: {
+    kind: 'choice',
+    choices: ['batch', 'seq', 'context', 'concurrency'],
+    help: 'plan at the largest value that fits: batch or seq (training), context or concurrency (inference, serving)',
+    page: { label: 'fit: the largest that fits' },
+  },
   fragmentation: {
     kind: 'percent',
     arg: '<percent>',

@@ -152,7 +152,10 @@ function update() {
   let r;
   try {
     const i = inputs();
-    r = P.plan(model(), P.planOptionsFrom(i), machine(i));
+    const g = $('gpu').value;
+    const prefix = ['gpumem', 'plan', '--model', $('model').value === '__pasted' ? 'config.json' : $('model').value,
+      ...(g === '__memory' ? ['--gpu-memory', $('gpuMemory').value] : g === '__bench' ? ['--from-bench', 'bench.json'] : ['--gpu', g])];
+    r = P.planAsked(model(), i, machine(i), prefix);
   } catch (e) {
     $('error').textContent = String(e.message || e);
     $('result').style.display = 'none';
@@ -174,7 +177,12 @@ function update() {
     ['total', gib(r.perGpu.totalBytes), gb(r.perGpu.totalBytes), ''], ['capacity', gib(r.capacityBytes), gb(r.capacityBytes), r.machine.capacitySource],
     ['max_memory_allocated', gib(r.perGpu.allocatedPeakBytes), gb(r.perGpu.allocatedPeakBytes), 'what PyTorch reports: tensors only'],
     ['max_memory_reserved', gib(r.perGpu.reservedPeakBytes), gb(r.perGpu.reservedPeakBytes), 'allocated plus the caching allocator fragmentation']]);
-  $('suggestions').innerHTML = r.suggestions.length ? table(['change', 'fits', 'new total GiB', 'cost'], r.suggestions.map((x) => [x.change, x.fits ? 'yes' : 'no', gib(x.totalBytes), x.cost])) : '<p class="note">none needed</p>';
+  $('suggestions').innerHTML = r.suggestions.length
+    ? '<table><tr><th></th><th>change</th><th>GiB per GPU</th><th>GiB to spare</th><th>cost</th><th>why, and the command</th></tr>' +
+      r.suggestions.map((x, k) => '<tr><td><button type="button" class="apply" data-k="' + k + '">apply</button></td><td>' + escText(x.flags.join(' ')) + '</td><td class="n">' + gib(x.bytesPerGpu) +
+        '</td><td class="n">' + gib(x.headroomBytes) + '</td><td class="n">' + (x.cost * 100).toFixed(1) + '%</td><td class="how">' + escText(x.reason) + '<br><code>' + escText(x.command) + '</code></td></tr>').join('') + '</table>'
+    : '<p class="note">' + (r.fits ? 'none needed' : 'no set of up to three changes makes it fit') + '</p>';
+  for (const b of document.querySelectorAll('button.apply')) b.addEventListener('click', () => apply(r.suggestions[Number(b.dataset.k)]));
   const l = r.largest;
   $('largest').textContent = [l.batch !== undefined ? 'batch ' + l.batch : '', l.seq !== undefined ? 'sequence ' + l.seq : '', l.context !== undefined ? 'context ' + l.context + ' tokens' : ''].filter(Boolean).join('; ') || 'nothing fits even at batch 1';
   $('notes').innerHTML = r.notes.map((n) => '<p class="note">' + escText(n) + '</p>').join('');
@@ -185,6 +193,17 @@ function update() {
       options: { indexAxis: 'y', responsive: true, maintainAspectRatio: false, animation: false, scales: { x: { stacked: true, title: { display: true, text: 'GiB (2^30 bytes)' } }, y: { stacked: true } } } });
   else { chart.data.datasets = datasets; chart.update(); }
   window.gpumemCharts = [chart];
+}
+/** A suggestion's inputs set on their controls (the schema's names are the controls' ids), then re-planned. */
+function apply(sg) {
+  for (const [k, v] of Object.entries(sg.set)) {
+    const s = P.SCHEMA[k];
+    const el = $(k);
+    if (!s || !el) continue;
+    if (s.kind === 'flag') el.checked = !!v;
+    else el.value = shownValue(k, s, v);
+  }
+  update();
 }
 for (const el of document.querySelectorAll('select, input, textarea')) el.addEventListener('input', update);
 update();
@@ -202,7 +221,7 @@ export function renderPlanPage(state: PlanPageState): string {
 <p>peak <b id="total"></b> GiB of <span id="capacity"></span> GiB per GPU</p>
 <figure><canvas id="bar" role="img" aria-label="memory of the most-loaded GPU against capacity"></canvas></figure>
 <h2>Most-loaded GPU at the peak</h2><div id="lines"></div>
-<h2>Changes that would make it fit</h2><div id="suggestions"></div>
+<h2>The cheapest changes that make it fit</h2><div id="suggestions"></div>
 <h2>Largest that fits</h2><p id="largest"></p>
 <h2>Notes</h2><div id="notes"></div></div>
 <script>${chartLibrary()}</script>

@@ -35,6 +35,24 @@ function describe(r: PlanResult): string {
   return `inference, ${o.weights} weights, ${o.kvDtype} KV cache${o.blockSize ? ` in ${o.blockSize}-token blocks` : ''}, batch ${o.batch}, ${o.prompt} prompt + ${o.newTokens} new tokens; ${par}`;
 }
 
+/** A command to copy, broken at spaces with a shell's line continuation where it is wider than the width. */
+function commandLines(command: string, width: number | undefined): string {
+  const lines = [`     $ ${command}`];
+  if (width === undefined) return lines[0]!;
+  const words = command.split(' ');
+  lines.length = 0;
+  let cur = '     $';
+  for (const w of words) {
+    if (cur.length + 1 + w.length + 2 > width && cur.trim() !== '$') {
+      lines.push(`${cur} \\`);
+      cur = '       ';
+    }
+    cur += `${cur.endsWith(' ') ? '' : ' '}${w}`;
+  }
+  lines.push(cur);
+  return lines.join('\n');
+}
+
 /**
  * The plan as text. With a `width` (the terminal's), prose wraps and, where the table of lines with its "how" column
  * would be wider, the table keeps the figures and each line's "how" follows it, wrapped.
@@ -95,9 +113,16 @@ export function renderPlanText(r: PlanResult, options: { width?: number } = {}):
     );
   if (r.suggestions.length) {
     out.push('');
-    out.push('changes that would make it fit (cheapest first), each with its new total:');
-    for (const s of r.suggestions) out.push(`  ${s.fits ? 'fits   ' : 'no     '} ${s.change}: ${gib(s.totalBytes)} GiB (${gb(s.totalBytes)} GB); ${s.cost}`);
+    out.push('the cheapest changes that make it fit (the Pareto set of memory against cost, cheapest first):');
+    r.suggestions.forEach((s, k) => {
+      out.push(
+        `  ${k + 1}. ${s.flags.join(' ')}: ${gib(s.bytesPerGpu)} GiB (${gb(s.bytesPerGpu)} GB), ${gib(s.headroomBytes)} GiB to spare; cost ${(s.cost * 100).toFixed(1)}%`,
+      );
+      out.push(`     ${s.reason}`);
+      out.push(commandLines(s.command, width));
+    });
   }
+  if (r.fit) out.push('', `--fit ${r.fit.target}: the largest that fits is ${r.fit.input}=${r.fit.value}; the plan above is at it`);
   const l = r.largest;
   const parts: string[] = [];
   if (l.batch !== undefined) parts.push(`${r.options.mode === 'train' ? 'micro-batch' : 'batch'} ${l.batch}`);
