@@ -168,8 +168,10 @@ function growTo(mem: Mem, s: GenerateSetup, caches: H[][][], tokens: number): vo
     mem.repeat(r.count, (j) => {
       const kv = layers[j] ?? (layers[0] as H[]);
       const half = (s.kvPerTokenLayer / 2) * s.o.batch * kept(s, tokens, r.sliding);
-      const next = [mem.alloc(half, s.tags.kv), mem.alloc(half, s.tags.kv)];
+      // made as the copy it is (the growth line), the cache once the old one is freed, as a decode step does
+      const next = [mem.alloc(half, s.tags.growth), mem.alloc(half, s.tags.growth)];
       mem.free(...kv);
+      for (const h of next) mem.retag(h, s.tags.kv);
       kv.splice(0, kv.length, ...next);
     });
   });
