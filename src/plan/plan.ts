@@ -104,6 +104,25 @@ export const machineFromCatalogue = (name: string): Machine => machineOf(catalog
 /** A machine for any other GPU: the capacity its runtime reports (`--gpu-memory 24GiB`), the host link assumed. */
 export const machineFromMemory = (text: string): Machine => machineOf(gpuFromMemory(text));
 
+/** Where inference's parts live: weights, KV cache and the steps' transients, all on the device. */
+function inferPlacements(e: Estimate): Placement[] {
+  return [
+    { part: 'weights', bytes: e.parametersBytes, location: 'device', why: 'read once per decode step: they belong in the fastest memory' },
+    {
+      part: 'KV cache',
+      bytes: e.kvCacheBytes,
+      location: 'device',
+      why: 'read every decode step; if it does not fit, a quantised cache (fp8) halves it before offloading pays',
+    },
+    {
+      part: 'workspace',
+      bytes: e.activationsBytes + e.logitsBytes + e.workspaceBytes,
+      location: 'device',
+      why: 'transient buffers of the prefill and decode steps',
+    },
+  ];
+}
+
 function placements(m: ModelConfig, o: PlanOptions, e: Estimate, mc: Machine): Placement[] {
   const link = mc.hostLinkGBps * 1e9;
   const out: Placement[] = [];
@@ -141,21 +160,7 @@ function placements(m: ModelConfig, o: PlanOptions, e: Estimate, mc: Machine): P
         why: 'activation offloading: copied out in the forward pass and back in the backward pass, overlapped with compute',
         secondsPerStep: (2 * e.hostActivationsBytes) / link,
       });
-  } else {
-    out.push({ part: 'weights', bytes: e.parametersBytes, location: 'device', why: 'read once per decode step: they belong in the fastest memory' });
-    out.push({
-      part: 'KV cache',
-      bytes: e.kvCacheBytes,
-      location: 'device',
-      why: 'read every decode step; if it does not fit, a quantised cache (fp8) halves it before offloading pays',
-    });
-    out.push({
-      part: 'workspace',
-      bytes: e.activationsBytes + e.logitsBytes + e.workspaceBytes,
-      location: 'device',
-      why: 'transient buffers of the prefill and decode steps',
-    });
-  }
+  } else out.push(...inferPlacements(e));
   if (m.moe && o.parallel.ep === 1) {
     out.push({
       part: 'inactive experts',
@@ -276,74 +281,85 @@ function planServe(m: ModelConfig, o: InferOptions, mc: Machine, engine: 'vllm' 
   };
 }
 
+/** Refuses an offload whose pinned host memory `--host-memory` cannot hold. */
+function checkHostMemory(e: Estimate, mc: Machine): void {
+  if (mc.hostMemoryBytes === undefined || e.hostBytes <= mc.hostMemoryBytes) return;
+  const parts = [
+    e.hostOptimizerBytes ? `optimizer states ${gibText(e.hostOptimizerBytes)}` : '',
+    e.hostParametersBytes ? `parameters ${gibText(e.hostParametersBytes)}` : '',
+    e.hostActivationsBytes ? `activations ${gibText(e.hostActivationsBytes)}` : '',
+  ].filter(Boolean);
+  throw new InvalidArgumentError(
+    `offloading places ${gibText(e.hostBytes)} in pinned host memory (${parts.join(', ')}); --host-memory ${gibText(mc.hostMemoryBytes)} cannot hold it`,
+  );
+}
+
+/** The largest batch and sequence (training) or batch and context (inference) that fit `cap`. */
+function largestValues(m: ModelConfig, o: PlanOptions, e: Estimate, cap: number): PlanResult['largest'] {
+  const largest: PlanResult['largest'] = {};
+  if (o.mode === 'train') {
+    // these try many variants: they set aside the share of the peak the replay through the caching allocator found
+    // for this plan instead of replaying each variant
+    const cachedShare = e.lines.filter((l) => l.cached).reduce((a, l) => a + l.bytes, 0) / Math.max(1, e.allocatedPeakBytes);
+    const q: PlanOptions = o.fragmentation === undefined ? { ...o, fragmentation: cachedShare } : o;
+    const b = largestFitting(m, q, cap, (x, n) => ({ ...(x as TrainOptions), batch: n }), 4096);
+    if (b !== undefined) largest.batch = b;
+    const s = largestFitting(m, q, cap, (x, n) => ({ ...(x as TrainOptions), seq: n }), m.maxPositions ?? 1 << 20);
+    if (s !== undefined) largest.seq = s;
+    return largest;
+  }
+  const b = largestFitting(m, o, cap, (x, n) => ({ ...(x as InferOptions), batch: n }), 1 << 16);
+  if (b !== undefined) largest.batch = b;
+  const context = (x: PlanOptions, n: number): PlanOptions => {
+    const i = x as InferOptions;
+    return { ...i, prompt: Math.max(1, n - i.newTokens), newTokens: Math.min(i.newTokens, n) };
+  };
+  const c = largestFitting(m, o, cap, context, m.maxPositions ?? 1 << 20);
+  if (c !== undefined) largest.context = c;
+  return largest;
+}
+
+/** What a training plan says beside its lines: the peak's moment, the model of the activations, adapters, compile. */
+function trainNotes(m: ModelConfig, o: TrainOptions, e: Estimate): string[] {
+  const notes: string[] = [];
+  const other = e.otherMoment;
+  notes.push(
+    `total = the lines above: what the GPU holds at the peak of a step (${e.peakPhase === 'backward' ? 'the start of the backward pass: activations held, gradients not yet' : 'the optimizer step: gradients held, activations freed'}) plus the overhead lines${other ? `; at the ${other.phase === 'backward' ? 'start of the backward pass' : 'optimizer step'} it holds ${gibText(other.bytes)} before overhead` : ''}`,
+  );
+  if (o.framework === 'pytorch')
+    notes.push('activations follow PyTorch eager with Hugging Face blocks (see the note on each line); --framework megatron uses Korthikanti et al. 2022');
+  if (o.lora) notes.push(...rankNotes(m, o.lora));
+  if (o.compile) notes.push(compileNote(o));
+  return notes;
+}
+
+/** The note on torch.compile: what it compiles and what the blocks then keep. */
+function compileNote(o: TrainOptions): string {
+  const op = o.recompute === 'op' ? " (the MLP's last matmul output)" : '';
+  if (!compilesLoss(o))
+    return `torch.compile on the transformer blocks only (--compile blocks, as torchtitan's apply_compile wraps each block): ${
+      o.recompute === 'none'
+        ? "the blocks keep what inductor's min-cut partitioner saves"
+        : `the checkpoint (--recompute ${o.recompute}) decides what the blocks keep, less what the backward never reads${op}, and a recomputed block holds what its compiled backward graph materialises`
+    }; the final norm, the output layer and the cross-entropy run eager (fp32 log-probabilities)`;
+  return o.recompute === 'none'
+    ? "torch.compile on the model without a checkpoint: the blocks keep what inductor's min-cut partitioner saves (matmul and SDPA outputs, the inputs of the matmuls whose weights train, the residual stream at each norm; pointwise chains recomputed), and the compiled cross-entropy keeps the 16-bit logits and a log-sum-exp"
+    : `torch.compile on the blocks and the loss: the checkpoint (--recompute ${o.recompute}) decides what the blocks keep, less what the backward never reads${op}, and a recomputed block holds what its compiled backward graph materialises; the compiled cross-entropy keeps the 16-bit logits and a log-sum-exp instead of fp32 log-probabilities`;
+}
+
 /** Plans `m` under `o` on `mc`. @throws InvalidArgumentError for layouts that do not divide the model. */
 export function plan(m: ModelConfig, o: PlanOptions, mc: Machine): PlanResult {
   if (o.mode === 'infer' && o.engine !== 'hf') return planServe(m, o, mc, o.engine);
   const e = estimate(m, o, deviceOf(mc));
-  if (mc.hostMemoryBytes !== undefined && e.hostBytes > mc.hostMemoryBytes)
-    throw new InvalidArgumentError(
-      `offloading places ${gibText(e.hostBytes)} in pinned host memory (${[
-        e.hostOptimizerBytes ? `optimizer states ${gibText(e.hostOptimizerBytes)}` : '',
-        e.hostParametersBytes ? `parameters ${gibText(e.hostParametersBytes)}` : '',
-        e.hostActivationsBytes ? `activations ${gibText(e.hostActivationsBytes)}` : '',
-      ]
-        .filter(Boolean)
-        .join(', ')}); --host-memory ${gibText(mc.hostMemoryBytes)} cannot hold it`,
-    );
-  // The suggestions and the largest batch and sequence try many variants: they set aside the share of the peak the
-  // replay through the caching allocator found for this plan instead of replaying each variant.
-  const cachedShare = e.lines.filter((l) => l.cached).reduce((a, l) => a + l.bytes, 0) / Math.max(1, e.allocatedPeakBytes);
-  const quick = (x: PlanOptions): PlanOptions => (x.mode === 'train' && x.fragmentation === undefined ? { ...x, fragmentation: cachedShare } : x);
+  checkHostMemory(e, mc);
   // rounded once: the fields are sums of the rounded lines, so the JSON, the text and the page add up alike
   const lines = e.lines.map(rounded);
   const cap = mc.capacityBytes;
   const total = lines.reduce((a, l) => a + l.bytes, 0);
   const fits = total <= cap;
   const suggestions: Suggestion[] = [];
-  const largest: PlanResult['largest'] = {};
-  if (o.mode === 'train') {
-    const b = largestFitting(m, quick(o), cap, (x, n) => ({ ...(x as TrainOptions), batch: n }), 4096);
-    if (b !== undefined) largest.batch = b;
-    const s = largestFitting(m, quick(o), cap, (x, n) => ({ ...(x as TrainOptions), seq: n }), m.maxPositions ?? 1 << 20);
-    if (s !== undefined) largest.seq = s;
-  } else {
-    const b = largestFitting(m, o, cap, (x, n) => ({ ...(x as InferOptions), batch: n }), 1 << 16);
-    if (b !== undefined) largest.batch = b;
-    const total = o.prompt + o.newTokens;
-    const c = largestFitting(
-      m,
-      o,
-      cap,
-      (x, n) => ({ ...(x as InferOptions), prompt: Math.max(1, n - (x as InferOptions).newTokens), newTokens: Math.min((x as InferOptions).newTokens, n) }),
-      m.maxPositions ?? 1 << 20,
-    );
-    if (c !== undefined) largest.context = c;
-    void total;
-  }
-  const notes: string[] = [...(m.defaults ?? [])];
-  if (o.mode === 'train') {
-    const other = e.otherMoment;
-    notes.push(
-      `total = the lines above: what the GPU holds at the peak of a step (${e.peakPhase === 'backward' ? 'the start of the backward pass: activations held, gradients not yet' : 'the optimizer step: gradients held, activations freed'}) plus the overhead lines${other ? `; at the ${other.phase === 'backward' ? 'start of the backward pass' : 'optimizer step'} it holds ${gibText(other.bytes)} before overhead` : ''}`,
-    );
-    if (o.framework === 'pytorch')
-      notes.push('activations follow PyTorch eager with Hugging Face blocks (see the note on each line); --framework megatron uses Korthikanti et al. 2022');
-    if (o.lora) notes.push(...rankNotes(m, o.lora));
-    if (o.compile && !compilesLoss(o))
-      notes.push(
-        `torch.compile on the transformer blocks only (--compile blocks, as torchtitan's apply_compile wraps each block): ${
-          o.recompute === 'none'
-            ? "the blocks keep what inductor's min-cut partitioner saves"
-            : `the checkpoint (--recompute ${o.recompute}) decides what the blocks keep, less what the backward never reads${o.recompute === 'op' ? " (the MLP's last matmul output)" : ''}, and a recomputed block holds what its compiled backward graph materialises`
-        }; the final norm, the output layer and the cross-entropy run eager (fp32 log-probabilities)`,
-      );
-    else if (o.compile)
-      notes.push(
-        o.recompute === 'none'
-          ? "torch.compile on the model without a checkpoint: the blocks keep what inductor's min-cut partitioner saves (matmul and SDPA outputs, the inputs of the matmuls whose weights train, the residual stream at each norm; pointwise chains recomputed), and the compiled cross-entropy keeps the 16-bit logits and a log-sum-exp"
-          : `torch.compile on the blocks and the loss: the checkpoint (--recompute ${o.recompute}) decides what the blocks keep, less what the backward never reads${o.recompute === 'op' ? " (the MLP's last matmul output)" : ''}, and a recomputed block holds what its compiled backward graph materialises; the compiled cross-entropy keeps the 16-bit logits and a log-sum-exp instead of fp32 log-probabilities`,
-      );
-  }
+  const largest = largestValues(m, o, e, cap);
+  const notes: string[] = [...(m.defaults ?? []), ...(o.mode === 'train' ? trainNotes(m, o, e) : [])];
   if (o.mode === 'infer' && m.maxPositions && o.prompt + o.newTokens > m.maxPositions)
     notes.push(`the context ${o.prompt + o.newTokens} exceeds the model's ${m.maxPositions} positions`);
   return {
