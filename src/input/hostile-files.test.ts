@@ -157,7 +157,7 @@ test('a pipe, /dev/zero, a folder and an empty file are refused by what they are
     [['analyze', '--format', 'kineto', fifo], /not a regular file/],
     [['pool', 'replay', fifo], /not a regular file/],
     [['pool', 'replay', '/dev/zero'], /not a regular file/],
-    [['pool', 'replay', folder], /it is a folder, not a file/],
+    [['pool', 'replay', folder], /a folder, not a trace file/],
     [['pool', 'replay', empty], /the file is empty/],
     [['analyze', empty], /the file is empty/],
   ] as const) {
