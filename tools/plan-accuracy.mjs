@@ -277,6 +277,11 @@ export function summariseEngines(results, role) {
 /** Runs `gpumem plan --json` in this process; answers { plan } or { refusal } (the message of a refused run). */
 export async function runPlan(model, flags) {
   const { main } = await fromDist('cli/program.js');
+  return runPlanWith(main, model, flags);
+}
+
+/** The same through another build's CLI entry (`main` of its cli/program.js). */
+export async function runPlanWith(main, model, flags) {
   let out = '';
   let err = '';
   const code = await main(['plan', '--model', model, ...flags, '--json'], { out: (s) => (out += s), err: (s) => (err += s) });

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { loadSets } from './plan-accuracy.mjs';
+import { loadSets, runPlanWith } from './plan-accuracy.mjs';
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => {
@@ -121,18 +121,9 @@ async function corpus(configDir) {
 async function runner(dist) {
   const { main } = await import(pathToFileURL(join(resolve(dist), 'cli/program.js')).href);
   return async (model, flags) => {
-    let out = '';
-    let err = '';
-    const code = await main(['plan', '--model', model, ...flags, '--json'], { out: (s) => (out += s), err: (s) => (err += s) });
-    if (code !== 0)
-      return {
-        refusal:
-          err
-            .split('\n')
-            .find((l) => l.trim() && !l.startsWith('(run '))
-            ?.trim() ?? `exit ${code}`,
-      };
-    const p = JSON.parse(out);
+    const r = await runPlanWith(main, model, flags);
+    if (r.refusal !== undefined) return r;
+    const p = r.plan;
     const figures = {
       total: p.perGpu.totalBytes,
       allocated: p.perGpu.allocatedPeakBytes,

@@ -4,27 +4,12 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Backend } from '../backend/backend.js';
-import { createHostBackend } from '../backend/host/host-backend.js';
 import { ErrorCode, GpuError } from '../errors.js';
 import { BENCH_KERNELS } from '../kernels/bench-kernels.js';
-import { Runtime, openRuntime } from '../runtime/runtime.js';
+import { openRuntime } from '../runtime/runtime.js';
+import { spiedRuntime } from '../testing/spied-runtime.js';
 
-function spied(): { rt: Runtime; calls: string[] } {
-  const calls: string[] = [];
-  const inner = createHostBackend({ devices: 2, deviceBytes: 1 << 26 });
-  const backend = new Proxy(inner, {
-    get(target, prop, receiver) {
-      const v = Reflect.get(target, prop, receiver) as unknown;
-      if (typeof v !== 'function') return v;
-      return (...args: unknown[]) => {
-        calls.push(String(prop));
-        return (v as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  }) as Backend;
-  return { rt: new Runtime({ backend, how: 'requested', attempts: [] }), calls };
-}
+const spied = (): ReturnType<typeof spiedRuntime> => spiedRuntime(2);
 
 const code = (c: string) => (e: unknown) => e instanceof GpuError && e.code === c;
 

@@ -5,32 +5,16 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Backend } from '../backend/backend.js';
-import { createHostBackend } from '../backend/host/host-backend.js';
 import { ErrorCode, GpuError } from '../errors.js';
 import { Allocation, DeviceAllocation, PinnedAllocation } from '../memory/allocation.js';
 import { CachingPool } from '../pool/caching-pool.js';
 import { DeviceResource } from '../pool/sources.js';
-import { Runtime, openRuntime } from './runtime.js';
+import { openRuntime } from './runtime.js';
+import { spiedRuntime } from '../testing/spied-runtime.js';
 
 const code = (c: string) => (e: unknown) => e instanceof GpuError && e.code === c;
 
-/** A host runtime whose backend records every call that reaches it. */
-function spied(): { rt: Runtime; calls: string[] } {
-  const calls: string[] = [];
-  const inner = createHostBackend({ devices: 1, deviceBytes: 1 << 26 });
-  const backend = new Proxy(inner, {
-    get(target, prop, receiver) {
-      const v = Reflect.get(target, prop, receiver) as unknown;
-      if (typeof v !== 'function') return v;
-      return (...args: unknown[]) => {
-        calls.push(String(prop));
-        return (v as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  }) as Backend;
-  return { rt: new Runtime({ backend, how: 'requested', attempts: [] }), calls };
-}
+const spied = (): ReturnType<typeof spiedRuntime> => spiedRuntime(1);
 
 test('a forged or copied allocation object never passes the range checks', () => {
   const { rt, calls } = spied();
