@@ -43,7 +43,7 @@ const BOUNDS: Record<string, { share: number; why: string }> = {
     why:
       'below the bar since the h200-stacks set (recorded 2026-12-02 after the model was built, nothing fitted on it) joined: ' +
       "Hugging Face generate's reserved memory as its cache grows one token per step (3.5x to 6.6x its allocated peak, planned " +
-      "1.0-1.3x: the decode's torch.cat of each layer's cache is not replayed through the allocator yet), FSDP2 on one GPU " +
+      "1.0-1.3x: the decode's growing copies land in the blocks the prefill freed in the allocator model, not in PyTorch's run), FSDP2 on one GPU " +
       "(-28%: the all-gather stream's blocks) and peft's prepare_model_for_kbit_training on a bf16 base (-57%). Before it, " +
       "at the bar (torchtitan 9dec370's compiled runs within since they carry --compile blocks, the loss eager as it ran): Pythia under a " +
       "checkpoint and in full fine-tuning (the replay of its segments), Trainy's 32-GPU compiled run " +
