@@ -65,6 +65,13 @@ export interface BackendCapabilities {
   hostCopierThreads: boolean;
   /** Files can go between storage and device memory through cuFile (GPUDirect Storage, NVIDIA's), where libcufile loads. */
   gpuDirectStorage: boolean;
+  /**
+   * Device memory is a GPU's: false on the host backend, whose "device" memory is CPU memory standing in for one, so
+   * its figures say nothing of PCIe, pinning or page migration, and staging through pinned memory gains nothing.
+   */
+  gpuMemory: boolean;
+  /** The vendor's collective library (NCCL on CUDA, RCCL on HIP) can run on the runtime's devices, where it loads. */
+  vendorCollectives: boolean;
 }
 
 /** Copy direction, in the runtime's numbering (CUDA and HIP agree: 0..4). */

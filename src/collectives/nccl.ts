@@ -44,7 +44,7 @@ export class NcclCommunicator implements Communicator {
     readonly devices: readonly number[],
     private readonly lib: NcclLibrary = loadNccl(rt.backend.name, rt.backend.installRoot),
   ) {
-    if (rt.backend.name !== 'cuda' && rt.backend.name !== 'hip')
+    if (!rt.backend.capabilities.vendorCollectives)
       throw new GpuError(ErrorCode.UNSUPPORTED, `NCCL and RCCL need the cuda or hip backend, not ${rt.backend.name}`);
     if (devices.length < 1) throw new GpuError(ErrorCode.INVALID_ARGUMENT, 'a communicator needs at least one device');
     if (new Set(devices).size !== devices.length) throw new GpuError(ErrorCode.INVALID_ARGUMENT, 'a device may be one rank only');
@@ -194,6 +194,6 @@ export class NcclCommunicator implements Communicator {
 /** A communicator for the runtime's devices: NCCL or RCCL on GPU backends, staged through the host otherwise. */
 export async function openCommunicator(rt: Runtime, devices: readonly number[], library: 'auto' | 'nccl' | 'staged' = 'auto'): Promise<Communicator> {
   const { StagedCommunicator } = await import('./staged.js');
-  if (library === 'staged' || (library === 'auto' && rt.backend.name === 'host')) return new StagedCommunicator(rt, devices);
+  if (library === 'staged' || (library === 'auto' && !rt.backend.capabilities.vendorCollectives)) return new StagedCommunicator(rt, devices);
   return new NcclCommunicator(rt, devices);
 }

@@ -40,7 +40,7 @@ export class StagedCommunicator implements Communicator {
   constructor(
     private readonly rt: Runtime,
     readonly devices: readonly number[],
-    private readonly pinned = rt.backend.name !== 'host',
+    private readonly pinned = rt.backend.capabilities.gpuMemory,
   ) {
     if (devices.length < 1) throw new GpuError(ErrorCode.INVALID_ARGUMENT, 'a communicator needs at least one device');
     for (const d of devices) rt.device(d);

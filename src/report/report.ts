@@ -31,7 +31,7 @@ export const HOST_NOTICE =
 export async function buildReport(rt: Runtime, options: Omit<BenchOptions, 'quick'>): Promise<Report> {
   const info = collectInfo(rt);
   const bench = await runBench(rt, { ...options, quick: true });
-  const host = rt.backend.name === 'host';
+  const host = !rt.backend.capabilities.gpuMemory;
   // CPU memcpy figures say nothing about PCIe copies, pinned memory or page migration: advice drawn from them would
   // contradict itself and change from run to run. The host backend prints its measurements and no strategy.
   const advice = host

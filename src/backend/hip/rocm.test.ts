@@ -145,6 +145,8 @@ test('HIP has no write-combined pinned memory; a missing hipRTC is named for the
     graphs: true,
     hostCopierThreads: true,
     gpuDirectStorage: false,
+    gpuMemory: true,
+    vendorCollectives: true,
   });
   assert.equal(caps.writeCombined, false);
   assert.match(hiprtcMissing(7, '/opt/rocm-7.0.0/lib'), /^libhiprtc\.so\.7 not found in \/opt\/rocm-7\.0\.0\/lib .*ROCm 7 ships hipRTC as its own library/);

@@ -42,6 +42,8 @@ export const CAPABILITIES: BackendCapabilities = {
   graphs: true,
   hostCopierThreads: false,
   gpuDirectStorage: false,
+  gpuMemory: false,
+  vendorCollectives: false,
 };
 
 export function hostError(status: string, message: string): GpuError {

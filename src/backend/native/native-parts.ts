@@ -61,6 +61,8 @@ export function nativeCapabilities(rt: Record<string, NativeFn>, virtualMemory: 
     batchCopies: !!rt.MemcpyBatchAsync,
     graphs: !!rt.StreamBeginCapture && !!rt.StreamEndCapture && !!rt.GraphInstantiateWithFlags && !!rt.GraphLaunch && !!rt.LaunchHostFunc,
     hostCopierThreads: true,
+    gpuMemory: true,
+    vendorCollectives: true,
   };
 }
 
