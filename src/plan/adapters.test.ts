@@ -203,6 +203,19 @@ test('FSDP2 reduce-scatters every micro-batch, FSDP1 keeps unsharded gradients u
   assert.equal(line(trainOptions({ precision: 'amp-bf16', parallel: fsdp }), /root unit/)!.bytes, (c.embedding + c.lmHead + c.finalNorm) * 2);
 });
 
+test("accelerate's FSDP1 computes a frozen fp32 base in bf16 (its MixedPrecision casts every FlatParameter); a 4-bit base keeps its storage", () => {
+  const m = catalogueModel('llama-3-8b');
+  const fsdp = { ...ONE_GPU, gpus: 8, zero: 3 as const };
+  const kept = (base: BaseWeights, sharding: TrainOptions['sharding']) =>
+    estimate(m, trainOptions({ precision: 'amp-bf16', recompute: 'full', parallel: fsdp, sharding, lora: { ...lora(8, 'all-linear'), base } })).lines.find(
+      (l) => l.name === 'activations: layer inputs kept by the checkpoints',
+    )!.bytes;
+  // each checkpointed layer keeps its input: the residual stream, bf16 once the weights it meets are bf16
+  assert.equal(kept('fp32', 'fsdp1') * 2, kept('fp32', 'ddp'), 'fp32 under DDP and autocast (RMSNorm returns its fp32 weight times the input)');
+  assert.equal(kept('fp32', 'fsdp1'), kept('bf16', 'fsdp1'));
+  assert.equal(kept('nf4', 'fsdp1'), kept('nf4', 'ddp'), 'a quantised base is not cast: its norms are what peft left them');
+});
+
 test("per-op checkpointing keeps more than full recomputation and less than none; torchao's fp8 adds the running matmul's casts", () => {
   const m = catalogueModel('llama-3-8b');
   const acts = (recompute: TrainOptions['recompute']) => estimate(m, trainOptions({ precision: 'bf16-pure', batch: 4, recompute })).activationsBytes;

@@ -61,9 +61,10 @@ export interface ComputeDtypes {
  * base.
  */
 export function computeDtypes(precision: Precision, lora: Pick<LoraOptions, 'base'> | undefined, bf16Params = false): ComputeDtypes {
-  const p = bf16Params && !lora ? 'bf16-pure' : precision;
+  const p = bf16Params ? 'bf16-pure' : precision;
   const autocast = p === 'amp-bf16';
-  const R = lora ? (lora.base === 'fp32' ? 4 : 2) : p === 'fp32' || autocast ? 4 : 2;
+  // gathered bf16 weights make every norm and residual bf16, a frozen fp32 base's as well
+  const R = lora && !bf16Params ? (lora.base === 'fp32' ? 4 : 2) : p === 'fp32' || autocast ? 4 : 2;
   return { R, C: autocast ? 2 : R, autocast };
 }
 

@@ -15,6 +15,8 @@
  *   unsharded gradient between micro-batches.
  */
 import { formatCount } from '../../units.js';
+import type { LoraOptions } from '../options.js';
+import { quantisedBase } from '../precision.js';
 import type { StepSetup } from '../program/step-setup.js';
 import type { H, Mem } from '../program/mem.js';
 import { commLines } from './comm.js';
@@ -27,8 +29,13 @@ const PRE_UNSHARD_STREAM = 4;
 const POST_BACKWARD_STREAM = 5;
 
 const unitNumel = (s: StepSetup, moe: boolean): number => (moe ? s.table.moe : s.table.dense).tensors.reduce((a, t) => a + t.numel, 0);
-/** accelerate's bf16 policy: param_dtype = reduce_dtype = bf16 over fp32 parameters (amp-bf16). */
-const mixed = (o: { precision: string; lora?: unknown }): boolean => o.precision === 'amp-bf16' && !o.lora;
+/**
+ * accelerate's bf16 policy: param_dtype = reduce_dtype = bf16 over fp32 parameters (amp-bf16), for every
+ * FlatParameter, a frozen base's under adapters as well (huggingface/accelerate src/accelerate/utils/dataclasses.py,
+ * FullyShardedDataParallelPlugin.set_mixed_precision: MixedPrecision(param_dtype, reduce_dtype, buffer_dtype) from
+ * the Accelerator's mixed_precision). A bitsandbytes base keeps its packed storage (Params4bit is not cast).
+ */
+const mixed = (o: { precision: string; lora?: Pick<LoraOptions, 'base'> | undefined }): boolean => o.precision === 'amp-bf16' && !quantisedBase(o.lora);
 
 /** One unit's flat parameter gathered: a low-precision copy of the shard first under mixed precision. */
 function gatherFlat(mem: Mem, s: StepSetup, numel: number, tagName: string): H[] {
