@@ -12,7 +12,7 @@ import { gunzipSync } from 'node:zlib';
 import { ErrorCode, InvalidArgumentError, isGpuError } from '../errors.js';
 import { GiB, MiB } from '../units.js';
 import { hostLinkGBps, identifyDevice } from './devices.js';
-import { ASSUMED_LINK, catalogueGpu, closestGpus, GPUS, gpuFromMemory, gpuKey, parseGpuMemory } from './gpus.js';
+import { ASSUMED_LINK, catalogueGpu, closestGpus, cudaContextFor, GPUS, gpuFromMemory, gpuKey, parseGpuMemory } from './gpus.js';
 
 /** ../shared/traces beside the checkout, or beside the folder of worktrees that holds it. */
 const ROOT = ['../../../shared/traces/', '../../../../shared/traces/'].map((p) => new URL(p, import.meta.url).pathname).find(existsSync);
@@ -255,4 +255,29 @@ test('a capacity the user gives makes a spec that says the model is unknown and 
   assert.ok(g.assumed.some((a) => /^host link: PCIe 4\.0 x16, 31\.5 GB\/s/.test(a)));
   assert.ok(g.assumed.some((a) => /^memory bandwidth: unknown/.test(a)));
   assert.equal(gpuFromMemory('80GB').memoryBytes, 80e9, 'decimal units are taken as given, not converted');
+});
+
+test('CUDA contexts: each figure quoted from where it was published; a part without one takes the smallest, marked assumed', () => {
+  const withFigure = Object.values(GPUS).filter((g) => g.cudaContext);
+  assert.ok(withFigure.length >= 3);
+  for (const g of withFigure) {
+    const c = g.cudaContext!;
+    assert.ok(c.bytes > 100 * MiB && c.bytes < 2 * GiB, g.name);
+    assert.ok(c.evidence.length > 0 && c.evidence.every((e) => e.where && e.quote), g.name);
+    // the quoted text holds the figure in MiB
+    assert.ok(
+      c.evidence.some((e) => e.quote.includes(`${Math.round(c.bytes / MiB)} MiB`)),
+      g.name,
+    );
+    if (c.figure === 'derived') assert.match(c.source, /^derived/, g.name);
+  }
+  // found by key, alias, runtime name and catalogue name alike
+  for (const n of ['h100', 'h100-sxm', 'NVIDIA H100 80GB HBM3', GPUS.h100!.name]) assert.equal(cudaContextFor(n).bytes, GPUS.h100!.cudaContext!.bytes, n);
+  const smallest = Math.min(...withFigure.map((g) => g.cudaContext!.bytes));
+  for (const n of ['rtx-3090', 'a GPU nobody makes', '']) {
+    const c = cudaContextFor(n);
+    assert.equal(c.bytes, smallest, n);
+    assert.equal(c.assumed, true, n);
+  }
+  assert.equal(cudaContextFor('h200').assumed, false);
 });

@@ -46,6 +46,19 @@ export interface GpuSpec {
   aliases: readonly string[];
   /** What is assumed rather than known, each with the value used (a capacity the user gave). */
   assumed: readonly string[];
+  /**
+   * Device memory a process's CUDA primary context takes on this part (driver state, local-memory and heap
+   * reservations, lazily loaded modules at creation), as published; undefined where no figure is known.
+   */
+  cudaContext?: CudaContextFigure;
+}
+
+/** A CUDA context's size on one part: published for it, or derived from a sibling part's figure (and how). */
+export interface CudaContextFigure {
+  bytes: number;
+  figure: 'published' | 'derived';
+  source: string;
+  evidence: readonly Evidence[];
 }
 
 /** A catalogue row: the vendor and the link are looked up from deviceName in the device catalogue. */
@@ -60,12 +73,39 @@ interface Row {
   source: string;
   /** [where, the text quoted]. */
   evidence: Array<[string, string]>;
+  context?: CudaContextFigure;
 }
 
 const HTA = 'facebookresearch/HolisticTraceAnalysis@f4d0062c382f';
 const TRACELENS = 'AMD-AGI/TraceLens@171dd74721ca';
 const THAMADA = 'thamada/nvidia-smi@b09ef139265f';
 const gib = (n: number): string => `${(n / GiB).toFixed(2)} GiB`;
+
+/**
+ * CUDA primary contexts as published (each a process's use on a card it had not touched before, CUDA 12 with lazy
+ * module loading). The A800 is the A100's GA100 with 108 SMs and NVLink cut to 400 GB/s: its figure is the A100s'.
+ */
+const TORCHCOMMS_777 = 'https://github.com/meta-pytorch/torchcomms/pull/777';
+const MOONCAKE_3973 = 'https://github.com/kvcache-ai/Mooncake/pull/3973';
+const H100_CONTEXT: CudaContextFigure = {
+  bytes: 534 * MiB,
+  figure: 'published',
+  source: 'a primary context on an H100: ~534 MiB (meta-pytorch/torchcomms#777)',
+  evidence: [{ where: TORCHCOMMS_777, quote: 'On H100, each primary context costs ~534 MiB.' }],
+};
+const H200_CONTEXT: CudaContextFigure = {
+  bytes: 520 * MiB,
+  figure: 'published',
+  source: 'a primary context on an H200: ~520 MiB (kvcache-ai/Mooncake#3973, CUDA 12.9)',
+  evidence: [{ where: MOONCAKE_3973, quote: 'several hundred MiB per process (~520 MiB on H200, ~414 MiB on A800)' }],
+};
+const A100_CONTEXT: CudaContextFigure = {
+  bytes: 414 * MiB,
+  figure: 'derived',
+  source: "derived: a primary context on an A800 (the A100's GA100, 108 SMs): ~414 MiB (kvcache-ai/Mooncake#3973, CUDA 12.9)",
+  evidence: [{ where: MOONCAKE_3973, quote: 'several hundred MiB per process (~520 MiB on H200, ~414 MiB on A800)' }],
+};
+const derivedFrom = (f: CudaContextFigure, why: string): CudaContextFigure => ({ ...f, figure: 'derived', source: `derived (${why}): ${f.source}` });
 
 /**
  * The catalogue. Notes on single figures: the A10G's bandwidth is the A10's (AWS publishes none: the same GA102 with
@@ -180,6 +220,7 @@ const ROWS: Record<string, Row> = {
     aliases: ['a100-40gb', 'a100-sxm4-40gb', 'a100-pcie-40gb', 'a100-40-pcie', 'a100-40-sxm'],
     source:
       'total the runtime reports on an A100 40GB, as vLLM and torch print it: 39.50 GiB (vllm-project/vllm#12330, TianheWu/CoSeR#10); traces show 39.39-39.59 GiB on SXM4 and 39.44 GiB on PCIe',
+    context: A100_CONTEXT,
     evidence: [
       ['https://github.com/TianheWu/CoSeR/issues/10', 'GPU 0 has a total capacity of 39.50 GiB'],
       [
@@ -198,6 +239,7 @@ const ROWS: Record<string, Row> = {
     peerGBps: 300,
     aliases: ['a100', 'a100-sxm', 'a100-sxm4', 'a100-80gb', 'a100-sxm4-80gb', 'a100-80-sxm'],
     source: 'totalGlobalMem in a PyTorch profiler trace of an A100-SXM4-80GB: 79.15 GiB (facebookresearch/HolisticTraceAnalysis); driver 12.5 prints 79.26 GiB',
+    context: A100_CONTEXT,
     evidence: [
       [`${HTA} tests/data/negative_queue_length_values_check/rank0.json.gz`, '"name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 84990623744'],
       [`${THAMADA} gls/A100SXMx4_deviceQuery.py`, 'Total amount of global memory:                 81158 MBytes (85100068864 bytes)'],
@@ -213,6 +255,7 @@ const ROWS: Record<string, Row> = {
     aliases: ['a100-80gb-pcie', 'a100-pcie-80gb'],
     source:
       "derived: the A100 SXM4 80GB's runtime total (79.15 GiB), the same 80 GB of HBM2e; a deviceQuery on an A100 80GB PCIe (driver 12.4) prints 79.14 GiB",
+    context: A100_CONTEXT,
     evidence: [
       [`${HTA} tests/data/negative_queue_length_values_check/rank0.json.gz (the SXM4 board)`, '"name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 84990623744'],
       [
@@ -230,6 +273,7 @@ const ROWS: Record<string, Row> = {
     peerGBps: 450,
     aliases: ['h100-sxm', 'h100-sxm5', 'h100-80gb', 'h100-80gb-hbm3'],
     source: 'total the runtime reports, as vLLM printed it on H100 80GB GPUs: 79.22 GiB (vllm-project/vllm#10511); other drivers print 79.11-79.22 GiB',
+    context: H100_CONTEXT,
     evidence: [
       ['https://github.com/vllm-project/vllm/pull/10511', 'INFO 12-13 19:54:18 worker.py:243] total_gpu_memory     79.22GiB'],
       [`${TRACELENS} tests/traces/h100/gaunernst_bert-small-uncased__1016001.json.gz`, '"name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85018279936'],
@@ -247,6 +291,7 @@ const ROWS: Record<string, Row> = {
     aliases: [],
     source:
       "derived: the H100 SXM's runtime total (79.22 GiB), the same 80 GB; torch 2.0.1 on an H100 PCIe printed total_memory=81008MB (79.11 GiB, the older drivers' figure on the SXM too)",
+    context: derivedFrom(H100_CONTEXT, "the SXM board's GH100; the PCIe board has 114 SMs to its 132"),
     evidence: [
       ['https://github.com/vllm-project/vllm/pull/10511 (the SXM board)', 'total_gpu_memory     79.22GiB'],
       [
@@ -264,6 +309,7 @@ const ROWS: Record<string, Row> = {
     peerGBps: 300,
     aliases: [],
     source: 'deviceQuery on two H100 NVL, driver 12.4: 93.00 GiB (thamada/nvidia-smi; nvidia-smi shows 95830 MiB)',
+    context: derivedFrom(H100_CONTEXT, "the SXM board's GH100 with its 132 SMs"),
     evidence: [[`${THAMADA} gls/H100NVLx2_deviceQuery.py`, 'Total amount of global memory:                 95235 MBytes (99861594112 bytes)']],
   },
   h20: {
@@ -292,6 +338,7 @@ const ROWS: Record<string, Row> = {
     peerGBps: 450,
     aliases: ['h200-sxm', 'h200-141gb'],
     source: 'cudaMemGetInfo total, measured on one H200 (SXM), driver 580.159.04, 2026-12-01: 139.80 GiB (nvidia-smi shows 143771 MiB)',
+    context: H200_CONTEXT,
     evidence: [
       ['gpumem docs/evidence/2026-12-01-1x-h200/info.json (gpumem info --json, backend cuda)', '"name": "NVIDIA H200", ... "totalBytes": 150109880320'],
     ],
@@ -305,6 +352,7 @@ const ROWS: Record<string, Row> = {
     peerGBps: 450,
     aliases: [],
     source: 'derived: nvidia-smi shows 143771 MiB on H200 NVL boards, as on the H200 SXM whose runtime total was measured here (139.80 GiB); taken as the same',
+    context: derivedFrom(H200_CONTEXT, "the SXM board's GH100"),
     evidence: [
       ['gpumem docs/evidence/2026-12-01-1x-h200/info.json (the SXM board)', '"totalBytes": 150109880320'],
       ['gpumem docs/evidence/2026-12-01-1x-h200/lora-fit/log (the SXM board)', 'NVIDIA H200, 143771 MiB, 580.159.04'],
@@ -499,6 +547,7 @@ function specOf(row: Row): GpuSpec {
     ...(row.peerGBps === undefined ? {} : { peerGBps: row.peerGBps }),
     aliases: row.aliases,
     assumed: [],
+    ...(row.context === undefined ? {} : { cudaContext: row.context }),
   };
 }
 
@@ -622,5 +671,25 @@ export function gpuFromMemory(text: string, option = '--gpu-memory'): GpuSpec {
       `host link: ${describeLink(ASSUMED_LINK)}, ${linkGBps} GB/s each way (half the catalogue's link, and the slower of its PCIe links: offload and swap times are not understated)`,
       'memory bandwidth: unknown',
     ],
+  };
+}
+
+/** The smallest CUDA context the catalogue has a figure for: what a part without one is assumed to take. */
+const SMALLEST_CONTEXT = Object.values(GPUS)
+  .flatMap((g) => (g.cudaContext ? [g.cudaContext] : []))
+  .reduce((a, b) => (b.bytes < a.bytes ? b : a));
+
+/**
+ * The CUDA primary context of the GPU named `name` (a catalogue key, alias, runtime name or catalogue name): its
+ * catalogue figure, or, for a part without one (or a name the catalogue does not know), the smallest figure the
+ * catalogue has, marked assumed. Never throws: a planner asked about an unknown part still needs a figure.
+ */
+export function cudaContextFor(name: string): { bytes: number; source: string; assumed: boolean } {
+  const g = Object.values(GPUS).find((x) => x.name === name) ?? GPUS[BY_NAME.get(gpuKey(name)) ?? ''];
+  if (g?.cudaContext) return { bytes: g.cudaContext.bytes, source: g.cudaContext.source, assumed: false };
+  return {
+    bytes: SMALLEST_CONTEXT.bytes,
+    source: `no published figure for ${name || 'this GPU'}: the smallest the catalogue has, ${SMALLEST_CONTEXT.source}`,
+    assumed: true,
   };
 }

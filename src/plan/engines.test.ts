@@ -17,6 +17,8 @@ import type { InferOptions } from './options.js';
 import type { PlanResult } from './plan.js';
 import { estimateServe, type ServeOptions } from './serve.js';
 import { sglangDefaultFraction } from './engines/sglang.js';
+import { VLLM_CONSTANTS } from './engines/vllm.js';
+import { GPUS } from '../catalogue/gpus.js';
 
 const PLAN_FIXTURES = fileURLToPath(new URL('../../fixtures/plan/', import.meta.url));
 const GiB = 2 ** 30;
@@ -30,6 +32,8 @@ interface Figure {
   tokens?: number;
   /** A figure a worker printed whose cache is not the one the engine sizes (vLLM V0's non-driver ranks). */
   rank?: 'non-driver';
+  /** A figure printed by a pull request's code before it merged, whose accounting no release ships. */
+  printedBy?: 'unmerged-code';
 }
 interface Row {
   id: string;
@@ -101,7 +105,8 @@ test('the planner against the published start-ups: held-back figures within ±10
   // a figure a constant was set from is reproduced to the digits published
   for (const x of results.filter((x) => x.f.role === 'fit')) assert.ok(Math.abs(x.plan - x.f.value) <= 0.05, what(x));
   // the issue's bar on the held-back figures
-  const held = results.filter((x) => x.f.role === 'test');
+  // a figure whose accounting no release ships is reported (tools/plan-accuracy.mjs), not held to the bar
+  const held = results.filter((x) => x.f.role === 'test' && x.f.printedBy !== 'unmerged-code');
   const within = held.filter((x) => Math.abs(x.err) <= 0.1);
   assert.ok(held.length >= 12, `${held.length} held-back figures`);
   assert.ok(
@@ -142,6 +147,43 @@ test('vLLM: the profiling peak does not shrink with TP, CUDA graphs only without
     e.lines.reduce((a, l) => a + l.bytes, 0),
   );
   assert.ok(e.deviceBytes > e.budgetBytes);
+});
+
+test('vLLM: what it counts outside PyTorch, by release, from the context, what loads after it and NCCL', () => {
+  const m = catalogueModel('llama-3-8b');
+  const GPU = GPUS.h100!;
+  const plan = (engineVersion: string, tp: number, gpu = GPU, nvlink = true) =>
+    estimateServe(m, infer(tp, engineVersion), 'vllm', infer(tp, engineVersion).serve, gpu.memoryBytes, gpu.name, nvlink);
+  const counted = (e: ReturnType<typeof plan>) => e.lines.find((l) => l.name.startsWith('memory outside PyTorch'))!.bytes;
+  const outside = (e: ReturnType<typeof plan>) => e.lines.find((l) => /CUDA context/.test(l.name))?.bytes ?? 0;
+  const context = GPU.cudaContext!.bytes;
+  // 0.6.4 counts the device's whole use less PyTorch's: the context is inside the budget, nothing lies outside
+  const near = (a: number, b: number, what: string) => assert.ok(Math.abs(a - b) < 1, `${what}: ${a} against ${b}`);
+  near(counted(plan('0.6.4', 1)), context + VLLM_CONSTANTS.growthBytes.value, '0.6.4');
+  assert.equal(outside(plan('0.6.4', 1)), 0);
+  // 0.6.5 and 0.11 measure from a baseline taken after the context: it lies outside, what loads after it inside
+  for (const v of ['0.6.5', '0.11']) {
+    near(counted(plan(v, 1)), VLLM_CONSTANTS.growthBytes.value, v);
+    near(outside(plan(v, 1)), context, v);
+  }
+  // TP 2 adds NCCL's buffers in every release, whichever baseline the context falls on; less over PCIe
+  for (const v of ['0.6.4', '0.6.5', '0.9', '0.11']) {
+    near(counted(plan(v, 2)) - counted(plan(v, 1)), VLLM_CONSTANTS.ncclBytes.value, v);
+    near(counted(plan(v, 2, GPU, false)) - counted(plan(v, 1, GPU, false)), VLLM_CONSTANTS.ncclPcieBytes.value, v);
+  }
+  // the context is the GPU's: a smaller one leaves more KV cache where the release counts it, the same where not
+  const a100 = GPUS['a100-80']!;
+  assert.ok(a100.cudaContext!.bytes < context);
+  near(counted(plan('0.6.4', 1, a100)), a100.cudaContext!.bytes + VLLM_CONSTANTS.growthBytes.value, 'A100');
+  near(counted(plan('0.6.5', 1, a100)), counted(plan('0.6.5', 1)), 'A100 at 0.6.5');
+  // at the same capacity, the KV cache differs by the contexts' difference where the release counts the context only
+  const sameSize = (v: string, name: string) => estimateServe(m, infer(1, v), 'vllm', infer(1, v).serve, GPU.memoryBytes, name).kvCacheBytes;
+  const block = 16 * 128 * 1024;
+  assert.ok(Math.abs(sameSize('0.6.4', a100.name) - sameSize('0.6.4', GPU.name) - (context - a100.cudaContext!.bytes)) <= block, 'KV at 0.6.4');
+  assert.ok(Math.abs(sameSize('0.6.5', a100.name) - sameSize('0.6.5', GPU.name)) <= block, 'KV at 0.6.5');
+  // a part without a published figure takes the catalogue's smallest and says it is assumed
+  const line = plan('0.6.4', 1, GPUS['rtx-3090']!).lines.find((l) => l.name.startsWith('memory outside PyTorch'))!;
+  assert.match(line.note, /no published figure .*\(assumed\)/);
 });
 
 test('vLLM caches MLA latents on every rank and honours per-layer sliding windows from 0.10; V0 turns interleaved windows off', () => {

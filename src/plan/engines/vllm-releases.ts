@@ -6,11 +6,22 @@
  * (mapped to the first release by date). docs/plan-serving.md quotes each line.
  */
 
-/** What a release counts inside its budget besides the weights, the profiling peak and (0.21 on) the graphs. */
+/**
+ * What a release counts inside its budget besides the weights, the profiling peak and (0.21 on) the graphs. Every
+ * baseline below is read with torch.cuda.mem_get_info after torch.cuda.set_device: that first runtime call creates
+ * the CUDA primary context, so a baseline holds the context (vllm-project/vllm#12059) and only 'whole-device' counts it.
+ */
 export type NonTorch =
-  /** the device's whole use less PyTorch's: the CUDA context, NCCL, other processes (0.6.4; V1 0.8.0-0.9.0) */
+  /**
+   * the device's whole use less PyTorch's allocated bytes after the profile and empty_cache: the CUDA context, what
+   * loaded after it, NCCL, other processes (0.6.4 worker.py l.206-211; V1 0.8.0-0.9.0 gpu_worker.py)
+   */
   | 'whole-device'
-  /** measured from a baseline taken after the CUDA context, before NCCL: NCCL inside, the context outside */
+  /**
+   * from a baseline taken after the CUDA context, before NCCL: NCCL inside, the context outside (0.6.0-0.6.3: a
+   * free-memory difference from init_gpu_memory; 0.6.5, #10511: memory_profiling's baseline_memory_in_bytes; 0.7,
+   * #12126: the MemorySnapshot of init_device, non-torch = (used - torch reserved) now less at the snapshot)
+   */
   | 'before-nccl'
   /** from a snapshot taken after NCCL is initialised: only what appears during the profiling forward pass (0.11 on) */
   | 'after-nccl';

@@ -9,6 +9,7 @@
  * requests; its peak is the larger. The weights and the KV bytes per token are exact for the model's shape; the
  * activation peak, the memory outside PyTorch and the graphs are estimates (the engine measures and prints them).
  */
+import { cudaContextFor } from '../../catalogue/gpus.js';
 import type { ModelConfig } from '../model-config.js';
 import type { InferOptions, Line } from '../options.js';
 import type { EngineMemory, EngineRequest, ServingEngine } from './types.js';
@@ -18,18 +19,28 @@ import { type Scheduler, VLLM_RELEASES, type VllmRelease } from './vllm-releases
 const GiB = 2 ** 30;
 
 /**
- * Fixed figures of vLLM's start-up, each an estimate from published start-ups (the engine measures them and prints
- * them: "non_torch_memory", "Graph capturing finished ... took X GiB").
+ * Fixed figures of vLLM's start-up, each from a published start-up (the engine measures them and prints them:
+ * "non_torch_memory", "Graph capturing finished ... took X GiB"). The CUDA context is not among them: it is the
+ * GPU's, from the catalogue (cudaContextFor), and which release counts it is the release's row (nonTorch).
  */
 export const VLLM_CONSTANTS = {
-  /** The CUDA context and what loads with it (cuBLAS, kernels): the device's non-torch use at TP 1 less its growth. */
-  contextBytes: { value: 1.59 * GiB, source: 'estimate: 1.79 GiB non-torch at TP 1 on an H100 (vllm-project/vllm#10511) less the 0.2 GiB growth below' },
-  /** NCCL's and the custom all-reduce's buffers at TP 2 or more between GPUs joined by NVLink. */
-  ncclBytes: { value: 1.79 * GiB, source: 'estimate: 3.58 - 1.79 GiB non-torch at TP 2 and TP 1 on H100s (vllm-project/vllm#10511)' },
+  /**
+   * What appears outside PyTorch after the context at TP 1, while loading and profiling: kernel modules loaded
+   * lazily on first launch (torch's, cuBLAS/cuBLASLt's, the attention backend's, vLLM's _C), the BLAS handles' state.
+   * (cuBLAS's workspaces come from PyTorch's allocator and count as PyTorch's.)
+   */
+  growthBytes: {
+    value: 0.16 * GiB,
+    source:
+      'vllm-project/vllm#12126: "non_torch_memory takes 0.16GiB" at TP 1 on an H100, measured from a snapshot taken after the context (vllm/utils.py MemorySnapshot)',
+  },
+  /**
+   * NCCL's and the custom all-reduce's buffers at TP 2 or more between GPUs joined by NVLink: vLLM's PyNccl
+   * communicator and torch's ProcessGroupNCCL each set up their channels, and the custom all-reduce its IPC buffers.
+   */
+  ncclBytes: { value: 1.79 * GiB, source: 'vllm-project/vllm#10511: 3.58 - 1.79 GiB non-torch at TP 2 and TP 1 on H100s, the same code and model' },
   /** The same over PCIe, where vLLM's custom all-reduce is off (it needs peer access) and NCCL's buffers are small. */
-  ncclPcieBytes: { value: 0.25 * GiB - 0.2 * GiB, source: 'estimate: 0.25 GiB non-torch at TP 2 on RTX 4090s (vllm-project/vllm#13061) less the growth below' },
-  /** What appears outside PyTorch during the profiling pass at TP 1. */
-  growthBytes: { value: 0.2 * GiB, source: 'estimate: 0.09-0.35 GiB in published start-up logs' },
+  ncclPcieBytes: { value: 0.25 * GiB - 0.16 * GiB, source: 'vllm-project/vllm#13061: 0.25 GiB non-torch at TP 2 on RTX 4090s (0.7) less the growth above' },
   /** CUDA graphs of the default capture sizes. */
   graphsBytes: { value: 0.6 * GiB, source: 'estimate: "Graph capturing finished ... took 0.5-0.7 GiB" in published start-up logs' },
   /** SMs the Triton sampler's cached buffer is sized by (an H100's). */
@@ -71,25 +82,41 @@ function profilePeak(m: ModelConfig, o: InferOptions, row: VllmRelease, T: numbe
   };
 }
 
-/** What the release counts outside PyTorch inside its budget, and what lies outside it. */
-function outsideTorch(row: VllmRelease, tp: number, nvlink: boolean): { counted: number; outside: number; note: string } {
+/**
+ * What the release counts outside PyTorch inside its budget, and what lies outside it, from the quantities that
+ * physically live outside PyTorch: the CUDA context (the GPU's, from the catalogue), what loads after it (growth),
+ * and NCCL's buffers at TP 2 or more. Which of them the release counts is its baseline (vllm-releases.ts): the
+ * device's whole use (the context in), or a snapshot taken after torch.cuda.mem_get_info has created the context
+ * (vllm-project/vllm#12059: the context is then in the baseline, outside the budget).
+ */
+function outsideTorch(row: VllmRelease, tp: number, nvlink: boolean, gpuName: string): { counted: number; outside: number; note: string; context: string } {
   const c = VLLM_CONSTANTS;
   const nccl = tp > 1 ? (nvlink ? c.ncclBytes.value : c.ncclPcieBytes.value) : 0;
+  const context = cudaContextFor(gpuName);
+  const contextNote = `${context.source}${context.assumed ? ' (assumed)' : ''}`;
+  const growth = c.growthBytes.value;
   switch (row.nonTorch) {
     case 'whole-device':
-      return { counted: c.contextBytes.value + c.growthBytes.value + nccl, outside: 0, note: "the device's use less PyTorch's: context, cuBLAS, NCCL" };
+      return {
+        counted: context.bytes + growth + nccl,
+        outside: 0,
+        note: `the device's use less PyTorch's: the CUDA context (${contextNote}), modules loaded since${nccl ? ', NCCL' : ''}`,
+        context: contextNote,
+      };
     case 'before-nccl':
       return {
-        counted: c.growthBytes.value + nccl,
-        outside: c.contextBytes.value,
-        note: `growth during profiling${nccl ? " and NCCL's buffers, initialised after the baseline" : ''}`,
+        counted: growth + nccl,
+        outside: context.bytes,
+        note: `growth during loading and profiling${nccl ? " and NCCL's buffers, initialised after the baseline" : ''}`,
+        context: contextNote,
       };
     case 'after-nccl':
       // NCCL's connections and buffers for large all-reduces are set up lazily, in the profiling pass's first ones
       return {
-        counted: c.growthBytes.value + nccl,
-        outside: c.contextBytes.value,
+        counted: growth + nccl,
+        outside: context.bytes,
         note: `growth during profiling${nccl ? ", NCCL's buffers for large all-reduces among it" : ''}`,
+        context: contextNote,
       };
   }
 }
@@ -111,7 +138,7 @@ function vllmMemory(r: EngineRequest): EngineMemory {
   const T = s.maxNumBatchedTokens ?? defaults.tokens;
   const S = Math.min(s.maxNumSeqs ?? defaults.seqs, T);
   const peak = profilePeak(m, o, row, T, S);
-  const nonTorch = outsideTorch(row, o.parallel.tp, r.nvlink);
+  const nonTorch = outsideTorch(row, o.parallel.tp, r.nvlink, gpuName);
   const graphs = s.enforceEager ? 0 : VLLM_CONSTANTS.graphsBytes.value;
   const graphsInside = row.graphs === 'inside' && !usesV2(row, m);
   const inside: Line[] = [
@@ -124,7 +151,7 @@ function vllmMemory(r: EngineRequest): EngineMemory {
     outside.push({
       name: 'CUDA context (outside the budget)',
       bytes: nonTorch.outside,
-      note: `vLLM ${r.version.text} measures from a baseline taken after it: estimated`,
+      note: `vLLM ${r.version.text} measures from a baseline taken after it: ${nonTorch.context}`,
       field: 'overheadBytes',
     });
   if (graphs > 0)
