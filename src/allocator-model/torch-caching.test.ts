@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { DEFAULT_ALLOC_CONF } from './alloc-conf.js';
 import { roundSize, segmentSize, TorchAllocatorModel } from './torch-caching.js';
 
 const MiB = 1024 * 1024;
@@ -79,4 +80,28 @@ test('reserved memory only grows until empty_cache(), which returns the segments
   al.resetPeaks();
   assert.equal(al.stats().peakReservedBytes, 0, 'reset_peak_memory_stats() starts the peaks from the current figures');
   assert.throws(() => al.free(b), /not live/, 'a double free is a bug in the replay, not a figure');
+});
+
+test('a block freed on one stream serves only that stream: each stream keeps its own free blocks', () => {
+  const al = new TorchAllocatorModel();
+  const side = 1;
+  const a = al.alloc(100 * MiB, side);
+  al.free(a);
+  // the default stream finds no cached block of its own: a new segment, though 100 MiB sit free on the side stream
+  const b = al.alloc(100 * MiB);
+  assert.equal(al.stats().reservedBytes, 200 * MiB);
+  al.free(b);
+  // the side stream takes its own block back, and so does the default stream: nothing new is reserved
+  al.alloc(100 * MiB, side);
+  al.alloc(100 * MiB);
+  assert.equal(al.stats().reservedBytes, 200 * MiB);
+  assert.equal(al.stats().segments, 2);
+
+  const ex = new TorchAllocatorModel({ conf: { ...DEFAULT_ALLOC_CONF, expandableSegments: true } });
+  const c = ex.alloc(100 * MiB, side);
+  ex.free(c);
+  ex.alloc(100 * MiB);
+  // expandable segments: one per stream, and the side stream's mapped pages do not grow the default stream's segment
+  assert.equal(ex.stats().segments, 2);
+  assert.equal(ex.stats().reservedBytes, 200 * MiB);
 });

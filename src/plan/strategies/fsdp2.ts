@@ -6,32 +6,54 @@
  * its backward pass; its gradients reduce-scattered from an fp32 buffer (MixedPrecisionPolicy's reduce_dtype). Under
  * amp-bf16 the blocks compute in bf16 from bf16-gathered weights (param_dtype), without autocast. With gradient
  * accumulation the gradients are reduce-scattered after each micro-batch (torchtitan and torchtune leave FSDP2's gradient sync on): the shards accumulate.
+ *
+ * A shard group of one GPU gathers nothing (torch >= 2.9, pytorch/pytorch#160135; torch 2.11
+ * torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py, FSDPParamGroup.unshard returns an empty AllGatherResult
+ * when world_size == 1, and wait_for_unshard copies each sharded parameter into `all_gather_outputs[0]`, made with
+ * torch.empty_like(sharded_data), on the current stream): the unsharded parameters are a copy of the shards in the
+ * parameters' own dtype, so MixedPrecisionPolicy's param_dtype casts nothing and the blocks compute under autocast
+ * from fp32 weights, as a run without FSDP does. The root unit's copy is kept from its forward pass to the end of
+ * its backward pass (_fsdp_state.py, FSDPState._lazy_init: the root is not resharded after forward).
  */
 import { formatCount } from '../../units.js';
 import { commLines } from './comm.js';
-import { ALL_GATHER_STREAM, allGather, reduceScatter } from './gather.js';
+import { allGather, reduceScatter } from './gather.js';
 import { stateLayout } from './layout.js';
 import type { Sharding } from './types.js';
+import type { TrainOptions } from '../options.js';
+import type { H, Mem, Tag } from '../program/mem.js';
 import type { StepSetup } from '../program/step-setup.js';
 
 const mixed = (o: { precision: string; lora?: unknown }): boolean => o.precision === 'amp-bf16' && !o.lora;
+/** The data-parallel GPUs the units are sharded over (step-setup.ts's dp). */
+const dpOf = (o: TrainOptions): number => o.parallel.gpus / (o.parallel.tp * o.parallel.pp);
+/** MixedPrecisionPolicy(param_dtype=bf16) gathers bf16 weights, but only where there is an all-gather (dp > 1). */
+const bf16Gather = (o: TrainOptions, dp: number): boolean => mixed(o) && dp > 1;
+
+/** A unit made whole: all-gathered over the shard group, or on one GPU the shards copied (no collective). */
+function unshard(mem: Mem, s: StepSetup, numels: readonly number[], tag: Tag): H[] {
+  if (s.dp > 1) return allGather(mem, numels, s.layout.weightBytes, tag, s.tags.transient);
+  return numels.map((n) => mem.alloc(n * s.layout.weightBytes, tag));
+}
 const unitNumels = (s: StepSetup, moe: boolean): number[] => (moe ? s.table.moe : s.table.dense).tensors.map((t) => t.numel);
 
 export const fsdp2: Sharding = {
   name: 'fsdp2',
-  bf16Params: mixed,
-  layout: (input) => stateLayout(input, { params: true, grads: true, states: true, stateName: 'FSDP', gatheredBytes: mixed(input.o) ? 2 : undefined }),
+  bf16Params: (o) => bf16Gather(o, dpOf(o)),
+  layout: (input) =>
+    stateLayout(input, { params: true, grads: true, states: true, stateName: 'FSDP', gatheredBytes: bf16Gather(input.o, input.dp) ? 2 : undefined }),
   gatherRoot: (mem, s) =>
-    allGather(
+    unshard(
       mem,
+      s,
       s.table.ends.map((t) => t.numel),
-      s.layout.weightBytes,
       s.tags.line(
         'parameters: root unit gathered (FSDP)',
         'parametersBytes',
-        'the embeddings and the output layer all-gathered once and held for the whole step',
+        s.dp > 1
+          ? 'the embeddings and the output layer all-gathered once and held for the whole step'
+          : 'the embeddings and the output layer unsharded (one GPU: the shards copied) and held for the whole step',
       ),
-      s.tags.transient,
     ),
   releaseRoot: (mem, s, root, grads) => {
     {
@@ -48,16 +70,15 @@ export const fsdp2: Sharding = {
     mem.free(...root);
   },
   gatherUnit: (mem, s, moe) =>
-    allGather(
+    unshard(
       mem,
+      s,
       unitNumels(s, moe),
-      s.layout.weightBytes,
       s.tags.line(
         'parameters: a block gathered (FSDP all-gather)',
         'parametersBytes',
         (b) => `one unit's unsharded parameters: ${formatCount(Math.round(b))} bytes`,
       ),
-      s.tags.transient,
     ),
   reshard: (mem, gathered) => mem.free(...gathered),
   keepsAfterForward: (last) => last,
@@ -82,4 +103,3 @@ export const fsdp2: Sharding = {
     return commLines(s.o.parallel.gpus, unit * s.layout.weightBytes, ' + the next unit all-gathered ahead (FSDP prefetch)');
   },
 };
-void ALL_GATHER_STREAM;
