@@ -105,3 +105,33 @@ test('a block freed on one stream serves only that stream: each stream keeps its
   assert.equal(ex.stats().segments, 2);
   assert.equal(ex.stats().reservedBytes, 200 * MiB);
 });
+
+test('a cache grown by concatenation tiles into the blocks a prefill freed; without them each length needs segments of its own', () => {
+  // llama-3.2-1b's shape at batch 32: per layer a key and a value block of 32 KiB a token, 512 prompt tokens, then
+  // each decode step's torch.cat (DynamicLayer.update, transformers 5.17): the copy one token longer, the old freed.
+  // The prefill's transients are freed whole (one segment each); best fit takes the copies into them, and a freed
+  // copy merges with the free rest beside it (free_block's try_merge_blocks), so no step needs a new segment. The
+  // same copies with no freed room: a copy larger than every free block needs a segment of its own rounded to 2 MiB,
+  // and the smaller segments the earlier copies leave are never large enough again.
+  const decode = (prefillTransients: number[]): { afterPrefill: number; peakReserved: number; allocated: number } => {
+    const al = new TorchAllocatorModel();
+    const kv = Array.from({ length: 16 }, () => [al.alloc(512 * perToken), al.alloc(512 * perToken)]);
+    for (const h of prefillTransients.map((b) => al.alloc(b))) al.free(h);
+    const afterPrefill = al.stats().reservedBytes;
+    for (let t = 513; t <= 1024; t++)
+      for (const pair of kv)
+        for (let i = 0; i < 2; i++) {
+          const next = al.alloc(t * perToken);
+          al.free(pair[i] as number);
+          pair[i] = next;
+        }
+    return { afterPrefill, peakReserved: al.stats().peakReservedBytes, allocated: al.stats().allocatedBytes };
+  };
+  const perToken = 32 * 1024;
+  const cache = 32 * 1024 * perToken;
+  const tiled = decode([256, 256, 256, 256, 64, 64, 64, 64].map((m) => m * MiB));
+  assert.ok(tiled.allocated >= cache && tiled.allocated <= cache + 32 * MiB, 'the cache at its longest, with rests of at most 1 MiB a block');
+  assert.equal(tiled.peakReserved, tiled.afterPrefill, 'the 512 steps left no segment behind');
+  const alone = decode([]);
+  assert.ok(alone.peakReserved > 5 * cache, `copies alone: ${alone.peakReserved} bytes reserved for a cache of ${cache}`);
+});
