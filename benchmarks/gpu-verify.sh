@@ -194,6 +194,8 @@ if want stacks; then
     (cd benchmarks/pytorch && python3 record_stack_peaks.py --out "$ev/$name.json" ${conf:+--alloc-conf "$conf"}) || true
     [ -f "$ev/$name.json" ] && GPUMEM_DIST="$app/dist" "$node_bin" tools/plan-accuracy.mjs "$ev/$name.json" > "$ev/$name-accuracy.md" || true
   done
+  # the same runs sharing one process, as recorded before 2026-12-03: each row's details.before shows what earlier runs left
+  (cd benchmarks/pytorch && python3 record_stack_peaks.py --in-process --out "$ev/stacks-in-process.json") || true
 fi
 "$node_bin" benchmarks/compare.mjs "$ev" > "$ev/tables.md"
 if [ "$quick" = 0 ]; then "$node_bin" benchmarks/compare.mjs "$ev" --update docs/performance.md; fi

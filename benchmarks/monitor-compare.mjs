@@ -90,21 +90,39 @@ const du = util.map(([a, b]) => Math.abs(a - b));
 out.push(
   `| utilisation (%), median over ${util.length} pairs: gpumem / smi; median absolute difference | ${fmt(median(util.map((u) => u[0])))} | ${fmt(median(util.map((u) => u[1])))} | ${fmt(median(du))} points ${median(du) <= 10 ? '(yes: within 10)' : '(NO)'} |`,
 );
-for (const [dir2, key, col] of [
-  ['rx (to the device)', 'pcieRxBytesPerSecond', 'rxpci'],
-  ['tx (from the device)', 'pcieTxBytesPerSecond', 'txpci'],
-]) {
-  const pairs = [];
-  for (const d of gp) {
-    const s = near(dmon, d.t, (r) => Number(r.gpu) === d.index);
-    if (s && d[key] !== undefined && Number.isFinite(Number(s[col]))) pairs.push([d[key] / 1e6, Number(s[col])]);
+// PCIe: per phase of benchmarks/monitor-load.mjs (one direction at a time, steady), where it ran; else over the
+// whole load, the samples where either side saw traffic
+const loadPhases = JSON.parse(read('load-phases.json') || '{"phases":[]}').phases;
+const within = (t, ph) => t >= Date.parse(ph.start) + 1000 && t <= Date.parse(ph.end) - 1000;
+const pcieRows = (ph) => {
+  const rows = [];
+  for (const [dir2, key, col] of [
+    ['rx (to the device)', 'pcieRxBytesPerSecond', 'rxpci'],
+    ['tx (from the device)', 'pcieTxBytesPerSecond', 'txpci'],
+  ]) {
+    const g = gp.filter((d) => d[key] !== undefined && (!ph || within(d.t, ph))).map((d) => d[key] / 1e6);
+    const m = dmon.filter((r) => Number.isFinite(Number(r[col])) && (!ph || within(r.t, ph))).map((r) => Number(r[col]));
+    rows.push({ dir2, g: median(g), m: median(m), n: [g.length, m.length] });
   }
-  const busy = pairs.filter(([a, b]) => a > 100 || b > 100);
-  const ratio = median(busy.map(([a, b]) => a / Math.max(b, 1)));
+  return rows;
+};
+if (loadPhases.length) {
   out.push(
-    `| PCIe ${dir2}, MB/s while busy (median of ${busy.length} of ${pairs.length} pairs) | ${fmt(median(busy.map((p) => p[0])), 0)} | ${fmt(median(busy.map((p) => p[1])), 0)} | ratio ${fmt(ratio, 2)} ${ratio > 0.8 && ratio < 1.25 ? '(yes: within 20%)' : '(NO or too few busy samples)'} |`,
+    '',
+    '| phase (steady copies of a 256 MiB pinned buffer) | the copies measured (MB/s) | PCIe | gpumem (MB/s, median) | nvidia-smi dmon (MB/s, median) | gpumem / smi |',
+    '|---|---:|---|---:|---:|---:|',
   );
-}
+  for (const ph of loadPhases)
+    for (const r of pcieRows(ph)) {
+      const ratio = r.g / Math.max(r.m, 1);
+      const busy = r.g > 100 || r.m > 100;
+      out.push(
+        `| ${ph.name} (${r.n[0]} / ${r.n[1]} samples) | ${fmt(ph.bytesPerSecond / 1e6, 0)} | ${r.dir2} | ${fmt(r.g, 0)} | ${fmt(r.m, 0)} | ${busy ? `${fmt(ratio, 2)} ${ratio > 0.8 && ratio < 1.25 ? '(yes: within 20%)' : '(NO)'}` : 'idle on both'} |`,
+      );
+    }
+} else
+  for (const r of pcieRows(undefined))
+    out.push(`| PCIe ${r.dir2}, MB/s, median of ${r.n[0]} / ${r.n[1]} samples | ${fmt(r.g, 0)} | ${fmt(r.m, 0)} | ratio ${fmt(r.g / Math.max(r.m, 1), 2)} |`);
 const promUuids = new Set([...read('metrics.txt').matchAll(/gpumem_device_memory_used_bytes\{[^}]*uuid="([^"]+)"/g)].map((m) => m[1]));
 const promUtil = [...read('metrics.txt').matchAll(/gpumem_device_utilization_ratio\{[^}]*\} ([\d.e+-]+)/g)].map((m) => Number(m[1]) * 100);
 const promRx = [...read('metrics.txt').matchAll(/gpumem_device_pcie_rx_bytes_per_second\{[^}]*\} ([\d.e+-]+)/g)].length;

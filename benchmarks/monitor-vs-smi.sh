@@ -6,7 +6,8 @@
 #   bash .gpu/run.sh bash "$PWD/benchmarks/monitor-vs-smi.sh" "$OUT/monitor" 40   # on a GPU machine, from the
 #                                       # checkout, with the bundle of ../shared/device/bundle.sh (its built gpumem is used)
 #
-# The load is gpumem's own bench (copies, so PCIe moves, and STREAM kernels, so the GPU is busy) run in a loop for
+# The load: benchmarks/monitor-load.mjs's steady copies, idle / host-to-device / device-to-host / idle, 10 s each
+# (GPUMEM_MONITOR_PHASE_SECONDS), then gpumem's own bench (copies and STREAM kernels, so the GPU is busy) in a loop for
 # SECONDS. Beside it, once a second: `gpumem monitor --json`, `nvidia-smi --query-gpu=...` and `nvidia-smi dmon -s ut`
 # (PCIe rx/tx, utilisation), and a scrape of /metrics. benchmarks/monitor-compare.mjs then pairs the samples by time
 # and writes OUT_DIR/comparison.md (also printed): what matched and by how much. Where nvidia-smi is absent (the
@@ -19,7 +20,7 @@ mkdir -p "$out"
 cd "$root"
 # the bundle's built gpumem where there is one (.gpu/app: dist and its production node_modules), else the checkout's
 cli="node dist/cli.js"
-[ -f "$root/.gpu/app/dist/cli.js" ] && cli="node $root/.gpu/app/dist/cli.js"
+if [ -f "$root/.gpu/app/dist/cli.js" ]; then cli="node $root/.gpu/app/dist/cli.js"; export GPUMEM_DIST="$root/.gpu/app/dist"; fi
 port=${GPUMEM_MONITOR_PORT:-19464}
 pids=()
 stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
@@ -41,9 +42,12 @@ $cli monitor --serve --port "$port" > "$out/serve.out" 2> "$out/serve.err" &
 pids+=($!)
 sleep 2
 
-# the load, and a scrape of /metrics every second beside it
-end=$((SECONDS + seconds))
-( while [ $SECONDS -lt $end ]; do $cli bench --quick --only copy stream --max-size 256MiB --json >> "$out/load-bench.jsonl" 2>> "$out/load-bench.err" || break; done ) &
+# the load, and a scrape of /metrics every second beside it: first steady copies one direction at a time (PCIe,
+# compared phase by phase), then gpumem's bench in a loop (kernels, so the GPU is busy: utilisation)
+phase=${GPUMEM_MONITOR_PHASE_SECONDS:-10}
+end=$((SECONDS + 4 * phase + seconds))
+( node benchmarks/monitor-load.mjs "$out/load-phases.json" "$phase" 2>> "$out/load-bench.err"
+  while [ $SECONDS -lt $end ]; do $cli bench --quick --only copy stream --max-size 256MiB --json >> "$out/load-bench.jsonl" 2>> "$out/load-bench.err" || break; done ) &
 load=$!
 pids+=($load)
 n=0

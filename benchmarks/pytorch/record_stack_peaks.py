@@ -4,12 +4,19 @@ on a one-process group, peft's prepare_model_for_kbit_training on a bf16 base (a
 Hugging Face generate's reserved memory as its cache grows. Each row is a fixture row: the model's config.json, the
 `gpumem plan` flags that describe the run, and what PyTorch reported.
 
-  python benchmarks/pytorch/record_stack_peaks.py --out stacks.json [--alloc-conf expandable_segments:True]
+  python benchmarks/pytorch/record_stack_peaks.py --out stacks.json [--alloc-conf expandable_segments:True] [--in-process]
 
 The allocator reads PYTORCH_CUDA_ALLOC_CONF once, when CUDA starts, so --alloc-conf sets it before torch is imported and
-every row of that process carries it (run the script once per setting)."""
+every row of that process carries it (run the script once per setting).
+
+Each run has a process of its own (the script starts itself once per run): what a run leaves alive (an FSDP1 model its
+process group still reaches, a reference cycle gc does not break at once) would otherwise stay in the next runs'
+max_memory_reserved, which is not measured above a baseline. With --in-process every run shares one process, as the
+2026-12-02 recording did; each row's details.before says what was allocated and reserved when its run began."""
 import argparse
+import json
 import os
+import subprocess
 import sys
 
 ap = argparse.ArgumentParser()
@@ -18,6 +25,8 @@ ap.add_argument("--alloc-conf", default="")
 ap.add_argument("--deadline", type=float, default=150.0, help="seconds after which no new run starts")
 ap.add_argument("--only", default="", help="comma-separated families")
 ap.add_argument("--device", default="cuda", choices=["cuda"])
+ap.add_argument("--in-process", action="store_true", help="every run in this process (default: a process per run)")
+ap.add_argument("--run", type=int, default=-1, help=argparse.SUPPRESS)  # the one run a child process records
 a = ap.parse_args()
 if a.alloc_conf:
     os.environ["PYTORCH_CUDA_ALLOC_CONF"] = a.alloc_conf
@@ -78,20 +87,28 @@ def wrap(model, kind):
     return model, []
 
 
+def before():
+    """What the allocator holds when a run begins (after gc and empty_cache): zero in a process of its own."""
+    return {"allocated": torch.cuda.memory_allocated(), "reserved": torch.cuda.memory_reserved()}
+
+
 def train_run(family, kind, batch, seq, versions):
     reset(True)
     base = torch.cuda.memory_allocated()
+    held = before()
     cfg = load_config(family, False)
     flags = ["--mode", "train", "--batch", str(batch), "--seq", str(seq)]
     if kind == "kbit-prep":
         if peft is None:
             raise RuntimeError("peft is not installed")
         model = build(cfg, torch.bfloat16, "cuda")
-        # TRL's SFTTrainer calls this for a quantised base; peft casts every 16-bit parameter to fp32 and turns on
-        # gradient checkpointing (use_reentrant) and input gradients
+        # TRL's SFTTrainer calls this; peft casts every 16-bit parameter to fp32 (Params4bit excepted) and freezes it,
+        # but turns on gradient checkpointing and input gradients only for a quantised base (loaded_in_kbit, GPTQ,
+        # AQLM, EETQ, HQQ: huggingface/peft src/peft/utils/other.py, prepare_model_for_kbit_training), so on this
+        # bf16 base no layer is recomputed
         model = prepare_model_for_kbit_training(model)
         model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, task_type="CAUSAL_LM"))
-        flags += ["--precision", "amp-bf16", "--lora", "16", "--base-weights", "fp32", "--recompute", "full"]
+        flags += ["--precision", "amp-bf16", "--lora", "16", "--base-weights", "fp32"]
     elif kind == "lora":
         if peft is None:
             raise RuntimeError("peft is not installed")
@@ -114,12 +131,13 @@ def train_run(family, kind, batch, seq, versions):
     reserved = max(reserved_peaks)
     del model, opt, x, params
     reset(True)
-    return row(family, kind, batch, seq, flags, allocated, reserved, versions, {"phases": phases, "gradsOk": grads_ok})
+    return row(family, kind, batch, seq, flags, allocated, reserved, versions, {"phases": phases, "gradsOk": grads_ok, "before": held})
 
 
 def generate_run(family, kind, batch, seq, versions):
     reset(True)
     base = torch.cuda.memory_allocated()
+    held = before()
     cfg = load_config(family, False)
     model = build(cfg, torch.bfloat16, "cuda").eval()
     x = torch.randint(0, cfg.vocab_size, (batch, seq), device="cuda")
@@ -134,7 +152,7 @@ def generate_run(family, kind, batch, seq, versions):
     flags = ["--mode", "infer", "--weights", "bf16", "--batch", str(batch), "--prompt", str(seq), "--new-tokens", str(seq)]
     if a.alloc_conf:
         flags += ["--alloc-conf", a.alloc_conf]
-    return row(family, kind, batch, seq, flags, allocated, reserved, versions, {})
+    return row(family, kind, batch, seq, flags, allocated, reserved, versions, {"before": held})
 
 
 def row(family, kind, batch, seq, flags, allocated, reserved, versions, details):
@@ -164,12 +182,29 @@ def main():
     doc = {"schema": "gpumem.plan-fixture/1", "set": "h200-stacks",
            "description": "stacks recorded with benchmarks/pytorch/record_stack_peaks.py", "versions": versions, "rows": [], "errors": []}
 
-    def one(spec):
+    def here(spec):
         family, kind, batch, seq = spec
         fn = generate_run if kind == "generate" else train_run
         return fn(family, kind, batch, seq, versions), "", ""
 
-    record_runs(doc, RUNS, a, one)
+    def child(spec):
+        """The run in a process of its own: this script with --run, its one row read back."""
+        out = f"{a.out}.run{RUNS.index(spec)}.json"
+        cmd = [sys.executable, os.path.abspath(__file__), "--out", out, "--run", str(RUNS.index(spec)), "--deadline", "1e9"]
+        if a.alloc_conf:
+            cmd += ["--alloc-conf", a.alloc_conf]
+        subprocess.run(cmd, check=True)
+        with open(out) as f:
+            got = json.load(f)
+        os.remove(out)
+        if got["errors"]:
+            raise RuntimeError(got["errors"][0]["error"])
+        return got["rows"][0], "", "own process, "
+
+    if a.run >= 0:
+        record_runs(doc, [RUNS[a.run]], a, here)
+    else:
+        record_runs(doc, RUNS, a, here if a.in_process else child)
     if dist.is_initialized():
         dist.destroy_process_group()
 
