@@ -92,8 +92,8 @@ const gptqLinear = (bits: number) => (l: LinearShape, g: number) => {
  * AutoAWQ 0.1.6 (awq/modules/linear.py): WQLinear_GEMM keeps qweight int32 (in, out / 8), qzeros int32 (in / group,
  * out / 8) and fp16 scales (in / group, out); its gemm_forward_cuda (awq_cuda/quantization/gemm_cuda_gen.cu) sums
  * split_k_iters = 8 partial fp16 outputs (torch::empty({8, rows, out})). WQLinear_GEMV keeps qweight (out, in / 8),
- * qzeros (out, w) and scales (out, 8 w) with w = calculate_zeros_width(in, group): in / group rounded up to 8 (and to
- * a multiple of 2 or 4 for groups of 64 or 32); above 8 rows it calls gemmv2_forward_cuda, split-k 8 as well.
+ * qzeros int32 (out, w) and fp16 scales (out, 8 w) with w = calculate_zeros_width(in, group): ceil(in / group / 8)
+ * columns of 8 packed zeros (rounded up to a multiple of 2 or 4 for groups of 64 or 32); above 8 rows it calls gemmv2_forward_cuda, split-k 8 as well.
  */
 const zerosWidth = (inF: number, g: number): number => {
   const mult = g >= 128 ? 1 : g === 64 ? 2 : 4;

@@ -77,6 +77,9 @@ export function servedWeights(m: ModelConfig, o: InferOptions): ServedWeights {
   const moeLinear = numel(moeAttention) + experts * numel(expert) + numel(shared);
   const moeLocal = (c.moeLayer - (m.moe ? m.moe.experts * (1 - 1 / p.ep) * c.expert : 0)) / p.tp;
   const moeLayer = m.moe ? bytes(moeAttention) + experts * bytes(expert) + bytes(shared) + (moeLocal - moeLinear) * 2 : 0;
+  // transformers keeps the output layer (get_keys_to_not_convert, src/transformers/integrations/bitsandbytes.py at
+  // v4.35); Lightning's BitsandbytesPrecision (src/lightning/fabric/plugins/precision/bitsandbytes.py at 71aed751,
+  // LitGPT 982abcbc's pin) converts every nn.Linear not in ignore_modules, which LitGPT's generate leaves empty
   const outputQuantised = !!o.quantisedOutput && scheme.bitsandbytes && last && c.lmHead > 0;
   const head = shard({ in: m.hidden, out: m.vocab });
   const headBytes = outputQuantised ? scheme.linearBytes(head, g) + (c.lmHead / p.tp - numel([head])) * 2 : (c.lmHead / p.tp) * 2;
