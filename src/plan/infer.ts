@@ -13,23 +13,22 @@ import { type GenerateSetup, generateProgram, generateTags } from './program/gen
 import type { PhasePeak } from './program/walk.js';
 import { Replay } from './program/replay.js';
 import { Walk } from './program/walk.js';
-import { servedWeightBytes } from './serve.js';
+import { servedWeights } from './quantised-weights.js';
 import { commLines } from './strategies/comm.js';
 
 /** The generate program's inputs for `m` under `o` on the most-loaded GPU. */
 export function generateSetup(m: ModelConfig, o: InferOptions): GenerateSetup {
   const p = o.parallel;
-  const c = countParams(m);
   const layers = m.layers / p.pp;
-  const weights = servedWeightBytes(m, o);
-  const ends = ((p.pp === 1 ? c.embedding + c.lmHead : Math.max(c.embedding, c.lmHead)) / p.tp) * Math.max(2, o.weights === 'fp32' ? 4 : 2);
+  const w = servedWeights(m, o);
   const kvSplit = m.mla ? 1 : Math.min(p.tp, m.kvHeads);
   const sliding = m.slidingWindow && m.slidingLayers ? Math.round((m.slidingLayers * layers) / m.layers) : 0;
   const base = {
     m,
     o,
-    layerWeightBytes: Math.max(0, weights - ends) / layers,
-    endWeightBytes: Math.min(weights, ends),
+    layerWeightBytes: Math.max(0, w.totalBytes - w.endBytes) / layers,
+    endWeightBytes: Math.min(w.totalBytes, w.endBytes),
+    quant: w,
     layers,
     slidingLayers: sliding,
     window: m.slidingWindow ?? 0,

@@ -9,6 +9,7 @@ import { InvalidArgumentError, isGpuError } from '../errors.js';
 import { adapterRefusal } from './adapters.js';
 import { parseEngineVersion } from './engines/registry.js';
 import { frameworkOf } from './frameworks/registry.js';
+import type { ModelConfig } from './model-config.js';
 import type { InferOptions, LoraOptions, Parallelism, PlanOptions, ShardingName, TrainOptions } from './options.js';
 import { checkInputs, DEFAULT_INPUTS, type InputName, LIMITS, type PlanInputs } from './schema.js';
 
@@ -89,6 +90,9 @@ function inferOptions(i: PlanInputs, parallel: Parallelism): InferOptions {
     kvDtype: i.kvDtype,
     blockSize: i.blockSize,
     weights: i.weights,
+    groupSize: i.groupSize,
+    computeDtype: i.computeDtype,
+    quantisedOutput: i.quantisedOutput,
     attention: i.flashAttention ? 'flash' : i.attention,
     engine: i.engine,
     serve: {
@@ -104,6 +108,17 @@ function inferOptions(i: PlanInputs, parallel: Parallelism): InferOptions {
     fragmentation: i.fragmentation,
     allocConf: allocConfOf(i),
   };
+}
+
+/**
+ * The inputs with the checkpoint's quantisation as the default weights: an inference plan of a model whose
+ * config.json has a quantization_config plans its scheme, its group size and its compute dtype unless --weights is
+ * given.
+ */
+export function checkpointInputs(m: Pick<ModelConfig, 'quantization'>, i: PlanInputs): PlanInputs {
+  const q = m.quantization;
+  if (!q || i.mode !== 'infer' || (i.given ?? []).includes('weights')) return i;
+  return { ...i, weights: q.weights, groupSize: i.groupSize ?? q.groupSize, computeDtype: i.computeDtype ?? q.computeDtype };
 }
 
 /** --alloc-conf read as PyTorch reads PYTORCH_CUDA_ALLOC_CONF. @throws InvalidArgumentError naming the option */

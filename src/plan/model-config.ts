@@ -6,6 +6,7 @@
 import { BadInputError } from '../errors.js';
 import { Fields, type Json } from './config-fields.js';
 import { FAMILIES, MODEL_TYPES } from './families.js';
+import { type CheckpointQuantization, readQuantizationConfig } from './quantization-config.js';
 
 /** Multi-head latent attention (DeepSeek-V2/V3). */
 export interface MlaShape {
@@ -108,6 +109,8 @@ export interface ModelConfig {
   arch: ArchTraits;
   /** The fields a config.json left out that its family needs, each with the default taken (the plan's notes say them). */
   defaults?: readonly string[];
+  /** The checkpoint's quantization_config as a --weights scheme (the default weights of an inference plan). */
+  quantization?: CheckpointQuantization | undefined;
 }
 
 /**
@@ -124,8 +127,9 @@ export function normaliseConfig(cfg: unknown, file: string, name = 'custom'): Mo
   const m = family(f);
   checkShape(m, f);
   // the catalogue's entries hold what their families need; a file's gaps are said in the plan
+  const quantization = readQuantizationConfig(f.c.quantization_config, file, f.defaults);
   const said = f.defaults.length > 0 && !file.startsWith('catalogue:') ? { defaults: f.defaults.map((d) => `${file}: ${d}`) } : {};
-  return { name, modelType: type, ...m, ...said };
+  return { name, modelType: type, ...m, ...said, ...(quantization ? { quantization } : {}) };
 }
 
 /** Constraints every family shares. @throws BadInputError */

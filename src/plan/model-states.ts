@@ -2,6 +2,7 @@
 import type { ModelConfig } from './model-config.js';
 import type { KvDtype, OptimizerName, Parallelism, Precision, WeightFormat } from './options.js';
 import { stateBytes } from './precision.js';
+import { quantScheme } from './quant-schemes.js';
 import type { ParamCounts } from './params.js';
 
 /**
@@ -23,9 +24,15 @@ export function modelStateBytes(
   };
 }
 
-/** Bytes per weight for inference formats (int8 / int4 include per-group scales: one 2-byte scale per 128 / 64). */
+/**
+ * Bytes per weight of an inference format: its dtype's, or a quantised linear layer's, quantisation state included,
+ * for a 4096 x 4096 layer (quant-schemes.ts; a layer's own shape changes the per-row and per-tensor shares a little).
+ */
 export function weightBytes(format: WeightFormat): number {
-  return { fp32: 4, bf16: 2, fp16: 2, fp8: 1, int8: 1 + 2 / 128, int4: 0.5 + 2 / 64 }[format];
+  const s = quantScheme(format);
+  if (!s) return format === 'fp32' ? 4 : 2;
+  const side = 4096;
+  return s.linearBytes({ in: side, out: side }, s.groupSize) / (side * side);
 }
 
 export function kvBytes(d: KvDtype): number {

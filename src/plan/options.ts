@@ -1,4 +1,5 @@
 /** What a plan is asked about: precision, optimizer, parallel layout, and the estimate's shape. */
+import type { ComputeDtype } from './quant-schemes.js';
 import type { AllocConf } from '../allocator-model/alloc-conf.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { ModelConfig } from './model-config.js';
@@ -69,7 +70,44 @@ export interface LoraOptions {
 export type Framework = 'pytorch' | 'megatron' | 'litgpt';
 /** The distributed strategy (strategies/): one GPU or DDP, DeepSpeed ZeRO, FSDP1, FSDP2, Megatron's distributed optimizer. */
 export type ShardingName = 'ddp' | 'deepspeed' | 'fsdp1' | 'fsdp2' | 'megatron';
-export type WeightFormat = 'fp32' | 'bf16' | 'fp16' | 'fp8' | 'int8' | 'int4';
+/**
+ * Inference weight formats: 16/32-bit, the generic quantised checkpoints (fp8, int8, int4: a per-weight figure) and
+ * the quantisation schemes whose layouts gpumem follows (quant-schemes.ts): bitsandbytes NF4 / FP4 with or without
+ * double quantisation and LLM.int8(), GPTQ (exllamav2 or exllama kernels) and AWQ (GEMM or GEMV).
+ */
+export type WeightFormat =
+  | 'fp32'
+  | 'bf16'
+  | 'fp16'
+  | 'fp8'
+  | 'int8'
+  | 'int4'
+  | 'nf4'
+  | 'nf4-dq'
+  | 'fp4'
+  | 'fp4-dq'
+  | 'bnb-int8'
+  | 'gptq-int4'
+  | 'gptq-int4-exllama'
+  | 'awq-int4'
+  | 'awq-int4-gemv';
+export const WEIGHT_FORMATS: readonly WeightFormat[] = [
+  'fp32',
+  'bf16',
+  'fp16',
+  'fp8',
+  'int8',
+  'int4',
+  'nf4',
+  'nf4-dq',
+  'fp4',
+  'fp4-dq',
+  'bnb-int8',
+  'gptq-int4',
+  'gptq-int4-exllama',
+  'awq-int4',
+  'awq-int4-gemv',
+];
 export type KvDtype = 'fp32' | 'bf16' | 'fp16' | 'fp8' | 'int8' | 'int4';
 
 export interface Parallelism {
@@ -135,6 +173,12 @@ export interface InferOptions {
   /** Paged KV cache block size in tokens (vLLM's default is 16); undefined for a contiguous cache. */
   blockSize: number | undefined;
   weights: WeightFormat;
+  /** The quantisation group (GPTQ / AWQ group_size, bitsandbytes' blocksize); undefined: the scheme's default. */
+  groupSize?: number | undefined;
+  /** bitsandbytes 4-bit: the dtype its matmuls compute in (bnb_4bit_compute_dtype). */
+  computeDtype?: ComputeDtype | undefined;
+  /** bitsandbytes: the output layer quantised too (Lightning's BitsandbytesPrecision, as LitGPT's generate uses it). */
+  quantisedOutput?: boolean | undefined;
   attention: Attention;
   /** hf: Hugging Face generate (the estimate below); vllm, sglang: the engine sizes its KV cache itself (serve.ts). */
   engine: Engine;

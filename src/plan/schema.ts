@@ -210,11 +210,48 @@ export const SCHEMA = {
   blockSize: { kind: 'int', limit: LIMITS.tokens, arg: '<n>', help: 'paged KV cache block size in tokens', applies: INFER, page: { label: 'KV block size' } },
   weights: {
     kind: 'choice',
-    choices: ['fp32', 'bf16', 'fp16', 'fp8', 'int8', 'int4'],
+    choices: [
+      'fp32',
+      'bf16',
+      'fp16',
+      'fp8',
+      'int8',
+      'int4',
+      'nf4',
+      'nf4-dq',
+      'fp4',
+      'fp4-dq',
+      'bnb-int8',
+      'gptq-int4',
+      'gptq-int4-exllama',
+      'awq-int4',
+      'awq-int4-gemv',
+    ],
     default: 'bf16',
-    help: 'inference weight format (int4: AWQ/GPTQ; int8, fp8: quantised checkpoints; embeddings and output layer stay 16-bit)',
+    help: "inference weight format: fp32, bf16, fp16; a quantised checkpoint per weight (int4: 0.5 + 2/64 bytes, int8, fp8); or a scheme's own layout: bitsandbytes nf4, fp4 (-dq: double quantisation), bnb-int8 (LLM.int8()); gptq-int4 (exllamav2 kernel, its scratch), gptq-int4-exllama (exllama v1); awq-int4 (GEMM), awq-int4-gemv. Embeddings and the output layer stay 16-bit. Default: the checkpoint's quantization_config, else bf16",
     applies: INFER,
     page: { label: 'weights' },
+  },
+  groupSize: {
+    kind: 'int',
+    limit: LIMITS.tokens,
+    arg: '<n>',
+    help: "the quantisation group of --weights gptq-*, awq-* (group_size, default 128) or bitsandbytes 4-bit (blocksize, default 64); default: the checkpoint's quantization_config",
+    applies: INFER,
+    page: { label: 'quantisation group' },
+  },
+  computeDtype: {
+    kind: 'choice',
+    choices: ['fp16', 'bf16', 'fp32'],
+    help: "bitsandbytes 4-bit: the dtype its matmuls compute in (bnb_4bit_compute_dtype; transformers' default fp32, LitGPT's its --precision); a prefill dequantises each weight to fp16 and casts it to this",
+    applies: INFER,
+    page: { label: 'bnb compute dtype' },
+  },
+  quantisedOutput: {
+    kind: 'flag',
+    help: "bitsandbytes: the output layer quantised too, as LitGPT's generate (Lightning's BitsandbytesPrecision converts every nn.Linear); transformers keeps lm_head in 16 bits (get_keys_to_not_convert)",
+    applies: INFER,
+    page: { label: 'output layer quantised' },
   },
   engine: {
     kind: 'choice',
@@ -360,7 +397,24 @@ export const RULES: ReadonlyArray<(i: PlanInputs, given: (k: InputName) => boole
       ? '--optimizer-in-backward steps each gradient as it is made: it cannot accumulate (--grad-accum 1), as torchtune refuses'
       : undefined,
   (i) => (i.optimizerInBackward && i.offload !== 'none' ? '--optimizer-in-backward steps on the GPU: it contradicts --offload' : undefined),
+  (i) =>
+    i.quantisedOutput && !BNB_WEIGHTS.includes(i.weights)
+      ? `--quantised-output is for a bitsandbytes format (--weights ${BNB_WEIGHTS.join(', ')}); a ${i.weights} checkpoint keeps what it stores`
+      : undefined,
+  (i) =>
+    i.computeDtype !== undefined && !BNB_4BIT.includes(i.weights)
+      ? `--compute-dtype is bitsandbytes' bnb_4bit_compute_dtype: give --weights nf4 or fp4`
+      : undefined,
+  (i) =>
+    i.groupSize !== undefined && !GROUPED_WEIGHTS.includes(i.weights)
+      ? `--group-size is for a grouped format (--weights ${GROUPED_WEIGHTS.join(', ')}), not ${i.weights}`
+      : undefined,
 ];
+
+/** The --weights formats bitsandbytes loads, and those quantised in groups. */
+const BNB_4BIT: readonly string[] = ['nf4', 'nf4-dq', 'fp4', 'fp4-dq'];
+const BNB_WEIGHTS: readonly string[] = [...BNB_4BIT, 'bnb-int8'];
+const GROUPED_WEIGHTS: readonly string[] = ['nf4', 'nf4-dq', 'fp4', 'fp4-dq', 'gptq-int4', 'gptq-int4-exllama', 'awq-int4', 'awq-int4-gemv'];
 
 export type InputName = keyof typeof SCHEMA;
 

@@ -8,9 +8,10 @@
  */
 import { ENGINES, parseEngineVersion } from './engines/registry.js';
 import type { ModelConfig } from './model-config.js';
-import { kvBytes, localParams, weightBytes } from './model-states.js';
+import { kvBytes, localParams } from './model-states.js';
 import { checkParallel, type Estimate, fieldsOf, type InferOptions, type Line } from './options.js';
 import { cachedTokenLayers, countParams, kvBytesPerTokenPerLayer } from './params.js';
+import { servedWeights } from './quantised-weights.js';
 
 export type Engine = 'hf' | 'vllm' | 'sglang';
 
@@ -61,18 +62,11 @@ export interface ServeEstimate {
 }
 
 /**
- * Weights as a quantised checkpoint stores them: AWQ, GPTQ and fp8 checkpoints quantise the linear layers of the
- * blocks and keep the embeddings and the output layer in 16 bits.
+ * Weights as the format stores them (quantised-weights.ts): a quantised format's linear layers in its layout, the
+ * embeddings, the output layer and the norms in 16 bits.
  */
 export function servedWeightBytes(m: ModelConfig, o: InferOptions): number {
-  const c = countParams(m);
-  // a vision tower (Gemma 3) loads with the language model, in 16 bits
-  const P = localParams(c, m, o.parallel);
-  const wb = weightBytes(o.weights);
-  const extra = (c.extra / o.parallel.tp) * Math.max(wb, 2);
-  if (wb >= 2) return P * wb + extra;
-  const ends = (o.parallel.pp === 1 ? c.embedding + c.lmHead : Math.max(c.embedding, c.lmHead)) / o.parallel.tp;
-  return (P - ends) * wb + ends * 2 + extra;
+  return servedWeights(m, o).totalBytes;
 }
 
 /** The KV cache's line: the rest of the engine's budget, in blocks, and the windows the engine honours. */

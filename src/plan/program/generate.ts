@@ -8,6 +8,7 @@
 import { formatCount } from '../../units.js';
 import type { ModelConfig } from '../model-config.js';
 import { fusedAttention, type InferOptions } from '../options.js';
+import type { ServedWeights } from '../quantised-weights.js';
 import type { H, Mem, Tag } from './mem.js';
 import { Tags } from './mem.js';
 
@@ -27,6 +28,8 @@ export interface GenerateSetup {
   window: number;
   /** Key and value bytes per token of one layer on this GPU. */
   kvPerTokenLayer: number;
+  /** The weight format's buffers and matmul transients. */
+  quant: Pick<ServedWeights, 'scratchBytes' | 'layerMatmulBytes' | 'outputMatmulBytes'> & { scheme: { says: string } | undefined };
   tags: GenerateTags;
 }
 
@@ -38,6 +41,8 @@ export interface GenerateTags {
   activations: Tag;
   repeat: Tag;
   logits: Tag;
+  scratch: Tag;
+  matmul: Tag;
 }
 
 /** The lines of a generate run. */
@@ -68,6 +73,16 @@ export function generateTags(s: Omit<GenerateSetup, 'tags'>): GenerateTags {
       'Hugging Face repeats grouped key/value heads for the attention call',
     ),
     logits: set.get('fp32 logits', 'logitsBytes', `${o.batch} sequences x ${s.m.vocab} vocabulary x 4 bytes`),
+    scratch: set.get(
+      "quantisation kernels' scratch",
+      'workspaceBytes',
+      `allocated once at load for the largest quantised layer (${s.quant.scheme?.says ?? 'none'}: exllama's temp_dq, exllamav2's scratch)`,
+    ),
+    matmul: set.get(
+      "a quantised layer's matmul transients",
+      'workspaceBytes',
+      `one layer's matmul at a time (${s.quant.scheme?.says ?? 'none'}): bitsandbytes 4-bit dequantises the weight for more than one row, LLM.int8() quantises its input (and converts the weight's layout in the first pass), AWQ sums 8 split-k partial outputs`,
+    ),
   };
 }
 
@@ -104,11 +119,16 @@ function prefill(mem: Mem, s: GenerateSetup): H[][][] {
     mem.repeat(r.count, () => {
       const half = (s.kvPerTokenLayer / 2) * o.batch * kept(s, o.prompt, r.sliding);
       const kv = [mem.alloc(half, s.tags.kv), mem.alloc(half, s.tags.kv)];
-      mem.free(mem.alloc((tokens * (4 * m.hidden + 3 * f) * e) / o.parallel.tp + scores, s.tags.activations));
+      const act = mem.alloc((tokens * (4 * m.hidden + 3 * f) * e) / o.parallel.tp + scores, s.tags.activations);
+      // the layer's largest matmul transient while its buffers are held (the first forward pass)
+      mem.free(mem.alloc(s.quant.layerMatmulBytes(tokens, true), s.tags.matmul));
+      mem.free(act);
       repeatKv(mem, s, o.prompt);
       return kv;
     }),
   );
+  // a quantised output layer runs over every prompt token (LitGPT's GPT.forward returns logits for all of them)
+  mem.free(mem.alloc(s.quant.outputMatmulBytes(tokens, true), s.tags.matmul));
   mem.free(mem.alloc(o.batch * m.vocab * 4, s.tags.logits));
   return caches.map((c) => Array.from({ length: c.count }, (_, i) => c.at(i)));
 }
@@ -133,8 +153,10 @@ function step(mem: Mem, s: GenerateSetup, caches: H[][][], tokens: number): void
         kv.push(mem.alloc(extra, s.tags.kv), mem.alloc(extra, s.tags.kv));
       }
       repeatKv(mem, s, tokens);
+      mem.free(mem.alloc(s.quant.layerMatmulBytes(o.batch, false), s.tags.matmul));
     });
   });
+  mem.free(mem.alloc(s.quant.outputMatmulBytes(o.batch, false), s.tags.matmul));
   mem.free(mem.alloc(o.batch * s.m.vocab * 4, s.tags.logits));
 }
 
@@ -146,6 +168,7 @@ export function generateProgram(mem: Mem, s: GenerateSetup, allSteps: boolean): 
   mem.phase('load');
   mem.repeat(s.layers, () => mem.alloc(s.layerWeightBytes, s.tags.weights));
   mem.alloc(s.endWeightBytes, s.tags.weights);
+  if (s.quant.scratchBytes > 0) mem.alloc(s.quant.scratchBytes, s.tags.scratch);
   const caches = prefill(mem, s);
   mem.phase('decode');
   const ctx = s.o.prompt + s.o.newTokens;

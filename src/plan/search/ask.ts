@@ -3,7 +3,7 @@
  * cheapest changes that make it fit where it does not. The CLI and the page both plan through this.
  */
 import { InvalidArgumentError } from '../../errors.js';
-import { planOptionsFrom } from '../inputs.js';
+import { checkpointInputs, planOptionsFrom } from '../inputs.js';
 import type { ModelConfig } from '../model-config.js';
 import { type Machine, type PlanResult, plan } from '../plan.js';
 import type { PlanInputs } from '../schema.js';
@@ -34,7 +34,7 @@ function fullPlanner(m: ModelConfig, mc: Machine): (i: PlanInputs) => Fit {
 export function planAsked(m: ModelConfig, inputs: PlanInputs, mc: Machine, prefix: readonly string[] = ['gpumem', 'plan']): PlanResult {
   const confirm = fullPlanner(m, mc);
   const evaluate = evaluator(m, mc);
-  let i = inputs;
+  let i = checkpointInputs(m, inputs);
   let fit: PlanResult['fit'];
   if (inputs.fit) {
     const fast = fitLargest(m, i, inputs.fit, evaluate);

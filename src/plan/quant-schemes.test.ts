@@ -1,0 +1,149 @@
+/**
+ * The quantised weight formats: each scheme's bytes against the tensors its library allocates, worked out here from
+ * the format's definition; a checkpoint's quantization_config read as the scheme it names; and the plan's lines.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { InvalidArgumentError } from '../errors.js';
+import { inferOptions } from '../testing/plan-options.js';
+import { catalogueModel } from './catalogue.js';
+import { estimateInfer } from './infer.js';
+import { checkpointInputs, DEFAULT_INPUTS, planOptionsFrom } from './inputs.js';
+import { parseConfigText } from './model-config.js';
+import { weightBytes } from './model-states.js';
+import { QUANT_SCHEMES } from './quant-schemes.js';
+import { readQuantizationConfig } from './quantization-config.js';
+import { servedWeights } from './quantised-weights.js';
+
+const L = { in: 4096, out: 11008 };
+const n = L.in * L.out;
+const bytes = (w: keyof typeof QUANT_SCHEMES, g?: number): number => {
+  const s = QUANT_SCHEMES[w]!;
+  return s.linearBytes(L, g ?? s.groupSize);
+};
+
+test('bitsandbytes 4-bit: half a byte per weight and an fp32 absmax per 64; double quantisation an 8-bit absmax, an fp32 one per 256 blocks and the code', () => {
+  // quantize_4bit: out uint8 ((n + 1) / 2), absmax fp32 (n / 64)
+  assert.equal(bytes('nf4'), n / 2 + (n / 64) * 4);
+  assert.equal(bytes('fp4'), bytes('nf4'));
+  // compress_statistics: quantize_blockwise(absmax, blocksize=256): uint8 per block, fp32 absmax per 256 blocks, the 256-entry fp32 code, the fp32 offset
+  const blocks = n / 64;
+  assert.equal(bytes('nf4-dq'), n / 2 + blocks + Math.ceil(blocks / 256) * 4 + 256 * 4 + 4);
+  assert.ok(Math.abs(bytes('nf4-dq') / n - (0.5 + 1 / 64 + 4 / (64 * 256))) < 1e-4);
+});
+
+test('LLM.int8(): one byte per weight and an fp32 scale per output row', () => {
+  assert.equal(bytes('bnb-int8'), n + 4 * L.out);
+});
+
+test('GPTQ: int32 qweight packing 8 values, int32 qzeros and fp16 scales per group of 128, an int32 g_idx per input feature', () => {
+  const groups = L.in / 128;
+  // qweight (in / 32 x 4, out) int32; qzeros (groups, out / 32 x 4) int32; scales (groups, out) fp16; g_idx (in) int32
+  const want = (L.in / 8) * L.out * 4 + groups * (L.out / 8) * 4 + groups * L.out * 2 + L.in * 4;
+  assert.equal(bytes('gptq-int4'), want);
+  assert.equal(bytes('gptq-int4-exllama'), want);
+  // a group of 32 holds four times the scales and zeros
+  assert.equal(bytes('gptq-int4', 32), (L.in / 8) * L.out * 4 + (L.in / 32) * (L.out / 8) * 4 + (L.in / 32) * L.out * 2 + L.in * 4);
+});
+
+test('AWQ: GEMM packs 8 values per int32 with zeros and fp16 scales per group; GEMV packs 8 zeros per int32 column, its groups padded to a multiple of 8', () => {
+  const groups = L.in / 128;
+  assert.equal(bytes('awq-int4'), n / 2 + groups * (L.out / 8) * 4 + groups * L.out * 2);
+  // calculate_zeros_width(4096, 128) = ceil(32 / 8) = 4 int32 columns: qzeros (out, 4) int32, scales (out, 4 x 8) fp16
+  assert.equal(bytes('awq-int4-gemv'), n / 2 + L.out * 4 * 4 + L.out * 32 * 2);
+  // 11008 / 128 = 86 groups: ceil(86 / 8) = 11 columns of zeros, 88 scales per output row
+  const down = QUANT_SCHEMES['awq-int4-gemv']!.linearBytes({ in: 11008, out: 4096 }, 128);
+  assert.equal(down, (11008 * 4096) / 2 + 4096 * 11 * 4 + 4096 * 88 * 2);
+});
+
+test('the kernels allocate their scratch for the largest layer: exllama a dequantised fp16 copy, exllamav2 that and a forward buffer for 2048 x 8 rows', () => {
+  const layers = [L, { in: L.out, out: L.in }];
+  assert.equal(QUANT_SCHEMES['gptq-int4-exllama']!.scratchBytes!(layers), n * 2);
+  // scratch_space_fixed: in x out x 2 + 128 + out x 2048 x 8 x 4 + 128, the largest over the layers (the wider output)
+  assert.equal(QUANT_SCHEMES['gptq-int4']!.scratchBytes!(layers), n * 2 + 128 + L.out * 2048 * 8 * 4 + 128);
+});
+
+test('a bitsandbytes 4-bit matmul dequantises its weight to fp16 for more than one row and casts it to the compute dtype; one row dequantises nothing', () => {
+  const m = QUANT_SCHEMES.nf4!.matmulBytes!;
+  const x = { first: false, groupSize: 64 };
+  assert.equal(m(L, { ...x, rows: 1, computeDtype: 'bf16' }), 0);
+  assert.equal(m(L, { ...x, rows: 5, computeDtype: 'fp16' }), 2 * n);
+  assert.equal(m(L, { ...x, rows: 5, computeDtype: 'bf16' }), 4 * n);
+  // double quantisation dequantises the absmax to fp32 first
+  assert.equal(QUANT_SCHEMES['nf4-dq']!.matmulBytes!(L, { ...x, rows: 5, computeDtype: 'fp16' }), 2 * n + 4 * (n / 64));
+});
+
+test('the generic formats keep their per-weight figures: int4 0.5 + 2/64, int8 1 + 2/128, fp8 1', () => {
+  assert.equal(weightBytes('int4'), 0.5 + 2 / 64);
+  assert.equal(weightBytes('int8'), 1 + 2 / 128);
+  assert.equal(weightBytes('fp8'), 1);
+  assert.equal(weightBytes('bf16'), 2);
+  assert.equal(weightBytes('nf4'), 0.5 + 4 / 64);
+});
+
+test('quantization_config is read as the scheme it names', () => {
+  const bnb = {
+    quant_method: 'bitsandbytes',
+    load_in_4bit: true,
+    bnb_4bit_quant_type: 'nf4',
+    bnb_4bit_use_double_quant: true,
+    bnb_4bit_compute_dtype: 'bfloat16',
+  };
+  assert.deepEqual(readQuantizationConfig(bnb, 'c.json'), { weights: 'nf4-dq', computeDtype: 'bf16' });
+  // transformers' defaults: fp4, fp32 compute
+  assert.deepEqual(readQuantizationConfig({ load_in_4bit: true }, 'c.json'), { weights: 'fp4', computeDtype: 'fp32' });
+  assert.deepEqual(readQuantizationConfig({ quant_method: 'bitsandbytes', load_in_8bit: true }, 'c.json'), { weights: 'bnb-int8' });
+  const gptq = { quant_method: 'gptq', bits: 4, group_size: 128, desc_act: false, exllama_config: { version: 2 } };
+  assert.deepEqual(readQuantizationConfig(gptq, 'c.json'), { weights: 'gptq-int4', groupSize: 128 });
+  assert.deepEqual(readQuantizationConfig({ quant_method: 'gptq', bits: 4, group_size: -1 }, 'c.json'), { weights: 'gptq-int4-exllama', groupSize: undefined });
+  assert.deepEqual(readQuantizationConfig({ quant_method: 'awq', bits: 4, group_size: 64, version: 'GEMV' }, 'c.json'), {
+    weights: 'awq-int4-gemv',
+    groupSize: 64,
+  });
+  const notes: string[] = [];
+  assert.equal(readQuantizationConfig({ quant_method: 'hqq' }, 'c.json', notes), undefined);
+  assert.match(notes[0] ?? '', /hqq/);
+  assert.equal(readQuantizationConfig(undefined, 'c.json'), undefined);
+});
+
+test("a config.json's quantization_config is the inference plan's weights unless --weights is given", () => {
+  const text = JSON.stringify({
+    model_type: 'llama',
+    hidden_size: 4096,
+    intermediate_size: 11008,
+    num_hidden_layers: 32,
+    num_attention_heads: 32,
+    num_key_value_heads: 32,
+    vocab_size: 32000,
+    max_position_embeddings: 4096,
+    quantization_config: { quant_method: 'awq', bits: 4, group_size: 128, version: 'gemm' },
+  });
+  const m = parseConfigText(text, 'config.json', 'llama-awq');
+  assert.deepEqual(m.quantization, { weights: 'awq-int4', groupSize: 128 });
+  const infer = { ...DEFAULT_INPUTS, mode: 'infer' as const };
+  assert.equal(checkpointInputs(m, infer).weights, 'awq-int4');
+  assert.equal(checkpointInputs(m, { ...infer, weights: 'bf16', given: ['weights'] }).weights, 'bf16');
+  assert.equal(checkpointInputs(m, DEFAULT_INPUTS).weights, DEFAULT_INPUTS.weights);
+});
+
+test('the output layer is quantised only where a bitsandbytes loader is told to; a GPTQ checkpoint refuses it', () => {
+  const m = catalogueModel('llama-2-7b');
+  const kept = servedWeights(m, inferOptions({ weights: 'nf4' }));
+  const converted = servedWeights(m, inferOptions({ weights: 'nf4', quantisedOutput: true }));
+  const head = m.vocab * m.hidden;
+  assert.equal(kept.endBytes - converted.endBytes, head * 2 - (head / 2 + (head / 64) * 4));
+  assert.throws(
+    () => planOptionsFrom({ ...DEFAULT_INPUTS, mode: 'infer', weights: 'gptq-int4', quantisedOutput: true, given: ['weights', 'quantisedOutput'] }),
+    InvalidArgumentError,
+  );
+});
+
+test('a GPTQ exllamav2 plan holds its scratch from load; a bitsandbytes prefill holds one dequantised layer', () => {
+  const m = catalogueModel('llama-2-7b');
+  const gptq = estimateInfer(m, inferOptions({ weights: 'gptq-int4', batch: 1, prompt: 8, newTokens: 8 }));
+  const scratch = gptq.fullLines.find((l) => l.name.includes('scratch'));
+  // the widest layer: gate/up (4096 -> 11008)
+  assert.equal(scratch?.bytes, 4096 * 11008 * 2 + 128 + 11008 * 2048 * 8 * 4 + 128);
+  const bnb = estimateInfer(m, inferOptions({ weights: 'nf4', computeDtype: 'fp16', batch: 1, prompt: 8, newTokens: 8 }));
+  assert.equal(bnb.fullLines.find((l) => l.name.includes('matmul'))?.bytes, 4096 * 11008 * 2);
+});

@@ -1,0 +1,58 @@
+/**
+ * A checkpoint's config.json `quantization_config` read as the --weights scheme it describes, as transformers writes
+ * it (src/transformers/utils/quantization_config.py: BitsAndBytesConfig, GPTQConfig, AwqConfig; quant_method names
+ * the loader) and AutoAWQ's quant_config (w_bit, q_group_size, version).
+ */
+import { Fields, type Json } from './config-fields.js';
+import type { WeightFormat } from './options.js';
+import type { ComputeDtype } from './quant-schemes.js';
+
+/** What a checkpoint's quantization_config says of its weights. */
+export interface CheckpointQuantization {
+  weights: WeightFormat;
+  groupSize?: number | undefined;
+  computeDtype?: ComputeDtype | undefined;
+}
+
+const DTYPES: Record<string, ComputeDtype> = { float16: 'fp16', bfloat16: 'bf16', float32: 'fp32', 'torch.float16': 'fp16', 'torch.bfloat16': 'bf16' };
+
+/**
+ * The scheme of `q` (a config.json's quantization_config), or undefined for none, or for one gpumem does not follow
+ * (another bit width or method: said in `notes`, and the weights planned as --weights says).
+ * @throws BadInputError naming the field, for a field of the wrong type.
+ */
+export function readQuantizationConfig(q: unknown, file: string, notes: string[] = []): CheckpointQuantization | undefined {
+  const skip = (why: string): undefined => {
+    notes.push(`quantization_config: ${why}; the weights are planned as --weights says`);
+    return undefined;
+  };
+  if (q === undefined || q === null) return undefined;
+  if (typeof q !== 'object' || Array.isArray(q)) throw new Fields({}, file).fail('field "quantization_config" must be an object');
+  const f = new Fields(q as Json, file);
+  const c = f.c;
+  // transformers before 4.31 wrote a bitsandbytes config without quant_method
+  const method = f.str('quant_method', c.load_in_4bit !== undefined || c.load_in_8bit !== undefined ? 'bitsandbytes' : '').toLowerCase();
+  const group = f.int(['group_size', 'q_group_size'], { min: -1 });
+  const groupSize = group === undefined || group === -1 ? undefined : group;
+  if (method === 'bitsandbytes') {
+    if (f.bool('load_in_8bit', false)) return { weights: 'bnb-int8' };
+    if (!f.bool('load_in_4bit', false)) return undefined;
+    const type = f.str('bnb_4bit_quant_type', 'fp4');
+    if (type !== 'nf4' && type !== 'fp4') return skip(`bnb_4bit_quant_type "${type}" is not one bitsandbytes takes (nf4, fp4)`);
+    const dtype = c.bnb_4bit_compute_dtype;
+    const computeDtype = typeof dtype === 'string' ? DTYPES[dtype] : undefined;
+    return { weights: f.bool('bnb_4bit_use_double_quant', false) ? `${type}-dq` : type, computeDtype: computeDtype ?? 'fp32' };
+  }
+  if (method === 'gptq' || method === 'awq') {
+    const bits = f.int(['bits', 'w_bit']) ?? 4;
+    if (bits === 8 && method === 'gptq') return { weights: 'int8', groupSize: undefined };
+    if (bits !== 4) return skip(`${bits}-bit ${method.toUpperCase()}: gpumem follows 4-bit (and 8-bit GPTQ per weight)`);
+    if (method === 'awq') return { weights: f.str('version', 'gemm').toLowerCase() === 'gemv' ? 'awq-int4-gemv' : 'awq-int4', groupSize };
+    // GPTQConfig's exllama_config defaults to version 1 when the kernel is exllama
+    const ex = c.exllama_config as Json | undefined;
+    const version = ex && typeof ex === 'object' ? new Fields(ex, file).int('version') : undefined;
+    return { weights: version === 2 ? 'gptq-int4' : 'gptq-int4-exllama', groupSize };
+  }
+  if (method === 'fp8') return { weights: 'fp8' };
+  return skip(`quant_method "${method}" is not one gpumem follows (bitsandbytes, gptq, awq, fp8)`);
+}
