@@ -301,12 +301,17 @@ export class Flow {
   /** Runs a chunk's life: registers its host ranges now (in order), then fills, copies, waits and drains. */
   private start(c: Chunk): void {
     const reads = c.direction === 'upload';
-    const op = this.hazards.register(() => spansOf(c), !reads, c.deps);
+    // Chunks of one transfer alone (a list's) are not ordered against each other: see hazards.ts.
+    const owner = c.segs.transfers.length === 1 ? c.segs.transfers[0] : undefined;
+    const op = this.hazards.register(() => spansOf(c), !reads, owner, c.deps);
     let hostDone: () => void = () => {};
-    const hostWork = new Promise<void>((r) => {
-      hostDone = r;
+    op.done = new Promise<void>((r) => {
+      // Forgotten at once (before the chunk settles and its segments are reused), then the chunks waiting on it go on.
+      hostDone = () => {
+        this.hazards.unregister(op);
+        r();
+      };
     });
-    op.done = hostWork;
     const deps = c.deps;
     let landed: Promise<void>;
     if (reads) {
@@ -326,7 +331,6 @@ export class Flow {
       () => this.settle(c, undefined),
       (e: unknown) => this.settle(c, e),
     );
-    void hostWork.then(() => this.hazards.unregister(op));
   }
 
   /**
