@@ -265,8 +265,15 @@ export class Flow {
     const cap = staged ? limit : Number.POSITIVE_INFINITY;
     const backend = this.host.rt.backend;
     let used = 0;
-    for (let t: Transfer | undefined = first; t && !segs.full; t = this.peek()) {
-      if (t.mode !== first.mode || t.direction !== first.direction || t.stream !== first.stream) break;
+    let checked: Transfer | undefined;
+    // The next piece's transfer, checked (failed, aborted) once per run of its pieces: nothing in this loop runs code
+    // that could abort it, and a piece that fails it here (a detached buffer) sends the loop back through peek.
+    const next = (t: Transfer): Transfer | undefined => (!q.empty && q.transfer[q.head] === t && t.failed === undefined ? t : this.peek());
+    for (let t: Transfer | undefined = first; t && !segs.full; t = next(t)) {
+      if (t !== checked) {
+        if (t.mode !== first.mode || t.direction !== first.direction || t.stream !== first.stream) break;
+        checked = t;
+      }
       const h = q.head;
       const bytes = q.bytes[h]!;
       const take = Math.min(bytes, cap - used);
@@ -365,9 +372,9 @@ export class Flow {
     this.live--;
     this.flightBytes -= segs.total;
     if (error === undefined) {
-      for (let i = 0; i < segs.count; i++) {
-        const t = segs.transfer[i]!;
-        if (t.failed === undefined) t.left -= segs.bytes[i]!;
+      for (let i = 0; i < segs.transfers.length; i++) {
+        const t = segs.transfers[i]!;
+        if (t.failed === undefined) t.left -= segs.transferBytes[i]!;
       }
     }
     // The transfers are read before the release empties the list for the next chunk.
