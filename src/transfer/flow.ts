@@ -9,8 +9,9 @@
  *   upload chunk:   [hazards] -> fill slot (threads) -> device copy (in chunk order) -> event -> slot free
  *   download chunk: device copy (in chunk order) -> event -> [hazards] -> drain slot (threads) -> slot free
  *
- * Host ranges are tracked per buffer while chunks use them, so that a download into a buffer waits for an earlier
- * upload still reading it (and the reverse); device ranges are ordered by the stream. A failing chunk fails the
+ * Host ranges are tracked per chunk while chunks use them, so that a download into a buffer waits for an earlier
+ * upload still reading it (and the reverse; the items of one list keep no order among themselves, hazards.ts);
+ * device ranges are ordered by the stream. A failing chunk fails the
  * transfers it carries; the others go on, and the ring is whole again once the chunks in flight have settled.
  *
  * Everything here runs on the JS thread. The copier's threads only see the lists of copies a chunk hands them
