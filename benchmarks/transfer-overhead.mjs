@@ -129,6 +129,9 @@ if (json) for (const r of all) console.log(JSON.stringify({ backend: backendArg,
 else {
   console.log(`per-item overhead of the transfer engine, ${label}, ${repeats} repeats`);
   console.log('ns per item beyond its bytes: median (min to max) of the repeats, by the wall clock and by process CPU time');
+  console.log(
+    `  counted per repeat as (time of the list - time of one buffer of the same bytes, run right after) / items; items: count arrays of each bytes, one ArrayBuffer each; list (wall): the list's median time`,
+  );
   const cell = (s) => `${s.median.toFixed(0)} (${s.min.toFixed(0)} to ${s.max.toFixed(0)})`;
   console.log(`  ${'shape'.padEnd(14)} ${'way'.padEnd(25)} ${'wall ns'.padEnd(24)} ${'cpu ns'.padEnd(24)} list (wall)`);
   for (const r of all) {

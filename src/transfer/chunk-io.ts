@@ -167,25 +167,36 @@ function batchOf(s: SegmentList, n: number, up: boolean, device: number) {
   };
 }
 
-/** A chunk's host spans per buffer (offsets from the buffer's start; file offsets for a file), consecutive ones merged. */
+/**
+ * A chunk's host spans per buffer (offsets from the buffer's start; file offsets for a file), consecutive segments
+ * in one buffer merged: columns sized for the chunk, made once per chunk that needs them (a writing chunk keeps them
+ * while its host work lasts, see hazards.ts).
+ */
 export function spansOf(c: Chunk): HostSpans {
   const s = c.segs;
-  if (c.mode === 'file') return { keys: [s.transfer[0]!.file!.key], starts: [c.fileStart], ends: [c.fileStart + c.fileBytes] };
-  const spans: HostSpans = { keys: [], starts: [], ends: [] };
+  if (c.mode === 'file') {
+    return { count: 1, keys: [s.transfer[0]!.file!.key], starts: Float64Array.of(c.fileStart), ends: Float64Array.of(c.fileStart + c.fileBytes) };
+  }
+  const keys: Array<object | string> = new Array(s.count);
+  const starts = new Float64Array(s.count);
+  const ends = new Float64Array(s.count);
   let last = -1;
+  let lastKey: object | string | undefined;
   for (let i = 0; i < s.count; i++) {
     const key = s.key[i]!;
     const at = s.host[i]! - s.keyBase[i]!;
     const end = at + s.bytes[i]!;
-    if (last >= 0 && spans.keys[last] === key) {
-      if (at < spans.starts[last]!) spans.starts[last] = at;
-      if (end > spans.ends[last]!) spans.ends[last] = end;
+    if (key === lastKey) {
+      if (at < starts[last]!) starts[last] = at;
+      if (end > ends[last]!) ends[last] = end;
       continue;
     }
-    spans.keys.push(key);
-    spans.starts.push(at);
-    spans.ends.push(end);
     last++;
+    keys[last] = key;
+    starts[last] = at;
+    ends[last] = end;
+    lastKey = key;
   }
-  return spans;
+  keys.length = last + 1;
+  return { count: last + 1, keys, starts, ends };
 }

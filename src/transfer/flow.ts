@@ -9,8 +9,9 @@
  *   upload chunk:   [hazards] -> fill slot (threads) -> device copy (in chunk order) -> event -> slot free
  *   download chunk: device copy (in chunk order) -> event -> [hazards] -> drain slot (threads) -> slot free
  *
- * Host ranges are tracked per buffer while chunks use them, so that a download into a buffer waits for an earlier
- * upload still reading it (and the reverse); device ranges are ordered by the stream. A failing chunk fails the
+ * Host ranges are tracked per chunk while chunks use them, so that a download into a buffer waits for an earlier
+ * upload still reading it (and the reverse; the items of one list keep no order among themselves, hazards.ts);
+ * device ranges are ordered by the stream. A failing chunk fails the
  * transfers it carries; the others go on, and the ring is whole again once the chunks in flight have settled.
  *
  * Everything here runs on the JS thread. The copier's threads only see the lists of copies a chunk hands them
@@ -265,8 +266,15 @@ export class Flow {
     const cap = staged ? limit : Number.POSITIVE_INFINITY;
     const backend = this.host.rt.backend;
     let used = 0;
-    for (let t: Transfer | undefined = first; t && !segs.full; t = this.peek()) {
-      if (t.mode !== first.mode || t.direction !== first.direction || t.stream !== first.stream) break;
+    let checked: Transfer | undefined;
+    // The next piece's transfer, checked (failed, aborted) once per run of its pieces: nothing in this loop runs code
+    // that could abort it, and a piece that fails it here (a detached buffer) sends the loop back through peek.
+    const next = (t: Transfer): Transfer | undefined => (!q.empty && q.transfer[q.head] === t && t.failed === undefined ? t : this.peek());
+    for (let t: Transfer | undefined = first; t && !segs.full; t = next(t)) {
+      if (t !== checked) {
+        if (t.mode !== first.mode || t.direction !== first.direction || t.stream !== first.stream) break;
+        checked = t;
+      }
       const h = q.head;
       const bytes = q.bytes[h]!;
       const take = Math.min(bytes, cap - used);
@@ -301,12 +309,17 @@ export class Flow {
   /** Runs a chunk's life: registers its host ranges now (in order), then fills, copies, waits and drains. */
   private start(c: Chunk): void {
     const reads = c.direction === 'upload';
-    const op = this.hazards.register(() => spansOf(c), !reads, c.deps);
+    // Chunks of one transfer alone (a list's) are not ordered against each other: see hazards.ts.
+    const owner = c.segs.transfers.length === 1 ? c.segs.transfers[0] : undefined;
+    const op = this.hazards.register(() => spansOf(c), !reads, owner, c.deps);
     let hostDone: () => void = () => {};
-    const hostWork = new Promise<void>((r) => {
-      hostDone = r;
+    op.done = new Promise<void>((r) => {
+      // Forgotten at once (before the chunk settles and its segments are reused), then the chunks waiting on it go on.
+      hostDone = () => {
+        this.hazards.unregister(op);
+        r();
+      };
     });
-    op.done = hostWork;
     const deps = c.deps;
     let landed: Promise<void>;
     if (reads) {
@@ -326,7 +339,6 @@ export class Flow {
       () => this.settle(c, undefined),
       (e: unknown) => this.settle(c, e),
     );
-    void hostWork.then(() => this.hazards.unregister(op));
   }
 
   /**
@@ -361,9 +373,9 @@ export class Flow {
     this.live--;
     this.flightBytes -= segs.total;
     if (error === undefined) {
-      for (let i = 0; i < segs.count; i++) {
-        const t = segs.transfer[i]!;
-        if (t.failed === undefined) t.left -= segs.bytes[i]!;
+      for (let i = 0; i < segs.transfers.length; i++) {
+        const t = segs.transfers[i]!;
+        if (t.failed === undefined) t.left -= segs.transferBytes[i]!;
       }
     }
     // The transfers are read before the release empties the list for the next chunk.

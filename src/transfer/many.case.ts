@@ -124,6 +124,21 @@ export function manyConformance(label: string, open: () => Runtime): void {
     assert.deepEqual(c, pattern(64 * KiB, 4));
   });
 
+  withRt("two lists writing the same host buffers land in the order asked: the later list's bytes win", async (rt) => {
+    const gpu = rt.device(0);
+    using st = rt.createStager({ chunkBytes: 8 * KiB, depth: 3, threads: 2, directBelow: 0 });
+    using first = gpu.alloc(64 * KiB);
+    using second = gpu.alloc(64 * KiB);
+    await st.upload(first, pattern(64 * KiB, 5));
+    await st.upload(second, pattern(64 * KiB, 6));
+    // 64 buffers, eight chunks per list: the second list's chunks find the first's writes still in flight.
+    const bufs = Array.from({ length: 64 }, () => new Uint8Array(KiB));
+    const list = (src: typeof first) => bufs.map((dst, i) => ({ dst, src, srcOffset: i * KiB }));
+    await Promise.all([st.downloadMany(list(first)), st.downloadMany(list(second))]);
+    const want = pattern(64 * KiB, 6);
+    bufs.forEach((b, i) => assert.deepEqual(b, want.subarray(i * KiB, (i + 1) * KiB), `buffer ${i}`));
+  });
+
   withRt('pinned and pageable items of one list each take their own path; a bad item refuses the whole list before anything is copied', async (rt) => {
     const gpu = rt.device(0);
     using dst = gpu.alloc(64 * KiB);

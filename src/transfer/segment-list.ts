@@ -14,8 +14,9 @@ export const MAX_SEGMENTS = 512;
 export class SegmentList extends PieceColumns {
   /** Offset in the chunk's slot (staged and file chunks). */
   readonly at = new Float64Array(MAX_SEGMENTS);
-  /** The transfers carried, each once, in the order of their first segment. */
+  /** The transfers carried, each once, in the order of their first segment, and the bytes of each in the chunk. */
   readonly transfers: Transfer[] = [];
+  readonly transferBytes: number[] = [];
   /** The addresses of the JS buffers the chunk had the backend place (given back when it settles). */
   private readonly adopted: number[] = [];
   private lastBuffer: ArrayBuffer | undefined;
@@ -51,7 +52,11 @@ export class SegmentList extends PieceColumns {
     this.write(i, t, host, dev, bytes, flags, key, keyBase);
     this.at[i] = at;
     this.total += bytes;
-    if (this.transfers[this.transfers.length - 1] !== t) this.transfers.push(t);
+    const last = this.transfers.length - 1;
+    if (this.transfers[last] !== t) {
+      this.transfers.push(t);
+      this.transferBytes.push(bytes);
+    } else this.transferBytes[last] = this.transferBytes[last]! + bytes;
   }
 
   /** The address of a JS buffer's first byte, asked of the backend once per buffer in a run of segments. */
@@ -71,6 +76,7 @@ export class SegmentList extends PieceColumns {
     this.lastBuffer = undefined;
     for (let i = 0; i < this.count; i++) this.forget(i);
     this.transfers.length = 0;
+    this.transferBytes.length = 0;
     this.count = 0;
     this.total = 0;
   }

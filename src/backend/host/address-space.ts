@@ -27,6 +27,9 @@ export class HostAddressSpace {
   private regions: Array<HostRegion | undefined> = [];
   /** Slots of removed regions not swept yet. */
   private removed = 0;
+  /** The slots found by the last two lookups (indices into `bases`). */
+  private hint0 = 0;
+  private hint1 = 0;
 
   /** Places `buffer` at a fresh address. */
   add(buffer: ArrayBuffer, bytes: number, kind: HostRegion['kind'], device: number | undefined): HostRegion {
@@ -74,10 +77,38 @@ export class HostAddressSpace {
     this.bases = bases;
     this.regions = regions;
     this.removed = 0;
+    this.hint0 = this.hint1 = 0;
   }
 
-  /** Index of the last region starting at or below `address`, or -1. */
+  /**
+   * Index of the last region starting at or below `address`, or -1. The two slots found last, and the slots after
+   * them, are tried first: a chunk's copies alternate between its slot and the buffers it adopted in address order,
+   * so most lookups end there instead of in a search of every region.
+   */
   private index(address: Address): number {
+    const b = this.bases;
+    const n = b.length;
+    for (let k = 0; k < 2; k++) {
+      const h = k === 0 ? this.hint0 : this.hint1;
+      for (let i = h; i <= h + 1 && i < n; i++) {
+        if (b[i]! <= address && (i + 1 === n || b[i + 1]! > address)) {
+          if (k === 1) {
+            this.hint1 = this.hint0;
+            this.hint0 = i;
+          } else this.hint0 = i;
+          return i;
+        }
+      }
+    }
+    const found = this.search(address);
+    if (found >= 0) {
+      this.hint1 = this.hint0;
+      this.hint0 = found;
+    }
+    return found;
+  }
+
+  private search(address: Address): number {
     let lo = 0;
     let hi = this.bases.length - 1;
     let found = -1;

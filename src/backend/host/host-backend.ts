@@ -53,7 +53,7 @@ class HostBackend extends HostCore implements Backend {
     const q = this.queue(stream);
     this.streams.delete(stream);
     // Like cudaStreamDestroy: work already queued still runs.
-    if (q.pending === 0) this.scheduler.delete(q);
+    if (q.queued === 0) this.scheduler.delete(q);
     else this.scheduler.enqueue(q, () => this.scheduler.delete(q));
   }
 
@@ -67,13 +67,13 @@ class HostBackend extends HostCore implements Backend {
   async synchronizeStreamAsync(stream: Handle): Promise<void> {
     this.guard();
     const q = this.queue(stream);
-    while (q.pending > 0 && this.unusable === undefined) await this.scheduler.settled();
+    while (q.queued > 0 && this.unusable === undefined) await this.scheduler.settled();
     this.guard();
   }
 
   queryStream(stream: Handle): boolean {
     this.guard();
-    return this.queue(stream).pending === 0;
+    return this.queue(stream).queued === 0;
   }
 
   streamWaitEvent(stream: Handle, event: Handle): void {

@@ -22,7 +22,8 @@ export class HostQueue {
 
   constructor(readonly device: number) {}
 
-  get pending(): number {
+  /** Ops enqueued and not run yet. */
+  get queued(): number {
     return this.ops.length - this.head;
   }
 

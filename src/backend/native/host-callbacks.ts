@@ -1,17 +1,17 @@
 /**
  * Host functions a stream calls (cudaLaunchHostFunc / hipLaunchHostFunc): a koffi callback registered per launch,
  * run on the JS thread when the driver's thread calls it, and released once it has run. While one waits, a blocking
- * call on the JS thread would deadlock: `pending` lets the backend refuse such calls.
+ * call on the JS thread would deadlock: `waiting` lets the backend refuse such calls.
  */
 import { registerHostCallback, unregisterCallback } from './ffi.js';
 
 export class HostCallbacks {
-  private waiting = 0;
+  private unrun = 0;
   private readonly live = new Set<bigint>();
 
-  /** Blocking host functions enqueued and not run yet. */
-  get pending(): number {
-    return this.waiting;
+  /** Blocking host functions enqueued and not run yet (they wait for the JS thread). */
+  get waiting(): number {
+    return this.unrun;
   }
 
   /**
@@ -24,7 +24,7 @@ export class HostCallbacks {
     const keepAlive = setInterval(() => {}, 2 ** 30);
     const run = (): void => {
       clearInterval(keepAlive);
-      this.waiting--;
+      this.unrun--;
       try {
         fn();
       } finally {
@@ -36,12 +36,12 @@ export class HostCallbacks {
     };
     ptr = registerHostCallback(run);
     this.live.add(ptr);
-    this.waiting++;
+    this.unrun++;
     try {
       enqueue(ptr);
     } catch (e) {
       clearInterval(keepAlive);
-      this.waiting--;
+      this.unrun--;
       this.live.delete(ptr);
       unregisterCallback(ptr);
       throw e;
@@ -55,7 +55,7 @@ export class HostCallbacks {
    */
   register(fn: () => void): { ptr: bigint; release: () => void } {
     const ptr = registerHostCallback(() => {
-      this.waiting = Math.max(0, this.waiting - 1);
+      this.unrun = Math.max(0, this.unrun - 1);
       fn();
     });
     this.live.add(ptr);
@@ -69,7 +69,7 @@ export class HostCallbacks {
 
   /** Announces `count` calls of registered functions about to come (a graph launch with host nodes). */
   expect(count: number): void {
-    this.waiting += count;
+    this.unrun += count;
   }
 
   /** Releases every registration still held. */

@@ -106,7 +106,7 @@ export abstract class NativeBase {
   /** Refuses a blocking call while a blocking host callback waits for this (the JS) thread. */
   protected guardBlocking(call: string): void {
     this.guard();
-    const waiting = this.hostCallbacks.pending;
+    const waiting = this.hostCallbacks.waiting;
     if (waiting > 0) {
       throw new GpuError(
         ErrorCode.WOULD_DEADLOCK,
