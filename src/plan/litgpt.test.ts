@@ -172,3 +172,25 @@ test("LitGPT's own blocks: Phi-2's GELU is one fused op, and Phi-3's gate and up
   assert.equal(hfAdapters, 32 * r * (3072 + 2 * 8192), 'PEFT wraps the fused gate_up_proj once');
   assert.equal(litAdapters, 32 * 2 * r * (3072 + 8192), 'LitGPT wraps fc_1 and fc_2, each r x (in + out)');
 });
+
+test("Lightning's FSDPStrategy (use_orig_params=True): a LoRA block's FlatParameter requires grad, so every unit's gradient is made whole", () => {
+  const m = cfg(LLAMA_2_7B, 'llama-2-7b');
+  // Lit-GPT's finetune/lora.py over two GPUs: FSDP1 with every Block a unit and checkpointed, fabric.no_backward_sync
+  const fsdp: Partial<PlanInputs> = { ...QLORA, baseWeights: 'bf16', optimizer: 'adamw', batch: 1, gradAccum: 4, gpus: 2, fsdp: '1', recompute: 'full' };
+  const lit = estimate(m, options(fsdp));
+  const hf = estimate(m, options({ ...fsdp, framework: 'pytorch' }));
+  const r = 32;
+  const adapters = 2 * r * (4096 + 4096); // q_proj and v_proj, r x (in + out) each
+  // one Llama block: q, k, v, o; gate, up, down; two RMSNorm weights; its adapters
+  const block = 4 * 4096 * 4096 + 3 * 4096 * 11008 + 2 * 4096 + adapters;
+  // no_sync keeps each unit's gradient unsharded in bf16 between micro-batches: the frozen weights' too; the root
+  // unit (embedding, final norm, output layer) holds no adapter and makes none
+  assert.equal(bytesOf(lit, /each unit whole/), 32 * block * 2);
+  // accelerate's FSDP1 as the PEFT configs run it (use_orig_params false): the adapters' gradients alone
+  assert.equal(bytesOf(hf, /each unit whole/), 0);
+  assert.equal(bytesOf(hf, /^gradients$/), 32 * adapters * 2);
+  // the optimizer still steps the adapters only: AdamW's two bf16 states, sharded over the two GPUs
+  assert.equal(bytesOf(lit, /optimizer states/), (32 * adapters * 2 * 2) / 2);
+  // the whole units' gradients outweigh this GPU's shard of the weights: sharding barely lowers the peak
+  assert.ok(lit.allocatedPeakBytes > estimate(m, options({ ...fsdp, gpus: 1, fsdp: false })).allocatedPeakBytes);
+});

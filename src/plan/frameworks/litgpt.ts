@@ -125,6 +125,11 @@ export const litgpt: Framework = {
   cublasWorkspace: true,
   replay: true,
   fsdp: 'fsdp1',
+  // Lightning's FSDPStrategy.__init__: `self._fsdp_kwargs.setdefault("use_orig_params", True)` on PyTorch >= 2.0
+  // (Lightning-AI/pytorch-lightning src/lightning/fabric/strategies/fsdp.py at 2.1.0 and 71aed751, which Lit-GPT
+  // 8641822 pins, and at 2.4.0); LitGPT's finetune/lora.py passes FSDPStrategy(auto_wrap_policy={Block}, ...) without it,
+  // so each Block's FlatParameter holds its frozen weights and its LoRA matrices together
+  fsdpOrigParams: true,
   refuse: (i, given) => {
     // LitGPT's fine-tuning scripts always chunk the output layer and the loss (finetune/lora.py, full.py at 00af8b0)
     if (given('loss') && i.loss !== 'chunked') return `--framework litgpt runs its own chunked loss: it contradicts --loss ${i.loss}`;

@@ -45,6 +45,7 @@ export const megatron: Framework = {
   cublasWorkspace: false,
   replay: false,
   fsdp: 'fsdp2',
+  fsdpOrigParams: false,
   refuse: (i) => {
     const compile = i.compile === 'blocks' ? '--compile blocks' : '--compile';
     const refused: Array<[boolean, string]> = [

@@ -35,6 +35,8 @@ export const pytorch: Framework = {
   cublasWorkspace: true,
   replay: true,
   fsdp: 'fsdp2',
+  // accelerate's FSDP1 plugin as the PEFT and TRL configs run it (fsdp_use_orig_params: false)
+  fsdpOrigParams: false,
   refuse: () => undefined,
   note: () => 'activations follow PyTorch eager with Hugging Face blocks (see the note on each line); --framework megatron uses Korthikanti et al. 2022',
 };

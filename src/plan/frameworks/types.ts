@@ -39,6 +39,12 @@ export interface Framework {
   /** The distributed strategy the framework runs for --fsdp (LitGPT's FSDPStrategy is FSDP1). */
   readonly fsdp: 'fsdp1' | 'fsdp2';
   /**
+   * FSDP1's `use_orig_params` as the framework's FSDP wrapper passes it. True: a FlatParameter may hold frozen and
+   * trainable tensors, and it requires grad when any of them does (strategies/fsdp1.ts: the frozen ones' gradients are
+   * made too); false: every FlatParameter is all frozen or all trainable.
+   */
+  readonly fsdpOrigParams: boolean;
+  /**
    * The framework's own blocks, counted by a formula (Megatron-LM: Korthikanti et al.): the bytes one layer keeps
    * from its forward to its backward pass, held as one tensor. Undefined: transformers' blocks (program/block.ts).
    */

@@ -60,7 +60,10 @@ export interface BlockContext {
   autocast: boolean;
   /** The run's precision (the MoE router's tensors follow it). */
   precision: Precision;
-  /** The base weights train (full fine-tuning). */
+  /**
+   * Autograd makes the blocks' base weights' gradients: full fine-tuning, or a frozen base sharing its unit with the
+   * adapters where the strategy makes the whole unit's gradient (FSDP1 under use_orig_params, strategies/fsdp1.ts).
+   */
   full: boolean;
   /** Bytes per value of the weights the matmuls read (autocast copies an fp32 weight to bf16). */
   weightBytes: number;

@@ -47,7 +47,8 @@ export function lossTags(s: StepSetup): { logprobs: Tag; grads: Tag; softcap: Ta
 /** The final norm after the last block (owns `input`): its kept tensors and the output layer's input kept for it. */
 export function finalNorm(mem: Mem, s: StepSetup, input: H): H[] {
   const x = s.x;
-  const { R, m, full } = x;
+  const { R, m } = x;
+  const full = s.endsGrads;
   const h = m.hidden;
   const gpt = m.family === 'gpt';
   const ln = gpt ? (x.autocast ? 4 : R) : R;
@@ -71,7 +72,7 @@ export function finalNorm(mem: Mem, s: StepSetup, input: H): H[] {
  */
 function compiledFinal(s: StepSetup): number {
   const { C, m } = s.x;
-  const output = s.x.full || !!s.x.lora?.output;
+  const output = s.endsGrads || !!s.x.lora?.output;
   const masks = m.slidingWindow !== undefined && m.slidingLayers > 0 ? 2 : 1;
   return 4 + (output ? C * m.hidden : 0) + masks * 2 * s.o.seq;
 }
@@ -90,12 +91,13 @@ export function lossForward(mem: Mem, s: StepSetup, hidden: H): LossState {
     const chunk = Math.max(1, Math.ceil((V * C) / (m.hidden * C)));
     mem.free(mem.alloc((C * V * T) / chunk, x.tags.transient), mem.alloc((4 * V * T) / chunk, x.tags.transient));
     const out = s.table.ends.find((t) => t.key === 'lm_head') ?? s.table.ends.find((t) => t.key === 'embed');
-    const weightGrad = out?.trains
-      ? mem.alloc(
-          out.numel * x.gradBytes,
-          s.tags.line("loss: the output layer's gradient, computed in the forward pass", 'logitsBytes', 'Liger saves it for the backward pass'),
-        )
-      : 0;
+    const weightGrad =
+      out && s.endsGrads
+        ? mem.alloc(
+            out.numel * x.gradBytes,
+            s.tags.line("loss: the output layer's gradient, computed in the forward pass", 'logitsBytes', 'Liger saves it for the backward pass'),
+          )
+        : 0;
     return { kind, chunks: [mem.alloc(x.R * m.hidden * x.tokens, tags.fused)], final, lse: 0, weightGrad };
   }
   const n = kind === 'chunked' ? CONSTANTS.chunkedLossChunks.value : 1;
@@ -183,9 +185,9 @@ function chunkedBackward(mem: Mem, s: StepSetup, chunks: H[], tag: Tag): void {
 export function outputGrads(mem: Mem, s: StepSetup, grads: GradStore, inForward: boolean): void {
   const x = s.x;
   const out = s.table.ends.find((t) => t.key === 'lm_head') ?? s.table.ends.find((t) => t.key === 'embed');
-  if (out?.trains && !inForward) weightGrad(mem, x, out.key, out.numel * x.gradBytes, 0, grads);
+  if (out && s.endsGrads && !inForward) weightGrad(mem, x, out.key, out.numel * x.gradBytes, 0, grads);
   const norm = s.table.ends.find((t) => t.key === 'norm');
-  if (norm?.trains) weightGrad(mem, x, 'norm', norm.numel * x.gradBytes, 0, grads);
+  if (norm && s.endsGrads) weightGrad(mem, x, 'norm', norm.numel * x.gradBytes, 0, grads);
   const adapter = s.table.ends.find((t) => t.key === 'lm_head.lora');
   if (adapter) weightGrad(mem, x, adapter.key, adapter.numel * (x.lora?.adapterBytes ?? 4), 0, grads);
 }

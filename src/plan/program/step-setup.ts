@@ -59,6 +59,11 @@ export interface StepSetup {
   inFlight: number;
   /** The micro-batch's tokens (the loss's logits span them all on every tensor-parallel rank). */
   tokens: number;
+  /**
+   * The ends' own weights (embedding, final norm, output layer) make gradients: full fine-tuning, or the strategy's
+   * unit of the ends holding a trainable adapter where autograd makes the whole unit's (Sharding.gradsWholeUnit).
+   */
+  endsGrads: boolean;
   constants: { cublasWorkspaceBytes: number };
 }
 
@@ -120,11 +125,11 @@ function stepTags(
   inFlight: number,
   paramNotes: NoteContext['paramNotes'],
   policy: SavePolicy,
-  lora: boolean,
+  frozenBase: boolean,
   kernel: string,
 ): StepTags {
   const compiled = policy.forward === 'compiled' ? " as torch.compile's min-cut partitioner keeps them" : '';
-  const frozen = lora ? ' (frozen base: only what the adapters and the gradient flowing to them need)' : '';
+  const frozen = frozenBase ? ' (frozen base: only what the adapters and the gradient flowing to them need)' : '';
   return new StepTags(
     { tokens: (o.batch * o.seq) / o.parallel.tp, layers, inFlight, paramNotes, kernel, keptHow: `${compiled}${frozen}` },
     o.optimizer,
@@ -136,7 +141,16 @@ function stepTags(
 function blockContext(
   m: ModelConfig,
   o: TrainOptions,
-  s: { table: ParamTable; layout: StateLayout; attention: AttentionRun; policy: SavePolicy; tags: StepTags; lora: BlockLora | undefined; bf16Params: boolean },
+  s: {
+    table: ParamTable;
+    layout: StateLayout;
+    attention: AttentionRun;
+    policy: SavePolicy;
+    tags: StepTags;
+    lora: BlockLora | undefined;
+    bf16Params: boolean;
+    baseGrads: boolean;
+  },
 ): BlockContext {
   const { table, layout, attention, policy } = s;
   const rest = (k: 'dense' | 'moe'): number => table[k].tensors.find((t) => t.key === 'rest')?.numel ?? 0;
@@ -148,7 +162,7 @@ function blockContext(
     tp: o.parallel.tp,
     ...computeDtypes(o.precision, o.lora, s.bf16Params),
     precision: o.precision,
-    full: !o.lora,
+    full: s.baseGrads,
     weightBytes: layout.weightBytes,
     gradBytes: layout.gradBytes,
     restParams: { dense: rest('dense'), moe: rest('moe') },
@@ -179,8 +193,15 @@ export function stepSetup(model: ModelConfig, o: TrainOptions, framework: Framew
   const policy = savePolicy(o);
   const inFlight = p.pp > 1 ? Math.min(p.inFlight, p.pp) : 1;
   const lora = blockLora(m, o);
-  const tags = stepTags(o, table.denseLayers + table.moeLayers, inFlight, layout.notes, policy, !!lora, attention.kernel);
-  const x = blockContext(m, o, { table, layout, attention, policy, tags, lora, bf16Params: strategy.bf16Params(o) });
+  // a unit with a trainable tensor makes every tensor's gradient where the strategy's wrapper says so (FSDP1 under
+  // use_orig_params): the blocks' base then makes gradients as in full fine-tuning
+  const whole = !!o.lora && !!strategy.gradsWholeUnit?.(framework);
+  const trainsIn = (ts: readonly ParamTensor[]): boolean => ts.some((t) => t.trains);
+  const blockKinds = [table.denseLayers > 0 ? table.dense : undefined, table.moeLayers > 0 ? table.moe : undefined].filter((k) => k !== undefined);
+  const baseGrads = !o.lora || (whole && blockKinds.every((k) => trainsIn(k.tensors)));
+  const endsGrads = !o.lora || (whole && trainsIn(table.ends));
+  const tags = stepTags(o, table.denseLayers + table.moeLayers, inFlight, layout.notes, policy, !baseGrads, attention.kernel);
+  const x = blockContext(m, o, { table, layout, attention, policy, tags, lora, bf16Params: strategy.bf16Params(o), baseGrads });
   const units: ParamUnit[] = [
     { count: table.denseLayers, tensors: table.dense.tensors },
     { count: table.moeLayers, tensors: table.moe.tensors },
@@ -204,6 +225,7 @@ export function stepSetup(model: ModelConfig, o: TrainOptions, framework: Framew
     layers,
     inFlight,
     tokens: o.batch * o.seq,
+    endsGrads,
     constants: { cublasWorkspaceBytes: CONSTANTS.cublasWorkspaceBytes.value },
   };
 }

@@ -124,7 +124,7 @@ function microStep(mem: Mem, s: StepSetup, grads: GradStores, sync: boolean): vo
   mem.free(g);
   const rootGrads = grads.of(-1, 0);
   const embed = s.table.ends.find((t) => t.key === 'embed');
-  if (embed?.trains) weightGrad(mem, x, 'embed', embed.numel * x.gradBytes, 0, rootGrads);
+  if (embed && s.endsGrads) weightGrad(mem, x, 'embed', embed.numel * x.gradBytes, 0, rootGrads);
   s.strategy.releaseRoot(mem, s, root, rootGrads, sync);
 }
 

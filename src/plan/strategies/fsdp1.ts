@@ -12,7 +12,16 @@
  *   bf16 policy reduces in bf16: no copy), reduce-scattered into a new shard on the post-backward stream, and cast to
  *   the parameter's dtype where that differs (an fp32 copy of the shard for fp32 parameters);
  * - with gradient accumulation, `no_sync` (HF Trainer, LitGPT's `fabric.no_backward_sync`) keeps every unit's
- *   unsharded gradient between micro-batches.
+ *   unsharded gradient between micro-batches;
+ * - under `use_orig_params=True` (Lightning's FSDPStrategy sets it) a FlatParameter may mix frozen and trainable
+ *   tensors, and it requires grad as soon as one of them does (_flat_param.py,
+ *   FlatParamHandle._reset_flat_param_grad_info_if_needed: "As long as one parameter requires gradient, then the flat
+ *   parameter must require gradient"). The forward pass runs on views of it (_use_unsharded_views), so every view
+ *   requires grad: autograd makes the frozen weights' gradients as well, each frozen linear layer keeps its input for
+ *   them, and the unit's gradient is the whole unit's, unsharded through no_sync and reduce-scattered whole. The FSDP
+ *   docs (FullyShardedDataParallel, "use_orig_params") say as much: "the gradient memory usage will be higher than
+ *   expected (namely, equivalent to not freezing those parameters)". The optimizer still steps the trainable ones
+ *   only. A LoRA block under LitGPT's FSDPStrategy (auto_wrap_policy={Block}) is such a unit.
  */
 import { formatCount } from '../../units.js';
 import type { LoraOptions } from '../options.js';
@@ -66,7 +75,7 @@ function reduceUnit(mem: Mem, s: StepSetup, sink: H[], numel: number, key: strin
   if (!sync) {
     if (held) mem.free(flat);
     else {
-      mem.retag(flat, s.tags.block.paramGrads);
+      mem.retag(flat, s.o.lora && s.x.full ? frozenGradsTag(s) : s.tags.block.paramGrads);
       grads.set(`${key}.unsharded`, flat);
     }
     return;
@@ -88,6 +97,16 @@ function reduceUnit(mem: Mem, s: StepSetup, sink: H[], numel: number, key: strin
   }
 }
 
+/** The gradients a frozen base makes beside its adapters (use_orig_params), kept unsharded between micro-batches. */
+function frozenGradsTag(s: StepSetup) {
+  return s.tags.line(
+    'gradients: each unit whole, frozen weights too (FSDP1 use_orig_params, no_sync)',
+    'gradientsBytes',
+    (b) =>
+      `${formatCount(Math.round(b))} bytes: a FlatParameter holding an adapter requires grad, so autograd makes its frozen weights' gradients as well; no_sync keeps them unsharded until the last micro-batch`,
+  );
+}
+
 export const fsdp1: Sharding = {
   name: 'fsdp1',
   bf16Params: mixed,
@@ -104,13 +123,15 @@ export const fsdp1: Sharding = {
     ),
   releaseRoot: (mem, s, root, grads, sync) => {
     // the root's views' gradients (the output layer's, made first, and the embedding's) wait for one another
-    const keys = s.table.ends.filter((t) => t.trains).map((t) => t.key);
+    const withGrads = s.table.ends.filter((t) => t.trains || s.endsGrads);
+    const keys = withGrads.map((t) => t.key);
     const sink = keys.map((k) => grads.get(k) ?? 0).filter((h) => h !== 0);
     for (const k of keys) grads.delete(k);
-    const n = s.table.ends.filter((t) => t.trains).reduce((a, t) => a + t.numel, 0);
+    const n = withGrads.reduce((a, t) => a + t.numel, 0);
     if (n > 0) reduceUnit(mem, s, sink, n, 'root.shard', grads, sync);
     mem.free(...root);
   },
+  gradsWholeUnit: (framework) => framework.fsdpOrigParams,
   gatherUnit: (mem, s, moe) => gatherFlat(mem, s, unitNumel(s, moe), 'parameters: a block gathered (FSDP1 FlatParameter)'),
   reshard: (mem, gathered) => mem.free(...gathered),
   keepsAfterForward: () => false,
@@ -120,7 +141,8 @@ export const fsdp1: Sharding = {
       mem,
       s,
       sink,
-      (moe ? s.table.moe : s.table.dense).tensors.filter((t) => t.trains).reduce((a, t) => a + t.numel, 0),
+      // every tensor of the unit where the blocks' base makes gradients (full fine-tuning, or use_orig_params)
+      (moe ? s.table.moe : s.table.dense).tensors.filter((t) => t.trains || s.x.full).reduce((a, t) => a + t.numel, 0),
       `${moe ? 'moe' : 'dense'}.shard`,
       grads,
       sync,

@@ -59,6 +59,11 @@ export interface Sharding {
   reshard(mem: Mem, gathered: H[]): void;
   /** The unit is kept gathered after the forward pass (FSDP2 keeps the last block's for its backward pass). */
   keepsAfterForward(lastLayer: boolean): boolean;
+  /**
+   * Autograd makes a gradient for every tensor of a unit that holds a trainable one, the frozen ones too, under the
+   * framework's wrapper settings (FSDP1 under use_orig_params); absent: only the trainable tensors get gradients.
+   */
+  gradsWholeUnit?(framework: { fsdpOrigParams: boolean }): boolean;
   /** The blocks' weight gradients go to reduce() instead of param.grad. */
   collectsGrads(o: TrainOptions): boolean;
   /** A block's gradients (its unit's) reduced to this GPU's shard, kept in `grads` (`sync` as for releaseRoot). */
