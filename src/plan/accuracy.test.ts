@@ -39,16 +39,13 @@ const BOUNDS: Record<string, { share: number; why: string }> = {
       'their stated optimizer holds (foreach AdamW) or that keep paged 8-bit states',
   },
   reserved: {
-    share: 0.85,
+    share: 0.9,
     why:
-      'below the bar since the h200-stacks set (recorded 2026-12-02 after the model was built, nothing fitted on it) joined: ' +
-      "Hugging Face generate's reserved memory as its cache grows one token per step (3.5x to 6.6x its allocated peak, planned " +
-      "1.0-1.3x: the decode's growing copies land in the blocks the prefill freed in the allocator model, not in PyTorch's run), FSDP2 on one GPU " +
-      "(-28%: the all-gather stream's blocks) and peft's prepare_model_for_kbit_training on a bf16 base (-57%). Before it, " +
-      "at the bar (torchtitan 9dec370's compiled runs within since they carry --compile blocks, the loss eager as it ran): Pythia under a " +
-      "checkpoint and in full fine-tuning (the replay of its segments), Trainy's 32-GPU compiled run " +
-      "(+10%: the allocator replayed in the eager block's order) and torchtune's QLoRA, whose " +
-      "reserved peak is set at model init by torchao's NF4 quantisation (9.13 GB before training), which is not replayed",
+      'at the bar since the h200-stacks set was re-recorded with each run in a process of its own (2026-12-03: the shared ' +
+      "process had carried FSDP1's live 9.27 GiB into every later row's max_memory_reserved); the few left: Pythia under a " +
+      "checkpoint and in full fine-tuning (the replay of its segments), Trainy's 32-GPU compiled run (+10%: the allocator " +
+      "replayed in the eager block's order) and torchtune's QLoRA, whose reserved peak is set at model init by torchao's NF4 " +
+      'quantisation (9.13 GB before training), which is not replayed',
   },
   device: {
     share: 0.9,
