@@ -75,23 +75,7 @@ export type ShardingName = 'ddp' | 'deepspeed' | 'fsdp1' | 'fsdp2' | 'megatron';
  * the quantisation schemes whose layouts gpumem follows (quant-schemes.ts): bitsandbytes NF4 / FP4 with or without
  * double quantisation and LLM.int8(), GPTQ (exllamav2 or exllama kernels) and AWQ (GEMM or GEMV).
  */
-export type WeightFormat =
-  | 'fp32'
-  | 'bf16'
-  | 'fp16'
-  | 'fp8'
-  | 'int8'
-  | 'int4'
-  | 'nf4'
-  | 'nf4-dq'
-  | 'fp4'
-  | 'fp4-dq'
-  | 'bnb-int8'
-  | 'gptq-int4'
-  | 'gptq-int4-exllama'
-  | 'awq-int4'
-  | 'awq-int4-gemv';
-export const WEIGHT_FORMATS: readonly WeightFormat[] = [
+export const WEIGHT_FORMATS = [
   'fp32',
   'bf16',
   'fp16',
@@ -107,7 +91,8 @@ export const WEIGHT_FORMATS: readonly WeightFormat[] = [
   'gptq-int4-exllama',
   'awq-int4',
   'awq-int4-gemv',
-];
+] as const;
+export type WeightFormat = (typeof WEIGHT_FORMATS)[number];
 export type KvDtype = 'fp32' | 'bf16' | 'fp16' | 'fp8' | 'int8' | 'int4';
 
 export interface Parallelism {

@@ -5,6 +5,7 @@
  * derived from this table; PlanInputs is its type. What a framework or an engine refuses lives in its own module.
  */
 import { InvalidArgumentError } from '../errors.js';
+import { WEIGHT_FORMATS } from './options.js';
 
 /** Where an option applies: its mode, and what else it needs (adapters, a serving engine). */
 interface Applies {
@@ -210,23 +211,7 @@ export const SCHEMA = {
   blockSize: { kind: 'int', limit: LIMITS.tokens, arg: '<n>', help: 'paged KV cache block size in tokens', applies: INFER, page: { label: 'KV block size' } },
   weights: {
     kind: 'choice',
-    choices: [
-      'fp32',
-      'bf16',
-      'fp16',
-      'fp8',
-      'int8',
-      'int4',
-      'nf4',
-      'nf4-dq',
-      'fp4',
-      'fp4-dq',
-      'bnb-int8',
-      'gptq-int4',
-      'gptq-int4-exllama',
-      'awq-int4',
-      'awq-int4-gemv',
-    ],
+    choices: WEIGHT_FORMATS,
     default: 'bf16',
     help: "inference weight format: fp32, bf16, fp16; a quantised checkpoint per weight (int4: 0.5 + 2/64 bytes, int8, fp8); or a scheme's own layout: bitsandbytes nf4, fp4 (-dq: double quantisation), bnb-int8 (LLM.int8()); gptq-int4 (exllamav2 kernel, its scratch), gptq-int4-exllama (exllama v1); awq-int4 (GEMM), awq-int4-gemv. Embeddings and the output layer stay 16-bit. Default: the checkpoint's quantization_config, else bf16",
     applies: INFER,
