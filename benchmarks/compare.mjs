@@ -136,14 +136,17 @@ if (nt.length && gt.length) {
       .map((r) => r[field]);
   /** Per round, the best of several native shapes (the median of each shape's repeats, then the maximum). */
   const bestNat = (row) =>
-    nt.map((run) => {
-      const shapes = new Map();
-      for (const r of run.filter((x) => x.row === row)) {
-        const k = `${r.threads}/${r.chunkBytes}`;
-        shapes.set(k, [...(shapes.get(k) ?? []), r.gbps]);
-      }
-      return Math.max(...[...shapes.values()].map(median));
-    });
+    nt
+      .map((run) => {
+        const shapes = new Map();
+        for (const r of run.filter((x) => x.row === row)) {
+          const k = `${r.threads}/${r.chunkBytes}`;
+          shapes.set(k, [...(shapes.get(k) ?? []), r.gbps]);
+        }
+        return Math.max(...[...shapes.values()].map(median));
+      })
+      // a run that did not measure the row (a --parts selection) has no best shape
+      .filter(Number.isFinite);
   const bytes = gt[0].results.find((r) => r.test === 'transfer' && r.engine === 'runtime-direct')?.bytes ?? 0;
   const torch = (row) =>
     tt
