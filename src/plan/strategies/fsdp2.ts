@@ -17,7 +17,7 @@
  */
 import { formatCount } from '../../units.js';
 import { commLines } from './comm.js';
-import { allGather, reduceScatter } from './gather.js';
+import { allGather, dropReduceScatterInput, reduceScatter } from './gather.js';
 import { stateLayout } from './layout.js';
 import type { Sharding } from './types.js';
 import type { TrainOptions } from '../options.js';
@@ -62,12 +62,23 @@ export const fsdp2: Sharding = {
       for (const k of keys) grads.delete(k);
       const n = s.table.ends.filter((t) => t.trains).reduce((a, t) => a + t.numel, 0);
       if (n > 0)
-        reduceScatter(mem, sink, n, s.dp, { buffer: 4, shard: s.layout.keptGradBytes }, 'root.shard', grads, {
-          grads: s.tags.grads,
-          kept: s.tags.block.paramGrads,
-        });
+        reduceScatter(
+          mem,
+          sink,
+          n,
+          s.dp,
+          { buffer: 4, shard: s.layout.keptGradBytes },
+          'root.shard',
+          grads,
+          {
+            grads: s.tags.grads,
+            kept: s.tags.block.paramGrads,
+          },
+          s.comm,
+        );
     }
     mem.free(...root);
+    dropReduceScatterInput(mem, s.comm);
   },
   gatherUnit: (mem, s, moe) =>
     unshard(
@@ -96,6 +107,7 @@ export const fsdp2: Sharding = {
         grads: s.tags.grads,
         kept: s.tags.block.paramGrads,
       },
+      s.comm,
     ),
   // FSDP2 prefetches the next unit while one runs (its all-gather stream): one more unit in flight
   overheads: (s) => {
