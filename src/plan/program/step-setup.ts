@@ -10,7 +10,7 @@ import type { ModelConfig } from '../model-config.js';
 import { adaptedExpertParams } from '../moe-adapters.js';
 import type { TrainOptions } from '../options.js';
 import { countParams, type ParamCounts } from '../params.js';
-import { adapterBytes, computeDtypes, pagedOptimizer, quantisedBase } from '../precision.js';
+import { adapterBytes, computeDtypes, float8Linears, pagedOptimizer, quantisedBase } from '../precision.js';
 import type { CommState, Sharding, StateLayout } from '../strategies/types.js';
 import type { BlockContext, BlockLora } from './block-context.js';
 import type { MatmulExtras } from './linear.js';
@@ -221,7 +221,7 @@ export function stepSetup(model: ModelConfig, o: TrainOptions, framework: Framew
     dp,
     x,
     policy,
-    extras: { dequantisedBytes: framework.dequantisedBytes(o), fp8: o.precision === 'fp8-torchao' },
+    extras: { dequantisedBytes: framework.dequantisedBytes(o), fp8: float8Linears(o.precision) },
     tags,
     units,
     layers,

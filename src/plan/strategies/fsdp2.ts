@@ -20,11 +20,12 @@ import { commLines } from './comm.js';
 import { allGather, dropReduceScatterInput, reduceScatter } from './gather.js';
 import { stateLayout } from './layout.js';
 import type { Sharding } from './types.js';
-import type { TrainOptions } from '../options.js';
+import type { Precision, TrainOptions } from '../options.js';
+import { basePrecision } from '../precision.js';
 import type { H, Mem, Tag } from '../program/mem.js';
 import type { StepSetup } from '../program/step-setup.js';
 
-const mixed = (o: { precision: string; lora?: unknown }): boolean => o.precision === 'amp-bf16' && !o.lora;
+const mixed = (o: { precision: Precision; lora?: unknown }): boolean => basePrecision(o.precision) === 'amp-bf16' && !o.lora;
 /** The data-parallel GPUs the units are sharded over (step-setup.ts's dp). */
 const dpOf = (o: TrainOptions): number => o.parallel.gpus / (o.parallel.tp * o.parallel.pp);
 /** MixedPrecisionPolicy(param_dtype=bf16) gathers bf16 weights, but only where there is an all-gather (dp > 1). */
