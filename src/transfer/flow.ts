@@ -218,7 +218,10 @@ export class Flow {
       fileBytes = Math.ceil((lead + take) / FILE_ALIGN) * FILE_ALIGN;
       segs.add(first, q.host[h]!, q.dev[h]!, take, q.flags[h]!, q.key[h]!, 0, lead);
       this.take(take);
-    } else this.pack(first, segs, limit);
+    } else {
+      this.pack(first, segs, limit);
+      if (first.mode === 'staged') segs.placeByDevice();
+    }
     if (segs.count === 0) {
       // Every piece it reached belonged to a transfer that failed on the way (a detached buffer).
       segs.clear(this.host.rt.backend);

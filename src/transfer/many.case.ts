@@ -257,4 +257,51 @@ export function manyConformance(label: string, open: () => Runtime): void {
     await st.download(out, mem, { srcOffset: 64 * KiB });
     assert.deepEqual(out, src, 'the upload read the slices after the download filled them');
   });
+
+  withRt('lists in any order land byte-exact, up and down: in reverse, shuffled, with gaps, and with items of one list overlapping', async (rt) => {
+    const gpu = rt.device(0);
+    using st = rt.createStager({ chunkBytes: 64 * KiB, depth: 3, threads: 2, directBelow: 0 });
+    const n = 48;
+    const each = 4 * KiB;
+    using mem = gpu.alloc(3 * n * each);
+    const srcs = Array.from({ length: n }, (_, i) => pattern(each, 700 + i));
+    // A fixed shuffle that moves items across chunk boundaries (a chunk holds 16 of them).
+    const shuffle = Array.from({ length: n }, (_, i) => (i * 29 + 7) % n);
+    const orders: Array<[string, (i: number) => number]> = [
+      ['reverse', (i) => (n - 1 - i) * each],
+      ['shuffled', (i) => shuffle[i]! * each],
+      ['reverse with gaps', (i) => 3 * (n - 1 - i) * each],
+      ['shuffled with gaps of every size', (i) => shuffle[i]! * 2 * each + (i % 5) * 64],
+    ];
+    for (const [name, place] of orders) {
+      await st.upload(mem, new Uint8Array(3 * n * each));
+      await st.uploadMany(srcs.map((src, i) => ({ dst: mem, src, dstOffset: place(i) })));
+      const want = new Uint8Array(3 * n * each);
+      srcs.forEach((s, i) => want.set(s, place(i)));
+      const all = new Uint8Array(3 * n * each);
+      await st.download(all, mem);
+      assert.deepEqual(all, want, `${name}: every array at its place, nothing else written`);
+      const outs = srcs.map(() => new Uint8Array(each));
+      await st.downloadMany(outs.map((dst, i) => ({ dst, src: mem, srcOffset: place(i) })));
+      outs.forEach((o, i) => assert.deepEqual(o, srcs[i], `${name}: array ${i} read back`));
+    }
+    // Items of one list that overlap land in no set order among themselves: each byte holds one of the items that cover it.
+    await st.upload(mem, new Uint8Array(3 * n * each));
+    const half = (i: number): number => ((n - 1 - i) * each) / 2;
+    const fills = Array.from({ length: n }, (_, i) => new Uint8Array(each).fill(i + 1));
+    await st.uploadMany(fills.map((src, i) => ({ dst: mem, src, dstOffset: half(i) })));
+    const got = new Uint8Array(3 * n * each);
+    await st.download(got, mem);
+    for (let at = 0; at < got.length; at++) {
+      // Item i covers the half-array blocks n-1-i and n-i: a block b is covered by items n-1-b and n-b.
+      const b = Math.floor(at / (each / 2));
+      const covering = [n - 1 - b, n - b].filter((i) => i >= 0 && i < n).map((i) => i + 1);
+      if (covering.length === 0) assert.equal(got[at], 0, `byte ${at}: no item covers it`);
+      else if (!covering.includes(got[at]!)) assert.fail(`byte ${at}: ${got[at]} is not one of the items covering it (${covering})`);
+    }
+    // Downloads of overlapping device ranges read the same bytes wherever they sit in the slot.
+    const outs = fills.map(() => new Uint8Array(each));
+    await st.downloadMany(outs.map((dst, i) => ({ dst, src: mem, srcOffset: half(i) })));
+    outs.forEach((o, i) => assert.deepEqual(o, got.subarray(half(i), half(i) + each), `overlapping item ${i} read back`));
+  });
 }

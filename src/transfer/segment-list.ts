@@ -34,6 +34,9 @@ export class SegmentList extends PieceColumns {
   readonly batchDst = new Uint32Array(2 * MAX_SEGMENTS);
   readonly batchSrc = new Uint32Array(2 * MAX_SEGMENTS);
   readonly batchBytes = new Uint32Array(2 * MAX_SEGMENTS);
+  /** The segments in slot order when {@link placeByDevice} moved them (`placed`), else segment order is slot order. */
+  readonly slotOrder = new Uint16Array(MAX_SEGMENTS);
+  placed = false;
 
   constructor() {
     super(MAX_SEGMENTS);
@@ -59,6 +62,43 @@ export class SegmentList extends PieceColumns {
     } else this.transferBytes[last] = this.transferBytes[last]! + bytes;
   }
 
+  /**
+   * Lays a staged chunk's segments out in its slot in the order of their device addresses, when they are not in that
+   * order already and no two of their device ranges overlap: a list that lands in reverse (or any) order then sits in
+   * the slot as it sits in device memory, and its pieces that continue each other there land with one device copy
+   * instead of a batched copy of every piece (a batch of 512 copies of 16 KiB each ran at 7 GB/s on one H200 where one
+   * copy of the same 8 MiB runs at the link's rate). Sound because only the slot offsets change: each piece still goes
+   * between its own host and device bytes, and with no device range overlapping another the device copies' order
+   * changes nothing (with an overlap the segments keep the order asked, as before). Call once, after the last add.
+   */
+  placeByDevice(): void {
+    const n = this.count;
+    if (n < 2) return;
+    const dev = this.dev;
+    const bytes = this.bytes;
+    let up = true;
+    let down = true;
+    for (let i = 1; i < n && (up || down); i++) {
+      if (dev[i]! < dev[i - 1]! + bytes[i - 1]!) up = false;
+      if (dev[i]! + bytes[i]! > dev[i - 1]!) down = false;
+    }
+    if (up) return; // in device order already, no overlap: the slot order is the device order
+    const order = this.slotOrder.subarray(0, n);
+    if (down) for (let k = 0; k < n; k++) order[k] = n - 1 - k;
+    else {
+      for (let k = 0; k < n; k++) order[k] = k;
+      order.sort((a, b) => dev[a]! - dev[b]! || a - b);
+      for (let k = 1; k < n; k++) if (dev[order[k]!]! < dev[order[k - 1]!]! + bytes[order[k - 1]!]!) return; // ranges overlap
+    }
+    let at = 0;
+    for (let k = 0; k < n; k++) {
+      const i = order[k]!;
+      this.at[i] = at;
+      at += bytes[i]!;
+    }
+    this.placed = true;
+  }
+
   /** The address of a JS buffer's first byte, asked of the backend once per buffer in a run of segments. */
   adopt(backend: Backend, ab: ArrayBuffer): number {
     if (ab !== this.lastBuffer) {
@@ -79,5 +119,6 @@ export class SegmentList extends PieceColumns {
     this.transferBytes.length = 0;
     this.count = 0;
     this.total = 0;
+    this.placed = false;
   }
 }
