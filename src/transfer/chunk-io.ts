@@ -46,9 +46,8 @@ export function drainChunk(host: FlowHost, c: Chunk): Promise<void> {
 /** Writes the chunk's host copies (slot <-> host memory) into the list's scratch, merged; answers how many. */
 function mergeHostCopies(s: SegmentList, base: number, intoSlot: boolean): number {
   let n = 0;
-  const order = s.placed ? s.slotOrder : undefined;
-  for (let k = 0; k < s.count; k++) {
-    const i = order ? order[k]! : k;
+  // In segment order (the order the buffers were placed in), even where the slot was laid out by device address.
+  for (let i = 0; i < s.count; i++) {
     const slot = base + s.at[i]!;
     const h = s.host[i]!;
     const d = intoSlot ? slot : h;

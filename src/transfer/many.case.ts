@@ -304,4 +304,69 @@ export function manyConformance(label: string, open: () => Runtime): void {
     await st.downloadMany(outs.map((dst, i) => ({ dst, src: mem, srcOffset: half(i) })));
     outs.forEach((o, i) => assert.deepEqual(o, got.subarray(half(i), half(i) + each), `overlapping item ${i} read back`));
   });
+
+  withRt(
+    'an item of a long list is checked as an item alone: the same error naming its index, whatever its place; good items of every host kind land',
+    async (rt) => {
+      const gpu = rt.device(0);
+      using dst = gpu.alloc(64 * KiB);
+      using other = gpu.alloc(8 * KiB);
+      const detachedView = new Uint8Array(KiB);
+      structuredClone(detachedView.buffer, { transfer: [detachedView.buffer] });
+      const shared = typeof SharedArrayBuffer === 'undefined' ? undefined : new Uint8Array(new SharedArrayBuffer(KiB));
+      const bads: Array<[string, Record<string, unknown>]> = [
+        ['device offset past the end', { dst, src: pattern(KiB, 1), dstOffset: 64 * KiB }],
+        ['more bytes than the source has', { dst, src: pattern(KiB, 1), bytes: 2 * KiB }],
+        ['more bytes than the destination has', { dst: other, src: pattern(16 * KiB, 1) }],
+        ['a fractional offset', { dst, src: pattern(KiB, 1), dstOffset: 1.5 }],
+        ['a negative source offset', { dst, src: pattern(KiB, 1), srcOffset: -1 }],
+        ['bytes as a string', { dst, src: pattern(KiB, 1), bytes: '8' }],
+        ['zero bytes', { dst, src: pattern(KiB, 1), bytes: 0 }],
+        ['an empty view', { dst, src: new Uint8Array(0) }],
+        ['a detached buffer', { dst, src: detachedView }],
+        ['a number as the host side', { dst, src: 7 }],
+        ['a foreign device address', { dst: 12345, src: pattern(KiB, 1) }],
+        ['host memory as the destination', { dst: pattern(KiB, 3), src: pattern(KiB, 1) }],
+        ...(shared ? ([['a SharedArrayBuffer view', { dst, src: shared }]] as Array<[string, Record<string, unknown>]>) : []),
+      ];
+      const good = (i: number): UploadItem => ({ dst, src: pattern(KiB, 10 + i), dstOffset: i * KiB });
+      for (const [name, bad] of bads) {
+        const alone = await rt.uploadMany([bad as unknown as UploadItem]).then(
+          () => assert.fail(`${name}: accepted alone`),
+          (e: Error & { code?: string }) => e,
+        );
+        for (const at of [0, 1, 37]) {
+          const list = Array.from({ length: 40 }, (_, i) => good(i));
+          list[at] = bad as unknown as UploadItem;
+          await assert.rejects(
+            rt.uploadMany(list),
+            (e: Error & { code?: string }) =>
+              e.constructor === alone.constructor && e.code === alone.code && e.message === alone.message.replace('item 0', `item ${at}`),
+            `${name} at ${at}: ${alone.message}`,
+          );
+        }
+      }
+      assert.equal(dst.busy, false, 'a refused list holds nothing');
+      // Every kind of host side, with offsets and lengths, and two device allocations taking turns.
+      const bytes = pattern(8 * KiB, 40);
+      const kinds: UploadItem[] = [
+        { dst, src: bytes.buffer.slice(0, KiB) as ArrayBuffer, dstOffset: 0 },
+        { dst, src: new DataView(bytes.buffer, KiB, KiB), dstOffset: KiB },
+        { dst: other, src: Buffer.from(bytes.buffer, 2 * KiB, KiB), dstOffset: 0 },
+        { dst, src: new Uint32Array(bytes.buffer, 3 * KiB, KiB / 4), dstOffset: 3 * KiB },
+        { dst: other, src: bytes, srcOffset: 4 * KiB, bytes: KiB, dstOffset: KiB },
+        { dst, src: bytes.subarray(5 * KiB), bytes: KiB, dstOffset: 5 * KiB },
+        { dst, src: bytes, srcOffset: 6 * KiB, dstOffset: 6 * KiB },
+      ];
+      const r = await rt.uploadMany(kinds);
+      assert.equal(r.bytes, 8 * KiB);
+      const out = new Uint8Array(64 * KiB);
+      await rt.download(out, dst);
+      const side = new Uint8Array(8 * KiB);
+      await rt.download(side, other);
+      for (const k of [0, 1, 3, 5, 6, 7]) assert.deepEqual(out.subarray(k * KiB, (k + 1) * KiB), bytes.subarray(k * KiB, (k + 1) * KiB), `KiB ${k}`);
+      assert.deepEqual(side.subarray(0, KiB), bytes.subarray(2 * KiB, 3 * KiB), 'the other allocation, from a Buffer');
+      assert.deepEqual(side.subarray(KiB, 2 * KiB), bytes.subarray(4 * KiB, 5 * KiB), 'the other allocation, from an offset with a length');
+    },
+  );
 }
