@@ -18,7 +18,8 @@ export class SegmentList extends PieceColumns {
   readonly transfers: Transfer[] = [];
   readonly transferBytes: number[] = [];
   /** The addresses of the JS buffers the chunk had the backend place (given back when it settles). */
-  private readonly adopted: number[] = [];
+  private readonly adopted = new Float64Array(MAX_SEGMENTS);
+  private adoptedCount = 0;
   private lastBuffer: ArrayBuffer | undefined;
   private lastBase = 0;
   count = 0;
@@ -104,15 +105,15 @@ export class SegmentList extends PieceColumns {
     if (ab !== this.lastBuffer) {
       this.lastBase = backend.adoptHostBuffer(ab);
       this.lastBuffer = ab;
-      this.adopted.push(this.lastBase);
+      this.adopted[this.adoptedCount++] = this.lastBase;
     }
     return this.lastBase;
   }
 
   /** Empties the list for the next chunk, giving back the buffers it placed (and dropping its references). */
   clear(backend: Backend): void {
-    for (const base of this.adopted) backend.releaseHostBuffer(base);
-    this.adopted.length = 0;
+    for (let i = 0; i < this.adoptedCount; i++) backend.releaseHostBuffer(this.adopted[i]!);
+    this.adoptedCount = 0;
     this.lastBuffer = undefined;
     for (let i = 0; i < this.count; i++) this.forget(i);
     this.transfers.length = 0;
