@@ -2,8 +2,9 @@
  * The engine of a stager: every transfer queued on it is cut into pieces that flow through the pinned ring in the
  * order they were asked for, without the ring draining between transfers. Pieces are packed into chunks: one slot of
  * the ring, filled by the host threads (a gather of many small sources, or a file read) and landed with one device
- * copy, a batched copy when the chunk holds several pieces that do not continue each other; downloads the other way
- * round. Chunks go to the device in order (a later transfer to the same memory lands after an earlier one) and their
+ * copy, a batched copy when the chunk holds several pieces that do not continue each other (laid out in the slot in
+ * device order first, so that a list landing in reverse order continues there too); downloads the other way round.
+ * Chunks go to the device in order (a later transfer to the same memory lands after an earlier one) and their
  * completions are waited for in order, one waiting thread at a time.
  *
  *   upload chunk:   [hazards] -> fill slot (threads) -> device copy (in chunk order) -> event -> slot free
