@@ -273,11 +273,7 @@ export class Flow {
     let checked: Transfer | undefined;
     // The next piece's transfer, checked (failed, aborted) once per run of its pieces: nothing in this loop runs code
     // that could abort it, and a piece that fails it here (a detached buffer) sends the loop back through peek.
-    for (
-      let t: Transfer | undefined = first;
-      t && !segs.full;
-      t = q.head < q.tail && q.transfer[q.head] === t && t.failed === undefined ? t : this.peek()
-    ) {
+    for (let t: Transfer | undefined = first; t && !segs.full; t = q.head < q.tail && q.transfer[q.head] === t && t.failed === undefined ? t : this.peek()) {
       if (t !== checked) {
         if (t.mode !== first.mode || t.direction !== first.direction || t.stream !== first.stream) break;
         checked = t;
