@@ -170,7 +170,9 @@ export class CallItems implements TransferOwner {
     // Pageable memory in a list goes as asked, else staged (pageablePath: a list's smallBelow is 0).
     const code = this.asked === 'direct' ? DIRECT : STAGED;
     let t: Transfer | undefined;
-    let a: Allocation | undefined;
+    // The device side of the last run of items, as resolved for its reference (an address may name a place inside an
+    // allocation: two references, one allocation, two offsets).
+    let ref: unknown;
     let devBase = 0;
     let devSize = 0;
     let flags = 0;
@@ -179,16 +181,19 @@ export class CallItems implements TransferOwner {
       const it = list[i] as { dst?: unknown; src?: unknown; srcOffset?: unknown; dstOffset?: unknown; bytes?: unknown } | null | undefined;
       if (typeof it !== 'object' || it === null) {
         this.addItem(it, i);
+        ref = undefined;
         continue;
       }
       const devRef = up ? it.dst : it.src;
       const h = up ? it.src : it.dst;
       if (devRef !== this.lastRef || this.lastAllocation === undefined || !ArrayBuffer.isView(h)) {
         this.addItem(it, i);
+        ref = undefined;
         continue;
       }
-      if (a !== this.lastAllocation) {
-        a = this.lastAllocation;
+      if (ref !== devRef) {
+        const a = this.lastAllocation;
+        ref = devRef;
         devBase = a.address + this.lastOffset;
         devSize = a.bytes - this.lastOffset;
         flags = PIECE.BUFFER | (a.kind === 'managed' ? PIECE.MANAGED : 0);
@@ -202,6 +207,7 @@ export class CallItems implements TransferOwner {
       const devAt = offsetIn(devOffset as number | undefined, devSize);
       if (!(ab instanceof ArrayBuffer) || hostAt < 0 || devAt < 0 || !fits(bytes, hostBytes - hostAt) || !fits(bytes, devSize - devAt)) {
         this.addItem(it, i);
+        ref = undefined;
         continue;
       }
       t ??= this.transferFor(code === STAGED ? 'staged' : 'direct');

@@ -369,4 +369,27 @@ export function manyConformance(label: string, open: () => Runtime): void {
       assert.deepEqual(side.subarray(KiB, 2 * KiB), bytes.subarray(4 * KiB, 5 * KiB), 'the other allocation, from an offset with a length');
     },
   );
+
+  withRt('items naming their device memory by address land where each address says: runs of one address, several addresses into one allocation', async (rt) => {
+    const gpu = rt.device(0);
+    using dst = gpu.alloc(64 * KiB);
+    const each = KiB;
+    const srcs = Array.from({ length: 24 }, (_, i) => pattern(each, 900 + i));
+    // Runs of three items per reference: the allocation, then addresses inside it (8 KiB apart), then the allocation again.
+    const refs = [dst, dst.address + 8 * KiB, dst.address + 16 * KiB, dst, dst.address + 40 * KiB, dst.address + 8 * KiB, dst.address + 48 * KiB, dst];
+    const base = (r: number): number => (typeof refs[r] === 'number' ? (refs[r] as number) - dst.address : 0);
+    const place = (i: number): number =>
+      base(Math.floor(i / 3)) +
+      (i % 3) * each +
+      (Math.floor(i / 3) === 5 ? 4 * KiB : 0) +
+      (refs[Math.floor(i / 3)] === dst ? 24 * KiB + Math.floor(i / 3) * 3 * KiB : 0);
+    const items = srcs.map((src, i) => ({ dst: refs[Math.floor(i / 3)]!, src, dstOffset: place(i) - base(Math.floor(i / 3)) }));
+    await rt.uploadMany(items);
+    const out = new Uint8Array(64 * KiB);
+    await rt.download(out, dst);
+    srcs.forEach((s, i) => assert.deepEqual(out.subarray(place(i), place(i) + each), s, `item ${i} at ${place(i)}`));
+    const backs = srcs.map(() => new Uint8Array(each));
+    await rt.downloadMany(backs.map((b, i) => ({ dst: b, src: refs[Math.floor(i / 3)]!, srcOffset: place(i) - base(Math.floor(i / 3)) })));
+    backs.forEach((b, i) => assert.deepEqual(b, srcs[i], `item ${i} read back`));
+  });
 }
