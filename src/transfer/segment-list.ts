@@ -67,10 +67,11 @@ export class SegmentList extends PieceColumns {
    * Lays a staged chunk's segments out in its slot in the order of their device addresses, when they are not in that
    * order already and no two of their device ranges overlap: a list that lands in reverse (or any) order then sits in
    * the slot as it sits in device memory, and its pieces that continue each other there land with one device copy
-   * instead of a batched copy of every piece (a batch of 512 copies of 16 KiB each ran at 7 GB/s on one H200 where one
-   * copy of the same 8 MiB runs at the link's rate). Sound because only the slot offsets change: each piece still goes
-   * between its own host and device bytes, and with no device range overlapping another the device copies' order
-   * changes nothing (with an overlap the segments keep the order asked, as before). Call once, after the last add.
+   * instead of a batched copy of every piece (docs/performance.md, one H200: 16384 arrays of 16 KiB landing in reverse
+   * order, each chunk one batch of 512 copies, 7.19 GB/s; the same list in order, one copy per chunk, 19.7). Sound
+   * because only the slot offsets change: each piece still goes between its own host and device bytes, and with no
+   * device range overlapping another the device copies' order changes nothing (with an overlap the segments keep the
+   * order asked, as before). Call once, after the last add.
    */
   placeByDevice(): void {
     const n = this.count;
