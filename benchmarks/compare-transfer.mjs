@@ -42,7 +42,7 @@ export function programs(out, { nat, gpm, torch, bestNat, cell, median, disk }) 
       bar,
     );
     add(
-      `${label}, rt.uploadMany landing in reverse order: one batched copy per chunk (C: one ring, no drain)`,
+      `${label}, rt.uploadMany landing in reverse order (C: one ring, no drain)`,
       natUp,
       g('HtoD-many', 'pageable', (e) => e === 'uploadMany (reverse order)', many(each)),
       [],

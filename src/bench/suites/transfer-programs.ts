@@ -4,7 +4,7 @@
  * - 256 separate arrays of 4 MiB (weights loaded tensor by tensor), 4096 arrays of 64 KiB and 16384 of 16 KiB (a
  *   batch of small inputs) to the device: awaited in turn (`await rt.upload` each; not the 16 KiB arrays), all at
  *   once (`Promise.all` of rt.upload), as one list (`rt.uploadMany`) and as one list landing in the reverse order
- *   (one batched copy per chunk instead of one merged copy); and back as one list (`rt.downloadMany`);
+ *   (the engine lays each chunk out in device order: it lands as in order); and back as one list (`rt.downloadMany`);
  * - the first 1 GiB upload of a fresh process, in child processes (first-upload-child.ts), two ways: the source ready
  *   before the runtime opens and the upload right after the allocation (nothing had time to start in the
  *   background), and the runtime opened first, then the source filled (the background start had that time).
@@ -25,8 +25,8 @@ function fill(u: Uint8Array, seed: number): void {
 /**
  * Many separate arrays to one device allocation and back: up awaited in turn (where `eachRows`), all at once
  * (Promise.all of rt.upload), as one list (rt.uploadMany), and as one list whose arrays go to the device in the
- * reverse order (no two pieces of a chunk continue each other there: one batched copy per chunk, not one merged
- * copy); down as one list (rt.downloadMany).
+ * reverse order (the list order continues nothing; the engine lays each chunk out in device order, segment-list.ts);
+ * down as one list (rt.downloadMany).
  */
 export async function manyArrays(ctx: BenchContext, count: number, each: number, quick: boolean, eachRows = true): Promise<void> {
   const { rt, dev } = ctx;
