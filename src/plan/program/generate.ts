@@ -29,7 +29,7 @@ export interface GenerateSetup {
   /** Key and value bytes per token of one layer on this GPU. */
   kvPerTokenLayer: number;
   /** The weight format's buffers and matmul transients. */
-  quant: Pick<ServedWeights, 'scratchBytes' | 'layerMatmulBytes' | 'outputMatmulBytes'> & { scheme: { says: string } | undefined };
+  quant: Pick<ServedWeights, 'scratchBytes' | 'loadBytes' | 'layerMatmulBytes' | 'outputMatmulBytes'> & { scheme: { says: string } | undefined };
   tags: GenerateTags;
 }
 
@@ -42,6 +42,7 @@ export interface GenerateTags {
   repeat: Tag;
   logits: Tag;
   scratch: Tag;
+  load: Tag;
   matmul: Tag;
 }
 
@@ -77,6 +78,11 @@ export function generateTags(s: Omit<GenerateSetup, 'tags'>): GenerateTags {
       "quantisation kernels' scratch",
       'workspaceBytes',
       `allocated once at load for the largest quantised layer (${s.quant.scheme?.says ?? 'none'}: exllama's temp_dq, exllamav2's scratch)`,
+    ),
+    load: set.get(
+      'a weight quantised at load',
+      'workspaceBytes',
+      `bitsandbytes quantises each 16-bit checkpoint weight on the GPU as it loads (${s.quant.scheme?.says ?? 'none'}): its fp16 copy and the quantiser's buffers, the largest layer's while every other weight is held`,
     ),
     matmul: set.get(
       "a quantised layer's matmul transients",
@@ -168,6 +174,7 @@ export function generateProgram(mem: Mem, s: GenerateSetup, allSteps: boolean): 
   mem.phase('load');
   mem.repeat(s.layers, () => mem.alloc(s.layerWeightBytes, s.tags.weights));
   mem.alloc(s.endWeightBytes, s.tags.weights);
+  if (s.quant.loadBytes > 0) mem.free(mem.alloc(s.quant.loadBytes, s.tags.load));
   if (s.quant.scratchBytes > 0) mem.alloc(s.quant.scratchBytes, s.tags.scratch);
   const caches = prefill(mem, s);
   mem.phase('decode');
