@@ -32,7 +32,9 @@ export function generateSetup(m: ModelConfig, o: InferOptions): GenerateSetup {
     layers,
     slidingLayers: sliding,
     window: m.slidingWindow ?? 0,
-    kvPerTokenLayer: kvBytesPerTokenPerLayer(m, kvBytes(o.kvDtype)) / kvSplit,
+    // AutoAWQ's WindowedCache is fp16 whatever --kv-dtype says (cache.py: .half())
+    kvPerTokenLayer: kvBytesPerTokenPerLayer(m, kvBytes(o.kvCache === 'awq-fused' ? 'fp16' : o.kvDtype)) / kvSplit,
+    cacheLen: o.cacheLen ?? o.prompt + o.newTokens,
   };
   return { ...base, tags: generateTags(base) };
 }

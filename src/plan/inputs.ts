@@ -89,6 +89,8 @@ function inferOptions(i: PlanInputs, parallel: Parallelism): InferOptions {
     newTokens: i.newTokens,
     kvDtype: i.kvDtype,
     blockSize: i.blockSize,
+    kvCache: i.kvCache,
+    cacheLen: i.cacheLen,
     weights: i.weights,
     groupSize: i.groupSize,
     computeDtype: i.computeDtype,
