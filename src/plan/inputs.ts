@@ -120,7 +120,8 @@ function inferOptions(i: PlanInputs, parallel: Parallelism): InferOptions {
 export function checkpointInputs(m: Pick<ModelConfig, 'quantization'>, i: PlanInputs): PlanInputs {
   const q = m.quantization;
   if (!q || i.mode !== 'infer' || (i.given ?? []).includes('weights')) return i;
-  return { ...i, weights: q.weights, groupSize: i.groupSize ?? q.groupSize, computeDtype: i.computeDtype ?? q.computeDtype };
+  const fused = q.kvCache && !(i.given ?? []).includes('kvCache') ? { kvCache: q.kvCache, cacheLen: i.cacheLen ?? q.cacheLen } : {};
+  return { ...i, weights: q.weights, groupSize: i.groupSize ?? q.groupSize, computeDtype: i.computeDtype ?? q.computeDtype, ...fused };
 }
 
 /** --alloc-conf read as PyTorch reads PYTORCH_CUDA_ALLOC_CONF. @throws InvalidArgumentError naming the option */

@@ -4,7 +4,7 @@
  * the loader) and AutoAWQ's quant_config (w_bit, q_group_size, version).
  */
 import { Fields, type Json } from './config-fields.js';
-import type { WeightFormat } from './options.js';
+import type { KvCache, WeightFormat } from './options.js';
 import type { ComputeDtype } from './quant-schemes.js';
 
 /** What a checkpoint's quantization_config says of its weights. */
@@ -12,6 +12,9 @@ export interface CheckpointQuantization {
   weights: WeightFormat;
   groupSize?: number | undefined;
   computeDtype?: ComputeDtype | undefined;
+  /** AwqConfig(do_fuse=True): AutoAWQ's fused modules and their cache of fuse_max_seq_len tokens. */
+  kvCache?: KvCache | undefined;
+  cacheLen?: number | undefined;
 }
 
 const DTYPES: Record<string, ComputeDtype> = { float16: 'fp16', bfloat16: 'bf16', float32: 'fp32', 'torch.float16': 'fp16', 'torch.bfloat16': 'bf16' };
@@ -47,7 +50,12 @@ export function readQuantizationConfig(q: unknown, file: string, notes: string[]
     const bits = f.int(['bits', 'w_bit']) ?? 4;
     if (bits === 8 && method === 'gptq') return { weights: 'int8', groupSize: undefined };
     if (bits !== 4) return skip(`${bits}-bit ${method.toUpperCase()}: gpumem follows 4-bit (and 8-bit GPTQ per weight)`);
-    if (method === 'awq') return { weights: f.str('version', 'gemm').toLowerCase() === 'gemv' ? 'awq-int4-gemv' : 'awq-int4', groupSize };
+    if (method === 'awq') {
+      const weights = f.str('version', 'gemm').toLowerCase() === 'gemv' ? 'awq-int4-gemv' : 'awq-int4';
+      // transformers' fuse_awq_modules (integrations/awq.py) builds QuantAttentionFused with fuse_max_seq_len
+      const fuse = f.bool('do_fuse', false) ? f.int('fuse_max_seq_len', { min: 1 }) : undefined;
+      return { weights, groupSize, ...(fuse !== undefined ? { kvCache: 'awq-fused' as const, cacheLen: fuse } : {}) };
+    }
     // GPTQConfig's exllama_config defaults to version 1 when the kernel is exllama
     const ex = c.exllama_config as Json | undefined;
     const version = ex && typeof ex === 'object' ? new Fields(ex, file).int('version') : undefined;
