@@ -245,3 +245,21 @@ test("an AwqConfig with do_fuse plans AutoAWQ's fused cache at fuse_max_seq_len"
     groupSize: 128,
   });
 });
+
+test('a compressed-tensors quantization_config is read by its first weight scheme: 8-bit float fp8, 8-bit int int8, 4-bit int int4', () => {
+  const ct = (weights: Record<string, unknown> | null) => ({
+    quant_method: 'compressed-tensors',
+    format: 'pack-quantized',
+    config_groups: { group_0: { targets: ['Linear'], weights, input_activations: null } },
+    ignore: ['lm_head'],
+  });
+  const notes: string[] = [];
+  assert.deepEqual(readQuantizationConfig(ct({ num_bits: 4, type: 'int', strategy: 'group', group_size: 128 }), 'c.json', notes), { weights: 'int4' });
+  assert.match(notes[0] ?? '', /compressed-tensors 4-bit int/);
+  assert.deepEqual(readQuantizationConfig(ct({ num_bits: 8, type: 'float', strategy: 'channel' }), 'c.json'), { weights: 'fp8' });
+  assert.deepEqual(readQuantizationConfig(ct({ num_bits: 8, type: 'int', strategy: 'channel' }), 'c.json'), { weights: 'int8' });
+  const skipped: string[] = [];
+  assert.equal(readQuantizationConfig(ct({ num_bits: 4, type: 'float', group_size: 16 }), 'c.json', skipped), undefined);
+  assert.match(skipped[0] ?? '', /4-bit float/);
+  assert.equal(readQuantizationConfig(ct(null), 'c.json', []), undefined);
+});

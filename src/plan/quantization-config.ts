@@ -62,5 +62,32 @@ export function readQuantizationConfig(q: unknown, file: string, notes: string[]
     return { weights: version === 2 ? 'gptq-int4' : 'gptq-int4-exllama', groupSize };
   }
   if (method === 'fp8') return { weights: 'fp8' };
-  return skip(`quant_method "${method}" is not one gpumem follows (bitsandbytes, gptq, awq, fp8)`);
+  if (method === 'compressed-tensors') return compressedTensors(c, file, notes, skip);
+  return skip(`quant_method "${method}" is not one gpumem follows (bitsandbytes, gptq, awq, compressed-tensors, fp8)`);
+}
+
+/**
+ * A compressed-tensors checkpoint (llm-compressor's; compressed_tensors QuantizationConfig): config_groups, each a
+ * scheme of targets and its weights' QuantizationArgs (num_bits, type int or float, strategy, group_size). The
+ * first group with weights names the format, planned per weight: 8-bit float as fp8, 8-bit int as int8, 4-bit int
+ * (pack-quantized: eight values an int32, a 16-bit scale per group) as int4.
+ */
+function compressedTensors(c: Json, file: string, notes: string[], skip: (why: string) => undefined): CheckpointQuantization | undefined {
+  const groups = c.config_groups;
+  const schemes = groups && typeof groups === 'object' && !Array.isArray(groups) ? Object.values(groups as Json) : [];
+  const args = schemes
+    .map((g) => (g && typeof g === 'object' && !Array.isArray(g) ? (g as Json).weights : undefined))
+    .find((w): w is Json => !!w && typeof w === 'object' && !Array.isArray(w));
+  if (!args) return skip('compressed-tensors without quantised weights (a sparsity-only or activation-only config)');
+  const w = new Fields(args, file);
+  const bits = w.int('num_bits') ?? 8;
+  const type = w.str('type', 'int').toLowerCase();
+  const weights = bits === 8 ? (type === 'float' ? 'fp8' : 'int8') : bits === 4 && type === 'int' ? 'int4' : undefined;
+  if (!weights) return skip(`${bits}-bit ${type} compressed-tensors weights: gpumem follows 8-bit int and float, and 4-bit int`);
+  // compressed-tensors' CompressedLinear (transformers' run_compressed) decompresses a layer's weight on its first
+  // forward and keeps it beside the compressed one (0.9: register_offload_parameter(self, "weight", ...), FROZEN)
+  notes.push(
+    `quantization_config: compressed-tensors ${bits}-bit ${type} weights, planned per weight as --weights ${weights}; under transformers' run_compressed each layer's decompressed weight, kept from its first forward, is not counted`,
+  );
+  return { weights };
 }
