@@ -263,3 +263,13 @@ test('a compressed-tensors quantization_config is read by its first weight schem
   assert.match(skipped[0] ?? '', /4-bit float/);
   assert.equal(readQuantizationConfig(ct(null), 'c.json', []), undefined);
 });
+
+test("--kv-cache awq-fused takes an AWQ checkpoint's weights as given; over other weights it is refused once the checkpoint is read", () => {
+  const awq = { quantization: { weights: 'awq-int4' as const, groupSize: 128 } };
+  const fused = { ...DEFAULT_INPUTS, mode: 'infer' as const, kvCache: 'awq-fused' as const, given: ['kvCache'] };
+  // before the checkpoint is read the default weights are not refused (the CLI checks the flags first)
+  assert.doesNotThrow(() => planOptionsFrom(fused as typeof DEFAULT_INPUTS));
+  assert.equal(checkpointInputs(awq, fused as typeof DEFAULT_INPUTS).weights, 'awq-int4');
+  assert.throws(() => checkpointInputs({ quantization: undefined }, fused as typeof DEFAULT_INPUTS), InvalidArgumentError);
+  assert.throws(() => checkpointInputs({ quantization: { weights: 'nf4' } }, fused as typeof DEFAULT_INPUTS), InvalidArgumentError);
+});

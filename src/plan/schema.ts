@@ -407,8 +407,9 @@ export const RULES: ReadonlyArray<(i: PlanInputs, given: (k: InputName) => boole
       ? `--compute-dtype is bitsandbytes' bnb_4bit_compute_dtype: give --weights nf4 or fp4`
       : undefined,
   (i, g) => (g('cacheLen') && i.kvCache === 'dynamic' ? '--cache-len sizes a preallocated cache: give --kv-cache static or awq-fused' : undefined),
-  (i) =>
-    i.kvCache === 'awq-fused' && !i.weights.startsWith('awq-')
+  // the weights may come from the checkpoint's quantization_config (checkpointInputs, which refuses the rest)
+  (i, g) =>
+    i.kvCache === 'awq-fused' && !i.weights.startsWith('awq-') && (g('weights') || i.weights !== SCHEMA.weights.default)
       ? `--kv-cache awq-fused is AutoAWQ's fused modules: give --weights awq-int4 or awq-int4-gemv, not ${i.weights}`
       : undefined,
   (i) =>
