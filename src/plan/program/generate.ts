@@ -1,9 +1,11 @@
 /**
- * Hugging Face generate as a program: the weights, then the prefill (each layer's keys and values for the prompt,
- * one layer's hidden and MLP buffers and its repeated key/value heads at a time, the last token's fp32 logits), then
- * the decode steps (each layer's cache grown by concatenation: a copy one token longer, the old one freed; a paged
- * cache grows in place). The walk reads the last decode step (the cache at its longest) and the prefill; the replay
- * runs every step through the caching allocator, where the growing copies leave reserved memory above allocated.
+ * Hugging Face generate as a program: the weights (and, for a format quantised as it loads, the largest weight's
+ * quantisation transient: the load moment), then the prefill (each layer's keys and values for the prompt, one
+ * layer's hidden and MLP buffers and its repeated key/value heads at a time, the last token's fp32 logits), then the
+ * decode steps (each layer's cache grown by concatenation: a copy one token longer, the old one freed; a paged cache
+ * grows in place; a static or AutoAWQ fused cache is made at its full length and written in place). The walk reads
+ * the load, the last decode step (the cache at its longest) and the prefill; the replay runs every step through the
+ * caching allocator, where the growing copies leave reserved memory above allocated.
  */
 import { formatCount } from '../../units.js';
 import type { ModelConfig } from '../model-config.js';
@@ -148,7 +150,8 @@ function repeatKv(mem: Mem, s: GenerateSetup, tokens: number): void {
 function fusedPrefillAttention(s: GenerateSetup): number {
   const { m, o } = s;
   const heads = m.heads / o.parallel.tp;
-  return o.batch * heads * o.prompt * o.prompt * (2 + 4 + 4) + (m.kvHeads < m.heads ? 2 * o.batch * o.prompt * heads * m.headDim * 2 : 0);
+  // repeat_interleave(repeats = heads / kv heads) copies even when that is 1 (multi-head attention)
+  return o.batch * heads * o.prompt * o.prompt * (2 + 4 + 4) + 2 * o.batch * o.prompt * heads * m.headDim * 2;
 }
 
 /** The runs of layers: those keeping every token, then the sliding-window ones. */
