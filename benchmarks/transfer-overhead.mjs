@@ -1,6 +1,7 @@
 // What each item of a list costs the transfer engine beyond its bytes, on this machine (no GPU needed): for each
-// shape, one rt.uploadMany (or downloadMany, or Promise.all of rt.upload) of COUNT separate arrays of EACH bytes, and,
-// right after it through the same runtime, one transfer of a single COUNT x EACH buffer (the same bytes, one item).
+// shape, one rt.uploadMany (its arrays landing in order, or in reverse order), downloadMany, or Promise.all of rt.upload,
+// of COUNT separate arrays of EACH bytes, and, right after it through the same runtime, one transfer of a single
+// COUNT x EACH buffer (the same bytes, one item).
 //   per-item overhead = (time of the list - time of the one buffer) / COUNT
 // counted per repeat two ways, each repeat's pair run back to back so that drift cancels: wall = the host clock
 // (performance.now, call to settled promise); cpu = the CPU time the process spent meanwhile (process.cpuUsage, user
@@ -80,6 +81,10 @@ async function shape(count, each) {
   const back = Array.from({ length: count }, () => new Uint8Array(each).fill(1));
   const ways = {
     uploadMany: [() => rt.uploadMany(arrays.map((src, i) => ({ dst, src, dstOffset: i * each }))), () => rt.upload(dst, whole, { path: 'staged' })],
+    'uploadMany, reverse order': [
+      () => rt.uploadMany(arrays.map((src, i) => ({ dst, src, dstOffset: (count - 1 - i) * each }))),
+      () => rt.upload(dst, whole, { path: 'staged' }),
+    ],
     downloadMany: [() => rt.downloadMany(back.map((b, i) => ({ dst: b, src: dst, srcOffset: i * each }))), () => rt.download(whole, dst, { path: 'staged' })],
     'Promise.all of rt.upload': [
       () => Promise.all(arrays.map((s, i) => rt.upload(dst, s, { dstOffset: i * each }))),
@@ -106,11 +111,14 @@ async function shape(count, each) {
     const stat = (xs) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs) });
     rows.push({ way, count, each, wallNs: stat(wall), cpuNs: stat(cpu), listMs: median(listMs) });
   }
-  // Every list lands whole: the uploads put each array at its place, the downloads brought each back.
-  await rt.uploadMany(arrays.map((src, i) => ({ dst, src, dstOffset: i * each })));
-  for (const b of back) b.fill(0);
-  await rt.downloadMany(back.map((b, i) => ({ dst: b, src: dst, srcOffset: i * each })));
-  const ok = back.every((b, i) => Buffer.from(b.buffer).equals(Buffer.from(arrays[i].buffer)));
+  // Every list lands whole: the uploads put each array at its place (in order, then reversed), the downloads brought each back.
+  let ok = true;
+  for (const place of [(i) => i, (i) => count - 1 - i]) {
+    await rt.uploadMany(arrays.map((src, i) => ({ dst, src, dstOffset: place(i) * each })));
+    for (const b of back) b.fill(0);
+    await rt.downloadMany(back.map((b, i) => ({ dst: b, src: dst, srcOffset: place(i) * each })));
+    ok &&= back.every((b, i) => Buffer.from(b.buffer).equals(Buffer.from(arrays[i].buffer)));
+  }
   dst.free();
   return rows.map((r) => ({ ...r, verified: ok }));
 }
@@ -133,10 +141,10 @@ else {
     `  counted per repeat as (time of the list - time of one buffer of the same bytes, run right after) / items; items: count arrays of each bytes, one ArrayBuffer each; list (wall): the list's median time`,
   );
   const cell = (s) => `${s.median.toFixed(0)} (${s.min.toFixed(0)} to ${s.max.toFixed(0)})`;
-  console.log(`  ${'shape'.padEnd(14)} ${'way'.padEnd(25)} ${'wall ns'.padEnd(24)} ${'cpu ns'.padEnd(24)} list (wall)`);
+  console.log(`  ${'shape'.padEnd(14)} ${'way'.padEnd(26)} ${'wall ns'.padEnd(24)} ${'cpu ns'.padEnd(24)} list (wall)`);
   for (const r of all) {
     const size = r.each >= KiB ? `${r.each / KiB} KiB` : `${r.each} B`;
-    const row = `  ${`${r.count} x ${size}`.padEnd(14)} ${r.way.padEnd(25)} ${cell(r.wallNs).padEnd(24)} ${cell(r.cpuNs).padEnd(24)}`;
+    const row = `  ${`${r.count} x ${size}`.padEnd(14)} ${r.way.padEnd(26)} ${cell(r.wallNs).padEnd(24)} ${cell(r.cpuNs).padEnd(24)}`;
     console.log(`${row} ${r.listMs.toFixed(1)} ms${r.verified ? '' : '  NOT VERIFIED'}`);
   }
 }

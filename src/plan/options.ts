@@ -6,7 +6,7 @@ import type { ModelConfig } from './model-config.js';
 import type { ParamCounts } from './params.js';
 import type { Engine, ServeEstimate, ServeOptions } from './serve.js';
 
-export type Precision = 'fp32' | 'amp-bf16' | 'bf16' | 'bf16-pure' | 'fp8' | 'fp8-torchao';
+export type Precision = 'fp32' | 'amp-bf16' | 'bf16' | 'bf16-pure' | 'fp8' | 'fp8-torchao' | 'fp8-torchao-bf16';
 /** Which tensors hold which dtype under each precision (the CLI's help prints these). */
 export const PRECISIONS: Record<Precision, string> = {
   fp32: 'weights, gradients, optimizer states and activations in fp32',
@@ -17,7 +17,9 @@ export const PRECISIONS: Record<Precision, string> = {
     'everything in bf16: weights, gradients, optimizer states and activations, no fp32 copy (model.to(torch.bfloat16) with torch.optim.AdamW; torchtune)',
   fp8: 'bf16 weights with fp8 copies for the matmuls; fp32 master weights and optimizer states (Megatron-style)',
   'fp8-torchao':
-    "torchao's float8 training: bf16 weights, gradients and optimizer states as pure bf16, each matmul's inputs cast to fp8 while it runs (the high-precision inputs are what autograd keeps)",
+    "torchao's float8 training as torchtitan runs it: the amp-bf16 run (fp32 weights, gradients and AdamW states; FSDP's bf16 param_dtype or autocast) with each nn.Linear a Float8Linear, its weight and input cast to fp8 while the matmul runs (the high-precision input is what autograd keeps)",
+  'fp8-torchao-bf16':
+    "torchao's float8 training over a model made bf16 first (model.to(torch.bfloat16), as torchao's README example does): bf16-pure with each nn.Linear a Float8Linear",
 };
 /**
  * The attention kernel. sdpa: PyTorch's scaled_dot_product_attention as Hugging Face calls it by default, which

@@ -5,8 +5,22 @@
  */
 import type { LoraOptions, OptimizerName, Precision } from './options.js';
 
+/**
+ * The dtype policy a precision's states and activations follow. torchao's float8 training changes no dtype of the
+ * run it converts: convert_to_float8_training swaps each nn.Linear for a Float8Linear that keeps the module's own
+ * weight (torchao/float8/float8_linear.py, Float8Linear.from_float), and casts weight and input to fp8 only inside
+ * the matmul (matmul_with_hp_or_float8_args saves the high-precision tensors for backward). So fp8-torchao is the
+ * amp-bf16 run (torchtitan: fp32 parameters, FSDP2 MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), or
+ * autocast without FSDP) and fp8-torchao-bf16 the bf16-pure one, each with float8 linears.
+ */
+const BASE: Partial<Record<Precision, Precision>> = { 'fp8-torchao': 'amp-bf16', 'fp8-torchao-bf16': 'bf16-pure' };
+export const basePrecision = (precision: Precision): Precision => BASE[precision] ?? precision;
+
+/** True where torchao's Float8Linear runs the linears (MatmulExtras.fp8). */
+export const float8Linears = (precision: Precision): boolean => basePrecision(precision) !== precision;
+
 /** True for the precisions that keep every model state in bf16 (no fp32 copy). */
-export const pureBf16 = (precision: Precision): boolean => precision === 'bf16-pure' || precision === 'fp8-torchao';
+export const pureBf16 = (precision: Precision): boolean => basePrecision(precision) === 'bf16-pure';
 
 /** True for bitsandbytes' paged optimizers: their states live in CUDA managed memory, outside PyTorch's allocator. */
 export const pagedOptimizer = (optimizer: OptimizerName): boolean => optimizer.startsWith('paged-');
@@ -36,7 +50,8 @@ export interface StateBytes {
 
 /** The model states' bytes per parameter by precision (full fine-tuning, PyTorch). */
 export function stateBytes(precision: Precision, optimizer: OptimizerName): StateBytes {
-  const fp32Weights = precision === 'fp32' || precision === 'amp-bf16';
+  const base = basePrecision(precision);
+  const fp32Weights = base === 'fp32' || base === 'amp-bf16';
   const pure = pureBf16(precision);
   const weights = fp32Weights ? 4 : precision === 'fp8' ? 3 : 2; // fp8: bf16 weights plus fp8 copies for the matmuls
   const grads = fp32Weights ? 4 : 2;
@@ -61,7 +76,7 @@ export interface ComputeDtypes {
  * base.
  */
 export function computeDtypes(precision: Precision, lora: Pick<LoraOptions, 'base'> | undefined, bf16Params = false): ComputeDtypes {
-  const p = bf16Params ? 'bf16-pure' : precision;
+  const p = bf16Params ? 'bf16-pure' : basePrecision(precision);
   const autocast = p === 'amp-bf16';
   // gathered bf16 weights make every norm and residual bf16, a frozen fp32 base's as well
   const R = lora && !bf16Params ? (lora.base === 'fp32' ? 4 : 2) : p === 'fp32' || autocast ? 4 : 2;
@@ -69,9 +84,9 @@ export function computeDtypes(precision: Precision, lora: Pick<LoraOptions, 'bas
 }
 
 /** Bytes per value of an element of an activation in the plain precision (the MoE router's tensors). */
-export const activationBytes = (p: Precision): number => (p === 'fp32' ? 4 : 2);
+export const activationBytes = (p: Precision): number => (basePrecision(p) === 'fp32' ? 4 : 2);
 /** Bytes of the residual stream in the plain precision (fp32 under autocast, whose weights are fp32). */
-export const streamBytes = (p: Precision): number => (p === 'fp32' || p.startsWith('amp') ? 4 : 2);
+export const streamBytes = (p: Precision): number => (basePrecision(p) === 'fp32' || basePrecision(p) === 'amp-bf16' ? 4 : 2);
 
 /** The adapters' bytes per value (PEFT's default, autocast_adapter_dtype=True: fp32). */
 export const adapterBytes = (lora: Pick<LoraOptions, 'dtype'>): number => (lora.dtype === 'bf16' || lora.dtype === 'fp16' ? 2 : 4);

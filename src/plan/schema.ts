@@ -50,7 +50,7 @@ export const SCHEMA = {
   mode: { kind: 'choice', choices: ['train', 'infer'], default: 'train', help: 'train or infer', page: { label: 'mode' } },
   precision: {
     kind: 'choice',
-    choices: ['fp32', 'amp-bf16', 'bf16', 'bf16-pure', 'fp8', 'fp8-torchao'],
+    choices: ['fp32', 'amp-bf16', 'bf16', 'bf16-pure', 'fp8', 'fp8-torchao', 'fp8-torchao-bf16'],
     default: 'amp-bf16',
     help: 'which tensors hold which dtype (training; see PRECISIONS)',
     applies: TRAIN,

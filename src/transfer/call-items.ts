@@ -7,6 +7,7 @@
  * engine asks when the piece enters a chunk, off the call's path. The call's transfers (one per path mode) are made
  * here, and the call settles once each has finished.
  */
+import { InvalidArgumentError } from '../errors.js';
 import { Allocation } from '../memory/allocation.js';
 import type { MemoryRef } from '../memory/copy.js';
 import type { MemoryRuntime } from '../memory/runtime.js';
@@ -15,7 +16,7 @@ import type { Flow, Transfer, TransferOwner } from './flow.js';
 import { checkTransferRange, resolveHost, type HostBuffer } from './host-buffer.js';
 import { PIECE } from './piece-queue.js';
 import { choosePath, resolveDeviceSide } from './stager-checks.js';
-import type { TransferPath } from './transfer-types.js';
+import type { DownloadItem, TransferPath, UploadItem } from './transfer-types.js';
 
 /** The memory paths an item can take, by code (the index). */
 export const ITEM_PATHS: readonly TransferPath[] = ['staged', 'direct', 'registered', 'pinned'];
@@ -146,6 +147,86 @@ export class CallItems implements TransferOwner {
     this.staged ||= code === STAGED;
     this.bytes += bytes;
     this.count++;
+  }
+
+  /**
+   * Checks a list's items and queues their pieces, in one loop: an item whose device side is the memory of the item
+   * before it and whose host side is a JS buffer costs a few loads and comparisons and one row of the queue; any
+   * other item, and any item a comparison here refuses, goes through {@link add}, whose checks resolve it or say
+   * what is wrong (so a list is refused with the same error, naming the same item, either way).
+   * @throws InvalidArgumentError (naming the item), DisposedError, as {@link add}.
+   */
+  addList(list: readonly unknown[]): void {
+    const n = list.length;
+    // A list of one may go as a runtime copy (pageablePath asks the flow): add decides that.
+    if (n === 1 || this.codes === undefined) {
+      this.addItem(list[0], 0);
+      for (let i = 1; i < n; i++) this.addItem(list[i], i);
+      return;
+    }
+    const up = this.direction === 'upload';
+    const flow = this.site.flow;
+    const codes = this.codes;
+    // Pageable memory in a list goes as asked, else staged (pageablePath: a list's smallBelow is 0).
+    const code = this.asked === 'direct' ? DIRECT : STAGED;
+    let t: Transfer | undefined;
+    // The device side of the last run of items, as resolved for its reference (an address may name a place inside an
+    // allocation: two references, one allocation, two offsets).
+    let ref: unknown;
+    let devBase = 0;
+    let devSize = 0;
+    let flags = 0;
+    let total = 0;
+    for (let i = 0; i < n; i++) {
+      const it = list[i] as { dst?: unknown; src?: unknown; srcOffset?: unknown; dstOffset?: unknown; bytes?: unknown } | null | undefined;
+      if (typeof it !== 'object' || it === null) {
+        this.addItem(it, i);
+        ref = undefined;
+        continue;
+      }
+      const devRef = up ? it.dst : it.src;
+      const h = up ? it.src : it.dst;
+      if (devRef !== this.lastRef || this.lastAllocation === undefined || !ArrayBuffer.isView(h)) {
+        this.addItem(it, i);
+        ref = undefined;
+        continue;
+      }
+      if (ref !== devRef) {
+        const a = this.lastAllocation;
+        ref = devRef;
+        devBase = a.address + this.lastOffset;
+        devSize = a.bytes - this.lastOffset;
+        flags = PIECE.BUFFER | (a.kind === 'managed' ? PIECE.MANAGED : 0);
+      }
+      const ab = h.buffer;
+      const hostBytes = h.byteLength;
+      const hostOffset = up ? it.srcOffset : it.dstOffset;
+      const devOffset = up ? it.dstOffset : it.srcOffset;
+      const hostAt = offsetIn(hostOffset as number | undefined, hostBytes);
+      const bytes = it.bytes === undefined ? hostBytes - hostAt : it.bytes;
+      const devAt = offsetIn(devOffset as number | undefined, devSize);
+      if (!(ab instanceof ArrayBuffer) || hostAt < 0 || devAt < 0 || !fits(bytes, hostBytes - hostAt) || !fits(bytes, devSize - devAt)) {
+        this.addItem(it, i);
+        ref = undefined;
+        continue;
+      }
+      t ??= this.transferFor(code === STAGED ? 'staged' : 'direct');
+      t.left += bytes as number;
+      flow.push(t, h.byteOffset + hostAt, devBase + devAt, bytes as number, flags, ab, 0);
+      codes[i] = code;
+      total += bytes as number;
+      this.count++;
+    }
+    this.staged ||= t !== undefined && code === STAGED;
+    this.bytes += total;
+  }
+
+  /** One item through {@link add}; a list's item that is not an object is refused by name. */
+  private addItem(it: unknown, index: number): void {
+    if (!it || typeof it !== 'object') throw new InvalidArgumentError(`${this.name}: item ${index} is not an object`);
+    const o = it as UploadItem & DownloadItem;
+    if (this.direction === 'upload') this.add(o.dst, o.src, o);
+    else this.add(o.src, o.dst, o);
   }
 
   /** Takes the call's items back out of the queue and gives back what they held (a list refused whole). */

@@ -111,15 +111,53 @@ test('a list bound for consecutive places lands with one copy per chunk and one 
   outs.forEach((o, i) => assert.deepEqual(o, srcs[i], `array ${i}`));
 });
 
+test('a list landing in reverse or shuffled order is laid out in device order in each slot: one copy per chunk, up and down', async () => {
+  const n = 32;
+  const each = 4 * KiB;
+  using t = setup(n, each, 100);
+  const { st, dst, srcs, seen, reset } = t;
+  const reversed = (i: number): number => (n - 1 - i) * each;
+  await st.uploadMany(srcs.map((src, i) => ({ dst, src, dstOffset: reversed(i) })));
+  assert.deepEqual(seen.batches, [], 'no batched copy: each chunk sits in its slot as in device memory');
+  assert.deepEqual(seen.copies, [
+    [64 * KiB, HTOD],
+    [64 * KiB, HTOD],
+  ]);
+  assert.deepEqual(seen.requests, [16, 16], 'one gather per chunk');
+  const out = new Uint8Array(n * each);
+  await st.download(out, dst);
+  srcs.forEach((s, i) => assert.deepEqual(out.subarray(reversed(i), reversed(i) + each), s, `array ${i} at its place`));
+  // Shuffled within each chunk's 16 pieces (a fixed permutation): still one copy per chunk, each array at its place.
+  const perm = [5, 12, 0, 9, 3, 15, 7, 1, 14, 10, 2, 8, 13, 4, 11, 6];
+  const shuffled = (i: number): number => (16 * Math.floor(i / 16) + perm[i % 16]!) * each;
+  reset();
+  await st.uploadMany(srcs.map((src, i) => ({ dst, src, dstOffset: shuffled(i) })));
+  assert.deepEqual(seen.batches, []);
+  assert.deepEqual(
+    seen.copies.map(([b]) => b),
+    [64 * KiB, 64 * KiB],
+  );
+  const outs = srcs.map(() => new Uint8Array(each));
+  reset();
+  await st.downloadMany(outs.map((o, i) => ({ dst: o, src: dst, srcOffset: reversed(i) })));
+  assert.deepEqual(seen.batches, []);
+  assert.deepEqual(seen.copies, [
+    [64 * KiB, DTOH],
+    [64 * KiB, DTOH],
+  ]);
+  assert.deepEqual(seen.requests, [16, 16], 'one scatter per chunk');
+  outs.forEach((o, i) => assert.deepEqual(o, srcs[srcs.findIndex((_, j) => shuffled(j) === reversed(i))], `array ${i} read back from its place`));
+});
+
 test('pieces that do not continue each other go in one batched copy per chunk; runs that do are merged first', async () => {
   const n = 32;
   const each = 4 * KiB;
   using t = setup(n, each, 100, { room: 2 });
   const { st, dst, srcs, seen, reset } = t;
-  // In reverse: no two pieces of a chunk continue each other.
-  const reversed = (i: number): number => (n - 1 - i) * each;
+  // Every other place, in reverse: laid out in device order, no two pieces of a chunk continue each other.
+  const spread = (i: number): number => 2 * (n - 1 - i) * each;
   reset();
-  await st.uploadMany(srcs.map((src, i) => ({ dst, src, dstOffset: reversed(i) })));
+  await st.uploadMany(srcs.map((src, i) => ({ dst, src, dstOffset: spread(i) })));
   assert.deepEqual(seen.batches, [16, 16], 'one batch per chunk, every piece in it');
   assert.deepEqual(seen.copies, [], 'no copy of its own for any piece');
   // In pairs with a gap between pairs: a chunk's 16 pieces are 8 runs.
@@ -132,21 +170,43 @@ test('pieces that do not continue each other go in one batched copy per chunk; r
   srcs.forEach((s, i) => assert.deepEqual(out.subarray(paired(i), paired(i) + each), s, `array ${i} at its place`));
 });
 
+test('a list whose items overlap in device memory keeps the order asked in its chunk: the later item wins, as before', async () => {
+  const n = 16;
+  const each = 4 * KiB;
+  using t = setup(n, each, 150, { room: 2 });
+  const { st, dst, srcs, seen } = t;
+  // Descending places half an array apart: each item overlaps the next one's range, so nothing is laid out anew.
+  const place = (i: number): number => ((n - 1 - i) * each) / 2;
+  await st.uploadMany(srcs.map((src, i) => ({ dst, src, dstOffset: place(i) })));
+  assert.deepEqual(seen.batches, [16], 'one batch of the pieces in the order asked');
+  const out = new Uint8Array(2 * n * each);
+  await st.download(out, dst);
+  // The host backend runs a batch's copies in order: the later item's bytes are on top where two overlap.
+  const want = new Uint8Array(2 * n * each);
+  srcs.forEach((s, i) => want.set(s, place(i)));
+  assert.deepEqual(out, want);
+});
+
 test('managed memory is never batched: one copy of the default kind per run of pieces', async () => {
   const n = 16;
   const each = 4 * KiB;
-  using t = setup(n, each, 200, { managed: true });
+  using t = setup(n, each, 200, { managed: true, room: 2 });
   const { st, dst, srcs, seen, reset } = t;
   await st.uploadMany(srcs.map((src, i) => ({ dst, src, dstOffset: i * each })));
   assert.deepEqual(seen.copies, [[64 * KiB, DEFAULT]]);
   reset();
+  // In reverse, laid out in device order: one copy again.
   await st.uploadMany(srcs.map((src, i) => ({ dst, src, dstOffset: (n - 1 - i) * each })));
+  assert.deepEqual(seen.copies, [[64 * KiB, DEFAULT]]);
+  reset();
+  // Every other place: no piece continues another, one copy each.
+  await st.uploadMany(srcs.map((src, i) => ({ dst, src, dstOffset: 2 * (n - 1 - i) * each })));
   assert.deepEqual(seen.batches, []);
   assert.equal(seen.copies.length, n, 'one copy per piece: none continues another');
   assert.ok(seen.copies.every(([b, k]) => b === each && k === DEFAULT));
-  const out = new Uint8Array(n * each);
+  const out = new Uint8Array(2 * n * each);
   await st.download(out, dst);
-  srcs.forEach((s, i) => assert.deepEqual(out.subarray((n - 1 - i) * each, (n - i) * each), s));
+  srcs.forEach((s, i) => assert.deepEqual(out.subarray(2 * (n - 1 - i) * each, (2 * (n - 1 - i) + 1) * each), s));
 });
 
 test('many rt.upload calls of one turn share chunks: one copy and one host request per chunk', async () => {

@@ -46,6 +46,7 @@ export function drainChunk(host: FlowHost, c: Chunk): Promise<void> {
 /** Writes the chunk's host copies (slot <-> host memory) into the list's scratch, merged; answers how many. */
 function mergeHostCopies(s: SegmentList, base: number, intoSlot: boolean): number {
   let n = 0;
+  // In segment order (the order the buffers were placed in), even where the slot was laid out by device address.
   for (let i = 0; i < s.count; i++) {
     const slot = base + s.at[i]!;
     const h = s.host[i]!;
@@ -114,7 +115,10 @@ export function copyChunk(b: Backend, c: Chunk, device: number, stream: Handle):
   let n = 0;
   let batchable = true;
   let lastFlags = -1;
-  for (let i = 0; i < s.count; i++) {
+  // In slot order (segment order unless the chunk was laid out by device address): that is where pieces continue each other.
+  const order = s.placed ? s.slotOrder : undefined;
+  for (let k = 0; k < s.count; k++) {
+    const i = order ? order[k]! : k;
     const hostAt = direct ? s.host[i]! : base + s.at[i]!;
     const devAt = s.dev[i]!;
     const d = up ? devAt : hostAt;

@@ -30,7 +30,7 @@ if (haveCompiler()) {
   manyConformance('hip (fake ROCm 7.1 library)', open);
   fileConformance('hip (fake ROCm 7.1 library)', open);
 
-  test('hip (fake ROCm 7.1 library): a list lands with one copy per chunk, or one batched copy per chunk; the threads pin the ring', async () => {
+  test('hip (fake ROCm 7.1 library): a list lands with one copy per chunk (in order or reversed), or one batched copy per chunk; the threads pin the ring', async () => {
     // The library logs each call while FAKE_HIP_LOG names a file (read at every call): for this case only.
     process.env.FAKE_HIP_LOG = log;
     using _log = { [Symbol.dispose]: () => delete process.env.FAKE_HIP_LOG };
@@ -45,17 +45,25 @@ if (haveCompiler()) {
     const KiB = 1024;
     using st = rt.createStager({ chunkBytes: 64 * KiB, depth: 3, threads: 2, directBelow: 0 });
     const n = 32;
-    using dst = rt.device(0).alloc(n * 4 * KiB);
+    using dst = rt.device(0).alloc(2 * n * 4 * KiB);
     const srcs = Array.from({ length: n }, (_, i) => pattern(4 * KiB, i));
     const copies = (): string[] => FakeRocm.takeLog(log).filter((l) => l.startsWith('hipMemcpy'));
     copies();
     await st.uploadMany(srcs.map((src, i) => ({ dst, src, dstOffset: i * 4 * KiB })));
     assert.deepEqual(copies(), [`hipMemcpyAsync ${64 * KiB}`, `hipMemcpyAsync ${64 * KiB}`]);
+    // In reverse: each chunk is laid out in its slot in device order, and lands with one copy too.
     await st.uploadMany(srcs.map((src, i) => ({ dst, src, dstOffset: (n - 1 - i) * 4 * KiB })));
+    assert.deepEqual(copies(), [`hipMemcpyAsync ${64 * KiB}`, `hipMemcpyAsync ${64 * KiB}`]);
+    const back = new Uint8Array(n * 4 * KiB);
+    await st.download(back, dst);
+    srcs.forEach((s, i) => assert.deepEqual(back.subarray((n - 1 - i) * 4 * KiB, (n - i) * 4 * KiB), s));
+    copies();
+    // Every other place, in reverse: no piece continues another, one batched copy per chunk.
+    await st.uploadMany(srcs.map((src, i) => ({ dst, src, dstOffset: 2 * (n - 1 - i) * 4 * KiB })));
     assert.deepEqual(copies(), ['hipMemcpyBatchAsync count=16 numAttrs=0', 'hipMemcpyBatchAsync count=16 numAttrs=0']);
-    const out = new Uint8Array(n * 4 * KiB);
+    const out = new Uint8Array(2 * n * 4 * KiB);
     await st.download(out, dst);
-    srcs.forEach((s, i) => assert.deepEqual(out.subarray((n - 1 - i) * 4 * KiB, (n - i) * 4 * KiB), s));
+    srcs.forEach((s, i) => assert.deepEqual(out.subarray(2 * (n - 1 - i) * 4 * KiB, (2 * (n - 1 - i) + 1) * 4 * KiB), s));
   });
 } else {
   const { test } = await import('node:test');

@@ -2,8 +2,9 @@
  * The engine of a stager: every transfer queued on it is cut into pieces that flow through the pinned ring in the
  * order they were asked for, without the ring draining between transfers. Pieces are packed into chunks: one slot of
  * the ring, filled by the host threads (a gather of many small sources, or a file read) and landed with one device
- * copy, a batched copy when the chunk holds several pieces that do not continue each other; downloads the other way
- * round. Chunks go to the device in order (a later transfer to the same memory lands after an earlier one) and their
+ * copy, a batched copy when the chunk holds several pieces that do not continue each other (laid out in the slot in
+ * device order first, so that a list landing in reverse order continues there too); downloads the other way round.
+ * Chunks go to the device in order (a later transfer to the same memory lands after an earlier one) and their
  * completions are waited for in order, one waiting thread at a time.
  *
  *   upload chunk:   [hazards] -> fill slot (threads) -> device copy (in chunk order) -> event -> slot free
@@ -218,7 +219,10 @@ export class Flow {
       fileBytes = Math.ceil((lead + take) / FILE_ALIGN) * FILE_ALIGN;
       segs.add(first, q.host[h]!, q.dev[h]!, take, q.flags[h]!, q.key[h]!, 0, lead);
       this.take(take);
-    } else this.pack(first, segs, limit);
+    } else {
+      this.pack(first, segs, limit);
+      if (first.mode === 'staged') segs.placeByDevice();
+    }
     if (segs.count === 0) {
       // Every piece it reached belonged to a transfer that failed on the way (a detached buffer).
       segs.clear(this.host.rt.backend);
@@ -269,8 +273,7 @@ export class Flow {
     let checked: Transfer | undefined;
     // The next piece's transfer, checked (failed, aborted) once per run of its pieces: nothing in this loop runs code
     // that could abort it, and a piece that fails it here (a detached buffer) sends the loop back through peek.
-    const next = (t: Transfer): Transfer | undefined => (!q.empty && q.transfer[q.head] === t && t.failed === undefined ? t : this.peek());
-    for (let t: Transfer | undefined = first; t && !segs.full; t = next(t)) {
+    for (let t: Transfer | undefined = first; t && !segs.full; t = q.head < q.tail && q.transfer[q.head] === t && t.failed === undefined ? t : this.peek()) {
       if (t !== checked) {
         if (t.mode !== first.mode || t.direction !== first.direction || t.stream !== first.stream) break;
         checked = t;

@@ -257,4 +257,139 @@ export function manyConformance(label: string, open: () => Runtime): void {
     await st.download(out, mem, { srcOffset: 64 * KiB });
     assert.deepEqual(out, src, 'the upload read the slices after the download filled them');
   });
+
+  withRt('lists in any order land byte-exact, up and down: in reverse, shuffled, with gaps, and with items of one list overlapping', async (rt) => {
+    const gpu = rt.device(0);
+    using st = rt.createStager({ chunkBytes: 64 * KiB, depth: 3, threads: 2, directBelow: 0 });
+    const n = 48;
+    const each = 4 * KiB;
+    using mem = gpu.alloc(3 * n * each);
+    const srcs = Array.from({ length: n }, (_, i) => pattern(each, 700 + i));
+    // A fixed shuffle that moves items across chunk boundaries (a chunk holds 16 of them).
+    const shuffle = Array.from({ length: n }, (_, i) => (i * 29 + 7) % n);
+    const orders: Array<[string, (i: number) => number]> = [
+      ['reverse', (i) => (n - 1 - i) * each],
+      ['shuffled', (i) => shuffle[i]! * each],
+      ['reverse with gaps', (i) => 3 * (n - 1 - i) * each],
+      ['shuffled with gaps of every size', (i) => shuffle[i]! * 2 * each + (i % 5) * 64],
+    ];
+    for (const [name, place] of orders) {
+      await st.upload(mem, new Uint8Array(3 * n * each));
+      await st.uploadMany(srcs.map((src, i) => ({ dst: mem, src, dstOffset: place(i) })));
+      const want = new Uint8Array(3 * n * each);
+      srcs.forEach((s, i) => want.set(s, place(i)));
+      const all = new Uint8Array(3 * n * each);
+      await st.download(all, mem);
+      assert.deepEqual(all, want, `${name}: every array at its place, nothing else written`);
+      const outs = srcs.map(() => new Uint8Array(each));
+      await st.downloadMany(outs.map((dst, i) => ({ dst, src: mem, srcOffset: place(i) })));
+      outs.forEach((o, i) => assert.deepEqual(o, srcs[i], `${name}: array ${i} read back`));
+    }
+    // Items of one list that overlap land in no set order among themselves: each byte holds one of the items that cover it.
+    await st.upload(mem, new Uint8Array(3 * n * each));
+    const half = (i: number): number => ((n - 1 - i) * each) / 2;
+    const fills = Array.from({ length: n }, (_, i) => new Uint8Array(each).fill(i + 1));
+    await st.uploadMany(fills.map((src, i) => ({ dst: mem, src, dstOffset: half(i) })));
+    const got = new Uint8Array(3 * n * each);
+    await st.download(got, mem);
+    for (let at = 0; at < got.length; at++) {
+      // Item i covers the half-array blocks n-1-i and n-i: a block b is covered by items n-1-b and n-b.
+      const b = Math.floor(at / (each / 2));
+      const covering = [n - 1 - b, n - b].filter((i) => i >= 0 && i < n).map((i) => i + 1);
+      if (covering.length === 0) assert.equal(got[at], 0, `byte ${at}: no item covers it`);
+      else if (!covering.includes(got[at]!)) assert.fail(`byte ${at}: ${got[at]} is not one of the items covering it (${covering})`);
+    }
+    // Downloads of overlapping device ranges read the same bytes wherever they sit in the slot.
+    const outs = fills.map(() => new Uint8Array(each));
+    await st.downloadMany(outs.map((dst, i) => ({ dst, src: mem, srcOffset: half(i) })));
+    outs.forEach((o, i) => assert.deepEqual(o, got.subarray(half(i), half(i) + each), `overlapping item ${i} read back`));
+  });
+
+  withRt(
+    'an item of a long list is checked as an item alone: the same error naming its index, whatever its place; good items of every host kind land',
+    async (rt) => {
+      const gpu = rt.device(0);
+      using dst = gpu.alloc(64 * KiB);
+      using other = gpu.alloc(8 * KiB);
+      const detachedView = new Uint8Array(KiB);
+      structuredClone(detachedView.buffer, { transfer: [detachedView.buffer] });
+      const shared = typeof SharedArrayBuffer === 'undefined' ? undefined : new Uint8Array(new SharedArrayBuffer(KiB));
+      const bads: Array<[string, Record<string, unknown>]> = [
+        ['device offset past the end', { dst, src: pattern(KiB, 1), dstOffset: 64 * KiB }],
+        ['more bytes than the source has', { dst, src: pattern(KiB, 1), bytes: 2 * KiB }],
+        ['more bytes than the destination has', { dst: other, src: pattern(16 * KiB, 1) }],
+        ['a fractional offset', { dst, src: pattern(KiB, 1), dstOffset: 1.5 }],
+        ['a negative source offset', { dst, src: pattern(KiB, 1), srcOffset: -1 }],
+        ['bytes as a string', { dst, src: pattern(KiB, 1), bytes: '8' }],
+        ['zero bytes', { dst, src: pattern(KiB, 1), bytes: 0 }],
+        ['an empty view', { dst, src: new Uint8Array(0) }],
+        ['a detached buffer', { dst, src: detachedView }],
+        ['a number as the host side', { dst, src: 7 }],
+        ['a foreign device address', { dst: 12345, src: pattern(KiB, 1) }],
+        ['host memory as the destination', { dst: pattern(KiB, 3), src: pattern(KiB, 1) }],
+        ...(shared ? ([['a SharedArrayBuffer view', { dst, src: shared }]] as Array<[string, Record<string, unknown>]>) : []),
+      ];
+      const good = (i: number): UploadItem => ({ dst, src: pattern(KiB, 10 + i), dstOffset: i * KiB });
+      for (const [name, bad] of bads) {
+        const alone = await rt.uploadMany([bad as unknown as UploadItem]).then(
+          () => assert.fail(`${name}: accepted alone`),
+          (e: Error & { code?: string }) => e,
+        );
+        for (const at of [0, 1, 37]) {
+          const list = Array.from({ length: 40 }, (_, i) => good(i));
+          list[at] = bad as unknown as UploadItem;
+          await assert.rejects(
+            rt.uploadMany(list),
+            (e: Error & { code?: string }) =>
+              e.constructor === alone.constructor && e.code === alone.code && e.message === alone.message.replace('item 0', `item ${at}`),
+            `${name} at ${at}: ${alone.message}`,
+          );
+        }
+      }
+      assert.equal(dst.busy, false, 'a refused list holds nothing');
+      // Every kind of host side, with offsets and lengths, and two device allocations taking turns.
+      const bytes = pattern(8 * KiB, 40);
+      const kinds: UploadItem[] = [
+        { dst, src: bytes.buffer.slice(0, KiB) as ArrayBuffer, dstOffset: 0 },
+        { dst, src: new DataView(bytes.buffer, KiB, KiB), dstOffset: KiB },
+        { dst: other, src: Buffer.from(bytes.buffer, 2 * KiB, KiB), dstOffset: 0 },
+        { dst, src: new Uint32Array(bytes.buffer, 3 * KiB, KiB / 4), dstOffset: 3 * KiB },
+        { dst: other, src: bytes, srcOffset: 4 * KiB, bytes: KiB, dstOffset: KiB },
+        { dst, src: bytes.subarray(5 * KiB), bytes: KiB, dstOffset: 5 * KiB },
+        { dst, src: bytes, srcOffset: 6 * KiB, dstOffset: 6 * KiB },
+      ];
+      const r = await rt.uploadMany(kinds);
+      assert.equal(r.bytes, 8 * KiB);
+      const out = new Uint8Array(64 * KiB);
+      await rt.download(out, dst);
+      const side = new Uint8Array(8 * KiB);
+      await rt.download(side, other);
+      for (const k of [0, 1, 3, 5, 6, 7]) assert.deepEqual(out.subarray(k * KiB, (k + 1) * KiB), bytes.subarray(k * KiB, (k + 1) * KiB), `KiB ${k}`);
+      assert.deepEqual(side.subarray(0, KiB), bytes.subarray(2 * KiB, 3 * KiB), 'the other allocation, from a Buffer');
+      assert.deepEqual(side.subarray(KiB, 2 * KiB), bytes.subarray(4 * KiB, 5 * KiB), 'the other allocation, from an offset with a length');
+    },
+  );
+
+  withRt('items naming their device memory by address land where each address says: runs of one address, several addresses into one allocation', async (rt) => {
+    const gpu = rt.device(0);
+    using dst = gpu.alloc(64 * KiB);
+    const each = KiB;
+    const srcs = Array.from({ length: 24 }, (_, i) => pattern(each, 900 + i));
+    // Runs of three items per reference: the allocation, then addresses inside it (8 KiB apart), then the allocation again.
+    const refs = [dst, dst.address + 8 * KiB, dst.address + 16 * KiB, dst, dst.address + 40 * KiB, dst.address + 8 * KiB, dst.address + 48 * KiB, dst];
+    const base = (r: number): number => (typeof refs[r] === 'number' ? (refs[r] as number) - dst.address : 0);
+    const place = (i: number): number =>
+      base(Math.floor(i / 3)) +
+      (i % 3) * each +
+      (Math.floor(i / 3) === 5 ? 4 * KiB : 0) +
+      (refs[Math.floor(i / 3)] === dst ? 24 * KiB + Math.floor(i / 3) * 3 * KiB : 0);
+    const items = srcs.map((src, i) => ({ dst: refs[Math.floor(i / 3)]!, src, dstOffset: place(i) - base(Math.floor(i / 3)) }));
+    await rt.uploadMany(items);
+    const out = new Uint8Array(64 * KiB);
+    await rt.download(out, dst);
+    srcs.forEach((s, i) => assert.deepEqual(out.subarray(place(i), place(i) + each), s, `item ${i} at ${place(i)}`));
+    const backs = srcs.map(() => new Uint8Array(each));
+    await rt.downloadMany(backs.map((b, i) => ({ dst: b, src: refs[Math.floor(i / 3)]!, srcOffset: place(i) - base(Math.floor(i / 3)) })));
+    backs.forEach((b, i) => assert.deepEqual(b, srcs[i], `item ${i} read back`));
+  });
 }

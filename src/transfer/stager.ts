@@ -221,13 +221,7 @@ export class Stager implements Disposable {
       items.resolve = resolve;
       items.reject = reject;
       try {
-        const up = direction === 'upload';
-        for (let i = 0; i < list.length; i++) {
-          const it = list[i] as (UploadItem & DownloadItem) | undefined;
-          if (!it || typeof it !== 'object') throw new InvalidArgumentError(`${name}: item ${i} is not an object`);
-          if (up) items.add(it.dst, it.src, it);
-          else items.add(it.src, it.dst, it);
-        }
+        items.addList(list);
       } catch (e) {
         items.refuse();
         throw e;

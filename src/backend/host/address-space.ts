@@ -15,6 +15,8 @@ export interface HostRegion {
   device: number | undefined;
   kind: 'device' | 'pinned' | 'managed' | 'pageable';
   registered: boolean;
+  /** A view of the whole buffer of device, pinned or managed memory, made when a copy first needs it. */
+  view: Uint8Array | undefined;
 }
 
 const BASE = 0x10_0000_0000; // 64 GiB: well above 0, well below 2^53
@@ -35,7 +37,7 @@ export class HostAddressSpace {
   add(buffer: ArrayBuffer, bytes: number, kind: HostRegion['kind'], device: number | undefined): HostRegion {
     const address = this.next;
     this.next = Math.ceil((address + Math.max(bytes, 1) + GUARD) / ALIGN) * ALIGN;
-    const region: HostRegion = { address, bytes, buffer, device, kind, registered: false };
+    const region: HostRegion = { address, bytes, buffer, device, kind, registered: false, view: undefined };
     this.bases.push(address);
     this.regions.push(region);
     return region;

@@ -155,15 +155,17 @@ class HostBackend extends HostCore implements Backend {
       copies[3 * i + 2] = batch.sizes[2 * i]! + batch.sizes[2 * i + 1]! * 2 ** 32;
     }
     // One queue entry for the whole batch, as the runtime's one call; a bad address fails at run time, as on a GPU.
-    this.scheduler.enqueue(this.queue(stream), () => {
-      for (let i = 0; i < n; i++) this.copyNow(copies[3 * i]!, copies[3 * i + 1]!, copies[3 * i + 2]!);
-    });
+    this.scheduler.enqueue(this.queue(stream), () => this.copyListNow(copies, n));
     return HOST_BATCH;
   }
 
   createHostCopier(threads: number): HostCopier {
     this.guard();
-    return new InlineHostCopier(threads, (dst, src, bytes) => this.copyNow(dst, src, bytes));
+    return new InlineHostCopier(
+      threads,
+      (dst, src, bytes) => this.copyNow(dst, src, bytes),
+      (list, n) => this.copyListNow(list, n),
+    );
   }
 
   beginCapture(stream: Handle): void {

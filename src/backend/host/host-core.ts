@@ -265,6 +265,36 @@ export abstract class HostCore {
     d.set(s);
   }
 
+  /**
+   * Runs `n` copies listed as (destination, source, bytes) triples, in order, each as copyNow would. A chunk's gather or scatter goes between one slot and many buffers: the region found for the copy
+   * before is tried first, and the engine's own memory (device, pinned, managed: the slot's side) is written or read
+   * through one view of its whole buffer kept with the region, so a copy makes one view, not two. A buffer that is
+   * no longer whole (detached, shrunk) goes the way that refuses it.
+   */
+  protected copyListNow(list: Float64Array, n: number): void {
+    let dr: HostRegion | undefined;
+    let sr: HostRegion | undefined;
+    for (let i = 0; i < n; i++) {
+      const dst = list[3 * i]!;
+      const src = list[3 * i + 1]!;
+      const bytes = list[3 * i + 2]!;
+      if (!(bytes > 0)) {
+        this.copyNow(dst, src, bytes);
+        continue;
+      }
+      if (dr === undefined || dst < dr.address || dst + bytes > dr.address + dr.bytes) dr = this.space.containing(dst, bytes);
+      if (sr === undefined || src < sr.address || src + bytes > sr.address + sr.bytes) sr = this.space.containing(src, bytes);
+      const dv = dr && ownView(dr);
+      if (dr === undefined || sr === undefined || sr.buffer.byteLength < sr.bytes || (dr.kind !== 'pageable' && dv === undefined)) {
+        this.copyNow(dst, src, bytes); // says what is wrong
+        continue;
+      }
+      const from = new Uint8Array(sr.buffer, src - sr.address, bytes);
+      if (dv !== undefined) dv.set(from, dst - dr.address);
+      else new Uint8Array(dr.buffer, dst - dr.address, bytes).set(from);
+    }
+  }
+
   memcpy(dst: Address, src: Address, bytes: number, _kind: CopyKind): void {
     this.guard();
     this.scheduler.drain();
@@ -356,4 +386,14 @@ function hostMemorySource(capacity: number): string {
   const gib = (b: number): string => `${(b / 2 ** 30).toFixed(1)} GiB`;
   const why = capacity === defaultHostDeviceBytes() ? 'by default a quarter of it, at most 8 GiB' : 'as set';
   return `a slice of this machine's ${gib(totalmem())} of memory (${why}; GPUMEM_HOST_DEVICE_BYTES sets it)`;
+}
+
+/** The kept view of a region of the backend's own memory (device, pinned, managed), or undefined for a JS buffer or one no longer whole. */
+function ownView(r: HostRegion): Uint8Array | undefined {
+  if (r.kind === 'pageable') return undefined;
+  const v = r.view;
+  if (v !== undefined && v.length === r.bytes) return v;
+  if (r.buffer.byteLength < r.bytes) return undefined;
+  r.view = new Uint8Array(r.buffer, 0, r.bytes);
+  return r.view;
 }

@@ -14,6 +14,10 @@ export class InlineHostCopier implements HostCopier {
   constructor(
     readonly threads: number,
     private readonly copyNow: (dst: Address, src: Address, bytes: number) => void,
+    /** Runs `n` copies listed as (destination, source, bytes) triples, in order. */
+    private readonly copyListNow: (list: Float64Array, n: number) => void = (list, n) => {
+      for (let i = 0; i < n; i++) copyNow(list[3 * i]!, list[3 * i + 1]!, list[3 * i + 2]!);
+    },
   ) {}
 
   copy(dst: Address, src: Address, bytes: number): Promise<void> {
@@ -22,16 +26,17 @@ export class InlineHostCopier implements HostCopier {
 
   copyMany(dsts: ArrayLike<Address>, srcs: ArrayLike<Address>, sizes: ArrayLike<number>): Promise<void> {
     // The lists are read now (the caller may reuse them once this returns), the copies done later.
-    const n = sizes.length;
-    const list = new Float64Array(3 * n);
-    for (let i = 0; i < n; i++) {
-      list[3 * i] = dsts[i]!;
-      list[3 * i + 1] = srcs[i]!;
-      list[3 * i + 2] = sizes[i]!;
+    // Copies of no bytes are left out.
+    const list = new Float64Array(3 * sizes.length);
+    let n = 0;
+    for (let i = 0; i < sizes.length; i++) {
+      if (!(sizes[i]! > 0)) continue;
+      list[3 * n] = dsts[i]!;
+      list[3 * n + 1] = srcs[i]!;
+      list[3 * n + 2] = sizes[i]!;
+      n++;
     }
-    return this.later(() => {
-      for (let i = 0; i < n; i++) if (list[3 * i + 2]! > 0) this.copyNow(list[3 * i]!, list[3 * i + 1]!, list[3 * i + 2]!);
-    });
+    return this.later(() => this.copyListNow(list, n));
   }
 
   /** Runs `work` after the requests before it, once the event loop has turned. */

@@ -16,6 +16,11 @@
  * - Thread i's mailbox is a ring of RING jobs: the JS thread writes a job's fields, then publishes it by storing the
  *   posted counter (mailbox(i)); only thread i reads the job and stores the done counter (mailbox(i) + 1). At most
  *   MAX_GROUPS groups are in flight and each puts at most one job in a mailbox, so posted - done never exceeds RING.
+ *   Thread i sets its sleeping word (mailbox(i) + 2) to 1 before it waits on its posted counter and back to 0 after;
+ *   the JS thread wakes it (Atomics.notify, a system call where it sleeps) only when it reads 1 there after storing
+ *   the counter. No job is left unseen: all of these are sequentially consistent, so when the JS thread reads 0, the
+ *   thread's store of 1 comes after the counter's store, and its wait (which compares the counter first) returns at
+ *   once (the lock-free wake-up test of a futex-based mutex, Drepper's "Futexes Are Tricky", mutex 2).
  * - STOP and the pin configuration are written by the JS thread only (the configuration once, before any pin).
  * - Everything else of the copier (the free groups, the requests in flight and queued) is the JS thread's alone;
  *   each thread keeps only its own bindings of libc and the runtime's allocator.
@@ -59,8 +64,8 @@ export const CTL = {
   STOP: 0,
   /** Counts completed groups; the main thread waits on it. */
   GROUP_DONE: 1,
-  /** Thread i's posted and done counters are at mailbox(i) and mailbox(i) + 1. */
-  mailbox: (i: number): number => 2 + 2 * i,
+  /** Thread i's posted and done counters are at mailbox(i) and mailbox(i) + 1, its sleeping word at mailbox(i) + 2. */
+  mailbox: (i: number): number => 2 + 3 * i,
   /** Length of the control array for `threads` threads. */
-  length: (threads: number): number => 2 + 2 * threads,
+  length: (threads: number): number => 2 + 3 * threads,
 } as const;

@@ -31,6 +31,7 @@ let pinned: ((bytes: number, flags: number) => { address: number } | { status: n
 const libc = libcIo();
 const POSTED = CTL.mailbox(shared.index);
 const DONE = POSTED + 1;
+const SLEEPING = POSTED + 2;
 const base = shared.index * RING * JOB_FIELDS;
 
 /** Records a failure: an errno wins over the end of the file; of several, the lowest file offset is kept. */
@@ -101,7 +102,12 @@ for (;;) {
     // Spin a little before sleeping: the next part of a transfer usually arrives within microseconds.
     const until = performance.now() + shared.spinMicros / 1000;
     while (Atomics.load(ctl, POSTED) === posted && performance.now() < until) {}
-    if (Atomics.load(ctl, POSTED) === posted) Atomics.wait(ctl, POSTED, posted);
+    if (Atomics.load(ctl, POSTED) === posted) {
+      // Said before the wait, which compares the counter again: a job posted meanwhile is not missed (layout.ts).
+      Atomics.store(ctl, SLEEPING, 1);
+      Atomics.wait(ctl, POSTED, posted);
+      Atomics.store(ctl, SLEEPING, 0);
+    }
     continue;
   }
   const at = base + (done & (RING - 1)) * JOB_FIELDS;

@@ -273,7 +273,8 @@ export class ThreadedHostCopier implements HostCopier {
       this.params[at + 1] = start;
       this.params[at + 2] = count;
       Atomics.store(this.ctl, CTL.mailbox(w), (posted + 1) | 0);
-      Atomics.notify(this.ctl, CTL.mailbox(w), 1);
+      // A thread still spinning (or busy) sees the counter itself: only a sleeping one is woken (layout.ts).
+      if (Atomics.load(this.ctl, CTL.mailbox(w) + 2) !== 0) Atomics.notify(this.ctl, CTL.mailbox(w), 1);
     }
   }
 

@@ -138,7 +138,7 @@ export const litgpt: Framework = {
       [i.activationOffload, '--activation-offload'],
       [i.optimizerInBackward, '--optimizer-in-backward'],
       [i.recompute === 'op', '--recompute op'],
-      [i.precision === 'fp8-torchao', '--precision fp8-torchao'],
+      [i.precision.startsWith('fp8-torchao'), `--precision ${i.precision}`],
     ];
     const hit = refused.find(([on]) => on);
     return hit ? `${hit[1]} is not something LitGPT's fine-tuning scripts do: it contradicts --framework litgpt` : undefined;

@@ -54,7 +54,7 @@ export const megatron: Framework = {
       [i.activationOffload, "--activation-offload is torchtune's: it contradicts --framework megatron"],
       [!!i.compile, `${compile} is for --framework pytorch`],
       [i.loss !== 'standard', `--loss ${i.loss} is for --framework pytorch`],
-      [i.precision === 'fp8-torchao', '--precision fp8-torchao is for --framework pytorch (Megatron-style fp8 is --precision fp8)'],
+      [i.precision.startsWith('fp8-torchao'), `--precision ${i.precision} is for --framework pytorch (Megatron-style fp8 is --precision fp8)`],
       [i.fsdp !== false, "--fsdp is PyTorch's: Megatron-LM shards with its distributed optimizer (--zero 1)"],
     ];
     return refused.find(([on]) => on)?.[1];

@@ -44,8 +44,9 @@ export function linears(k: Keeper, input: H, xb: number, ls: Lin[], stage: Stage
     const w = l.in;
     const own = x.autocast && xb !== 2 ? k.a(2 * w) : 0;
     // autocast's bf16 copy of an fp32 weight: saved by the matmul for the input's gradient; without autograd
-    // recording, cached until autocast exits when the weight trains, else dropped at once
-    if (x.autocast && x.weightBytes === 4) autocastCopy(k, 2 * l.weight, l.trains, stage);
+    // recording, cached until autocast exits when the weight trains, else dropped at once. A Float8Linear casts its
+    // fp32 weight to fp8 itself, outside autocast's cache (matmulTransients)
+    if (x.autocast && x.weightBytes === 4 && !extras.fp8) autocastCopy(k, 2 * l.weight, l.trains, stage);
     matmulTransients(mem, x, l, extras);
     let out = k.a(x.C * l.out);
     if (l.trains) {

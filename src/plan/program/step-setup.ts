@@ -10,8 +10,8 @@ import type { ModelConfig } from '../model-config.js';
 import { adaptedExpertParams } from '../moe-adapters.js';
 import type { TrainOptions } from '../options.js';
 import { countParams, type ParamCounts } from '../params.js';
-import { adapterBytes, computeDtypes, pagedOptimizer, quantisedBase } from '../precision.js';
-import type { Sharding, StateLayout } from '../strategies/types.js';
+import { adapterBytes, computeDtypes, float8Linears, pagedOptimizer, quantisedBase } from '../precision.js';
+import type { CommState, Sharding, StateLayout } from '../strategies/types.js';
 import type { BlockContext, BlockLora } from './block-context.js';
 import type { MatmulExtras } from './linear.js';
 import { type ParamTable, type ParamTensor, paramTable } from './params-table.js';
@@ -65,6 +65,8 @@ export interface StepSetup {
    */
   endsGrads: boolean;
   constants: { cublasWorkspaceBytes: number };
+  /** What the strategy's collectives hold from one unit to the next (gather.ts). */
+  comm: CommState;
 }
 
 /** The adapters as the blocks see them. */
@@ -219,7 +221,7 @@ export function stepSetup(model: ModelConfig, o: TrainOptions, framework: Framew
     dp,
     x,
     policy,
-    extras: { dequantisedBytes: framework.dequantisedBytes(o), fp8: o.precision === 'fp8-torchao' },
+    extras: { dequantisedBytes: framework.dequantisedBytes(o), fp8: float8Linears(o.precision) },
     tags,
     units,
     layers,
@@ -227,5 +229,6 @@ export function stepSetup(model: ModelConfig, o: TrainOptions, framework: Framew
     tokens: o.batch * o.seq,
     endsGrads,
     constants: { cublasWorkspaceBytes: CONSTANTS.cublasWorkspaceBytes.value },
+    comm: { reduceScatterInput: 0 },
   };
 }

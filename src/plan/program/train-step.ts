@@ -114,7 +114,7 @@ function microStep(mem: Mem, s: StepSetup, grads: GradStores, sync: boolean): vo
   for (let r = s.layers.length - 1; r >= 0; r--) {
     const run = s.layers[r]!;
     const fwd = forwards[r]!;
-    mem.repeat(run.count, (j) => {
+    firstApart(mem, run.count, (j) => {
       const gi = layerBackward(mem, s, run, fwd.at(run.count - 1 - j), grads.of(r, j), sync);
       mem.free(g);
       g = gi;
@@ -126,6 +126,16 @@ function microStep(mem: Mem, s: StepSetup, grads: GradStores, sync: boolean): vo
   const embed = s.table.ends.find((t) => t.key === 'embed');
   if (embed && s.endsGrads) weightGrad(mem, x, 'embed', embed.numel * x.gradBytes, 0, rootGrads);
   s.strategy.releaseRoot(mem, s, root, rootGrads, sync);
+}
+
+/**
+ * `n` iterations with the first apart from the rest. A run's first layer in the backward pass finds no
+ * reduce-scatter input of its own unit's size held (CommState: none, or the previous run's), the others find their
+ * predecessor's, so each part repeats identically and folds exactly.
+ */
+function firstApart(mem: Mem, n: number, body: (i: number) => void): void {
+  mem.repeat(Math.min(n, 1), body);
+  mem.repeat(Math.max(n - 1, 0), (j) => body(j + 1));
 }
 
 /** What one layer's forward pass leaves: its output, what it saved, the input a checkpoint holds. */
@@ -175,7 +185,8 @@ function layerBackward(mem: Mem, s: StepSetup, run: StepSetup['layers'][number],
   if (s.framework.formulaBlock) return formulaBackward(mem, s, run, f, grads);
   const gathered = f.gathered.length ? f.gathered : s.strategy.gatherUnit(mem, s, run.moe);
   const pass: BlockPass = { mode: 'eager', moe: run.moe, owns: false, extras: s.extras };
-  let saved = f.run;
+  // blockBackward releases what it reads from its run: a copy, so the forward's record stands for every repeat
+  let saved: BlockRun = { ...f.run, saved: f.run.saved.slice() };
   let redone: H = 0;
   // offloaded: what the layer kept comes back from pinned host memory first
   const back = (bytes: number, tag = s.tags.checkpoint): H => mem.alloc(bytes, tag);

@@ -5,6 +5,7 @@
 import type { TrainOptions } from '../options.js';
 import { frameworkOf } from '../frameworks/registry.js';
 import { countParams } from '../params.js';
+import { basePrecision } from '../precision.js';
 import type { PlanInputs } from '../schema.js';
 import type { Change, ChangeContext } from './change.js';
 import { type Cost, FREE } from './cost.js';
@@ -50,7 +51,7 @@ function offloadBytes(c: ChangeContext, params: boolean): number {
   const n = countParams(c.model).total / (o.parallel.zero >= 1 ? o.parallel.gpus / (o.parallel.tp * o.parallel.pp) : 1) / (o.parallel.tp * o.parallel.pp);
   const trained = o.lora ? 0.01 * n : n;
   // gradients down (fp32 under autocast, else 16-bit) and the updated 16-bit parameters back (ZeRO-Offload, Ren et al. 2021)
-  const states = trained * ((o.precision === 'amp-bf16' || o.precision === 'fp32' ? 4 : 2) + 2);
+  const states = trained * ((basePrecision(o.precision) === 'amp-bf16' || o.precision === 'fp32' ? 4 : 2) + 2);
   // parameter offload fetches every parameter in the forward and again in the backward pass (ZeRO-Infinity)
   return states + (params ? 2 * 2 * n : 0);
 }

@@ -24,8 +24,8 @@
  *   only. A LoRA block under LitGPT's FSDPStrategy (auto_wrap_policy={Block}) is such a unit.
  */
 import { formatCount } from '../../units.js';
-import type { LoraOptions } from '../options.js';
-import { quantisedBase } from '../precision.js';
+import type { LoraOptions, Precision } from '../options.js';
+import { basePrecision, quantisedBase } from '../precision.js';
 import type { StepSetup } from '../program/step-setup.js';
 import type { H, Mem } from '../program/mem.js';
 import { commLines } from './comm.js';
@@ -44,7 +44,8 @@ const unitNumel = (s: StepSetup, moe: boolean): number => (moe ? s.table.moe : s
  * FullyShardedDataParallelPlugin.set_mixed_precision: MixedPrecision(param_dtype, reduce_dtype, buffer_dtype) from
  * the Accelerator's mixed_precision). A bitsandbytes base keeps its packed storage (Params4bit is not cast).
  */
-const mixed = (o: { precision: string; lora?: Pick<LoraOptions, 'base'> | undefined }): boolean => o.precision === 'amp-bf16' && !quantisedBase(o.lora);
+const mixed = (o: { precision: Precision; lora?: Pick<LoraOptions, 'base'> | undefined }): boolean =>
+  basePrecision(o.precision) === 'amp-bf16' && !quantisedBase(o.lora);
 
 /** One unit's flat parameter gathered: a low-precision copy of the shard first under mixed precision. */
 function gatherFlat(mem: Mem, s: StepSetup, numel: number, tagName: string): H[] {

@@ -17,14 +17,15 @@
  */
 import { formatCount } from '../../units.js';
 import { commLines } from './comm.js';
-import { allGather, reduceScatter } from './gather.js';
+import { allGather, dropReduceScatterInput, reduceScatter } from './gather.js';
 import { stateLayout } from './layout.js';
 import type { Sharding } from './types.js';
-import type { TrainOptions } from '../options.js';
+import type { Precision, TrainOptions } from '../options.js';
+import { basePrecision } from '../precision.js';
 import type { H, Mem, Tag } from '../program/mem.js';
 import type { StepSetup } from '../program/step-setup.js';
 
-const mixed = (o: { precision: string; lora?: unknown }): boolean => o.precision === 'amp-bf16' && !o.lora;
+const mixed = (o: { precision: Precision; lora?: unknown }): boolean => basePrecision(o.precision) === 'amp-bf16' && !o.lora;
 /** The data-parallel GPUs the units are sharded over (step-setup.ts's dp). */
 const dpOf = (o: TrainOptions): number => o.parallel.gpus / (o.parallel.tp * o.parallel.pp);
 /** MixedPrecisionPolicy(param_dtype=bf16) gathers bf16 weights, but only where there is an all-gather (dp > 1). */
@@ -62,12 +63,23 @@ export const fsdp2: Sharding = {
       for (const k of keys) grads.delete(k);
       const n = s.table.ends.filter((t) => t.trains).reduce((a, t) => a + t.numel, 0);
       if (n > 0)
-        reduceScatter(mem, sink, n, s.dp, { buffer: 4, shard: s.layout.keptGradBytes }, 'root.shard', grads, {
-          grads: s.tags.grads,
-          kept: s.tags.block.paramGrads,
-        });
+        reduceScatter(
+          mem,
+          sink,
+          n,
+          s.dp,
+          { buffer: 4, shard: s.layout.keptGradBytes },
+          'root.shard',
+          grads,
+          {
+            grads: s.tags.grads,
+            kept: s.tags.block.paramGrads,
+          },
+          s.comm,
+        );
     }
     mem.free(...root);
+    dropReduceScatterInput(mem, s.comm);
   },
   gatherUnit: (mem, s, moe) =>
     unshard(
@@ -96,6 +108,7 @@ export const fsdp2: Sharding = {
         grads: s.tags.grads,
         kept: s.tags.block.paramGrads,
       },
+      s.comm,
     ),
   // FSDP2 prefetches the next unit while one runs (its all-gather stream): one more unit in flight
   overheads: (s) => {

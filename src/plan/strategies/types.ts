@@ -42,6 +42,15 @@ export interface LayoutInput {
   dp: number;
 }
 
+/**
+ * What a strategy's collectives hold from one unit to the next within a backward pass (FSDP2's comm_ctx): the last
+ * reduce-scatter's input, which FSDPParamGroup.post_backward keeps as comm_ctx.reduce_scatter_state until the next
+ * unit's post_backward drops it (or the root's post-backward final callback, at the end of the backward pass).
+ */
+export interface CommState {
+  reduceScatterInput: H;
+}
+
 export interface Sharding {
   readonly name: string;
   /** The blocks compute in bf16 from gathered bf16 weights (FSDP's mixed precision under amp-bf16): no autocast. */
