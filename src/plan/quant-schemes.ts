@@ -127,7 +127,9 @@ export const QUANT_SCHEMES: Record<WeightFormat, QuantScheme | undefined> = {
    * LLM.int8() inference (Linear8bitLt, has_fp16_weights=False; bitsandbytes 0.41.0 nn/modules.py and
    * autograd/_functions.py MatMul8bitLt): int8 CB and an fp32 SCB per output row. The first forward pass turns CB into
    * the igemmlt layout (F.transform(CB, to_order=formatB): a second int8 copy, CB freed after the call); each call
-   * quantises its input (double_quant: CA and CAt int8, then col32 C32A) and multiplies into an int32 out32.
+   * quantises its input (double_quant: CA and CAt int8, then col32 C32A) and multiplies into an int32 out32. Past
+   * the 6.0 threshold its outlier columns run in 16 bits (subA = A[:, idx], state.subB of idx x out in fp16): their
+   * number depends on the inputs and is not counted.
    */
   'bnb-int8': {
     says: 'bitsandbytes LLM.int8(): int8 and an fp32 scale per output row',
