@@ -32,7 +32,9 @@ export function generateSetup(m: ModelConfig, o: InferOptions): GenerateSetup {
     layers,
     slidingLayers: sliding,
     window: m.slidingWindow ?? 0,
-    kvPerTokenLayer: kvBytesPerTokenPerLayer(m, kvBytes(o.kvDtype)) / kvSplit,
+    // AutoAWQ's WindowedCache is fp16 whatever --kv-dtype says (cache.py: .half())
+    kvPerTokenLayer: kvBytesPerTokenPerLayer(m, kvBytes(o.kvCache === 'awq-fused' ? 'fp16' : o.kvDtype)) / kvSplit,
+    cacheLen: o.cacheLen ?? o.prompt + o.newTokens,
   };
   return { ...base, tags: generateTags(base) };
 }
@@ -60,11 +62,13 @@ export function estimateInfer(m: ModelConfig, o: InferOptions, capacityBytes?: n
   const walk = new Walk();
   generateProgram(walk, s, false);
   const peaks = walk.peaks();
-  const prefill = linesOf(peaks.get('prefill'));
-  const decode = linesOf(peaks.get('decode'));
-  const atDecode = sum(decode) >= sum(prefill);
-  const peakLines = atDecode ? decode : prefill;
-  const otherLines = atDecode ? prefill : decode;
+  // the moments: the load (a weight quantised as it loads, bitsandbytes), the prefill and the last decode step; the
+  // peak is the largest, the other moment the larger of the prefill and the decode step that is not it
+  const moments = (['decode', 'prefill', 'load'] as const).map((phase) => ({ phase, lines: linesOf(peaks.get(phase)) }));
+  const [peak, ...rest] = [...moments].sort((a, b) => sum(b.lines) - sum(a.lines)) as [(typeof moments)[number], ...(typeof moments)[number][]];
+  const other = rest.find((x) => x.phase !== 'load') as (typeof moments)[number];
+  const peakLines = peak.lines;
+  const otherLines = other.lines;
   const tensors = sum(peakLines);
   const replay = o.fragmentation === undefined ? replayGenerate(m, o, capacityBytes) : undefined;
   const share = o.fragmentation ?? 0;
@@ -97,7 +101,7 @@ export function estimateInfer(m: ModelConfig, o: InferOptions, capacityBytes?: n
     peakPhase: 'inference',
     lines,
     atPeak: fieldsOf(lines),
-    otherMoment: { phase: atDecode ? 'prefill' : 'decode', bytes: sum(otherLines), lines: otherLines },
+    otherMoment: { phase: other.phase as 'prefill' | 'decode', bytes: sum(otherLines), lines: otherLines },
     modelStates: { parametersBytes: fields.parametersBytes, gradientsBytes: 0, optimizerBytes: 0 },
     hostBytes: 0,
     hostParametersBytes: 0,

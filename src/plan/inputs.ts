@@ -89,6 +89,8 @@ function inferOptions(i: PlanInputs, parallel: Parallelism): InferOptions {
     newTokens: i.newTokens,
     kvDtype: i.kvDtype,
     blockSize: i.blockSize,
+    kvCache: i.kvCache,
+    cacheLen: i.cacheLen,
     weights: i.weights,
     groupSize: i.groupSize,
     computeDtype: i.computeDtype,
@@ -113,12 +115,19 @@ function inferOptions(i: PlanInputs, parallel: Parallelism): InferOptions {
 /**
  * The inputs with the checkpoint's quantisation as the default weights: an inference plan of a model whose
  * config.json has a quantization_config plans its scheme, its group size and its compute dtype unless --weights is
- * given.
+ * given (and AwqConfig's do_fuse its fused cache unless --kv-cache is).
+ * @throws InvalidArgumentError for --kv-cache awq-fused over weights that are not AWQ's
  */
 export function checkpointInputs(m: Pick<ModelConfig, 'quantization'>, i: PlanInputs): PlanInputs {
   const q = m.quantization;
+  const weights = i.mode === 'infer' && !(i.given ?? []).includes('weights') && q ? q.weights : i.weights;
+  if (i.mode === 'infer' && i.kvCache === 'awq-fused' && !weights.startsWith('awq-'))
+    throw new InvalidArgumentError(
+      `--kv-cache awq-fused is AutoAWQ's fused modules: the weights are ${weights}; give --weights awq-int4 or awq-int4-gemv, or an AWQ checkpoint`,
+    );
   if (!q || i.mode !== 'infer' || (i.given ?? []).includes('weights')) return i;
-  return { ...i, weights: q.weights, groupSize: i.groupSize ?? q.groupSize, computeDtype: i.computeDtype ?? q.computeDtype };
+  const fused = q.kvCache && !(i.given ?? []).includes('kvCache') ? { kvCache: q.kvCache, cacheLen: i.cacheLen ?? q.cacheLen } : {};
+  return { ...i, weights: q.weights, groupSize: i.groupSize ?? q.groupSize, computeDtype: i.computeDtype ?? q.computeDtype, ...fused };
 }
 
 /** --alloc-conf read as PyTorch reads PYTORCH_CUDA_ALLOC_CONF. @throws InvalidArgumentError naming the option */

@@ -96,6 +96,14 @@ export const WEIGHT_FORMATS = [
 ] as const;
 export type WeightFormat = (typeof WEIGHT_FORMATS)[number];
 export type KvDtype = 'fp32' | 'bf16' | 'fp16' | 'fp8' | 'int8' | 'int4';
+/**
+ * Hugging Face generate's KV cache: dynamic (DynamicCache, stock generate: each layer's cache grown by concatenation),
+ * static (StaticCache, LitGPT's KVCache: every layer's cache made at its full length before the prefill), awq-fused
+ * (AutoAWQ's fused modules, transformers' AwqConfig(do_fuse=True) or from_quantized(fuse_layers=True): a WindowedCache
+ * of fp16 keys and values per layer made at load, and the fused attention's own prefill).
+ */
+export const KV_CACHES = ['dynamic', 'static', 'awq-fused'] as const;
+export type KvCache = (typeof KV_CACHES)[number];
 
 export interface Parallelism {
   gpus: number;
@@ -159,6 +167,10 @@ export interface InferOptions {
   kvDtype: KvDtype;
   /** Paged KV cache block size in tokens (vLLM's default is 16); undefined for a contiguous cache. */
   blockSize: number | undefined;
+  /** How Hugging Face generate keeps the cache (undefined: dynamic, stock generate's). */
+  kvCache?: KvCache | undefined;
+  /** The length a static or awq-fused cache is made at (max_cache_len, fuse_max_seq_len); undefined: prompt + new tokens. */
+  cacheLen?: number | undefined;
   weights: WeightFormat;
   /** The quantisation group (GPTQ / AWQ group_size, bitsandbytes' blocksize); undefined: the scheme's default. */
   groupSize?: number | undefined;

@@ -147,3 +147,129 @@ test('a GPTQ exllamav2 plan holds its scratch from load; a bitsandbytes prefill 
   const bnb = estimateInfer(m, inferOptions({ weights: 'nf4', computeDtype: 'fp16', batch: 1, prompt: 8, newTokens: 8 }));
   assert.equal(bnb.fullLines.find((l) => l.name.includes('matmul'))?.bytes, 4096 * 11008 * 2);
 });
+
+test('bitsandbytes quantises at load: a 4-bit weight holds its fp16 copy (and the fp32 absmax under double quantisation), LLM.int8() its fp16 copy, a column-major int8 copy and fp32 column statistics', () => {
+  // Params4bit.cuda: w = weight.half().cuda() (2 bytes a weight); the 4-bit out and absmax are the layer's own
+  assert.equal(QUANT_SCHEMES.nf4!.loadBytes!(L, 64), 2 * n);
+  assert.equal(QUANT_SCHEMES.fp4!.loadBytes!(L, 64), 2 * n);
+  // compress_statistics: the fp32 absmax (one per 64) lives while quantize_blockwise makes its 8-bit copy
+  assert.equal(QUANT_SCHEMES['nf4-dq']!.loadBytes!(L, 64), 2 * n + 4 * (n / 64));
+  // Int8Params.cuda: B fp16, double_quant(B) -> CB (kept), CBt int8, row stats SCB (kept) and column stats SCBt (in_features fp32)
+  assert.equal(QUANT_SCHEMES['bnb-int8']!.loadBytes!(L, 0), 2 * n + n + 4 * L.in);
+  // a checkpoint stored quantised is loaded as it is
+  for (const w of ['gptq-int4', 'gptq-int4-exllama', 'awq-int4', 'awq-int4-gemv', 'int4'] as const) assert.equal(QUANT_SCHEMES[w]!.loadBytes, undefined, w);
+});
+
+test("the load moment: the largest quantised layer's transient while every other weight is held, the peak of a short LLM.int8() run", () => {
+  const m = catalogueModel('llama-2-7b');
+  const e = estimateInfer(m, inferOptions({ weights: 'bnb-int8', batch: 1, prompt: 8, newTokens: 8 }));
+  const load = e.fullLines.find((l) => l.name === 'a weight quantised at load');
+  // the largest: down_proj (11008 -> 4096) and gate/up (4096 -> 11008) hold as many weights; 3n + 4 x in is down_proj's
+  assert.equal(load?.bytes, 3 * 4096 * 11008 + 4 * 11008);
+  const weights = e.lines.find((l) => l.name.startsWith('weights'));
+  assert.ok(
+    e.lines.some((l) => l.name === 'a weight quantised at load'),
+    'eight tokens hold less than the load: the load is the peak',
+  );
+  assert.ok(weights && e.allocatedPeakBytes >= weights.bytes + 3 * 4096 * 11008);
+  // GPTQ loads its packed tensors as they are
+  const gptq = estimateInfer(m, inferOptions({ weights: 'gptq-int4', batch: 1, prompt: 8, newTokens: 8 }));
+  assert.equal(
+    gptq.fullLines.find((l) => l.name === 'a weight quantised at load'),
+    undefined,
+  );
+});
+
+test("AutoAWQ's fused cache: fp16 values and packed keys of batch x kv heads x cache length x head dim per layer, made at load, with each layer's RoPE table", () => {
+  const m = catalogueModel('mistral-7b');
+  const o = inferOptions({ weights: 'awq-int4', kvDtype: 'bf16', kvCache: 'awq-fused', cacheLen: 1000, batch: 2, prompt: 100, newTokens: 100 });
+  const e = estimateInfer(m, o);
+  // WindowedCache: v (2, 8, 1000, 128) and k (2, 8, 128 / 8, 1000, 8), fp16, in each of the 32 layers
+  const cache = 32 * 2 * (2 * 8 * 1000 * 128 * 2);
+  assert.equal(e.fullLines.find((l) => l.name === 'KV cache (fp16)')?.bytes, cache);
+  // RoPE: precompute_freqs_cis(128, 2 x 1000), complex64 (8 bytes), per layer
+  assert.equal(e.fullLines.find((l) => l.name.includes('RoPE'))?.bytes, 32 * 2 * 1000 * 64 * 8);
+  // nothing grows: no copy of a layer's cache
+  assert.equal(e.fullLines.find((l) => l.name.includes('growth'))?.bytes ?? 0, 0);
+  // a static cache is as long, in the cache dtype, without the table; a dynamic one holds the run's 200 tokens
+  const stat = estimateInfer(m, { ...o, kvCache: 'static' });
+  assert.equal(stat.fullLines.find((l) => l.name === 'KV cache (bf16)')?.bytes, cache);
+  assert.equal(
+    stat.fullLines.find((l) => l.name.includes('RoPE')),
+    undefined,
+  );
+  const dyn = estimateInfer(m, { ...o, kvCache: undefined, cacheLen: undefined });
+  assert.equal(dyn.fullLines.find((l) => l.name === 'KV cache (bf16)')?.bytes, (cache * 200) / 1000);
+});
+
+test("the fused attention's prefill: fp16 scores, their fp32 copy and softmax for every head, beside the repeated keys and values", () => {
+  const m = catalogueModel('mistral-7b');
+  const s = 1024;
+  const e = estimateInfer(m, inferOptions({ weights: 'awq-int4', kvCache: 'awq-fused', batch: 1, prompt: s, newTokens: 16 }));
+  const hidden = s * 4 * 4096 * 2;
+  const scores = 32 * s * s * (2 + 4 + 4) + 2 * s * 32 * 128 * 2;
+  // the MLP's buffers (3 x 14336 per token) are fewer than the scores here: the line is the hidden buffers and the scores
+  assert.ok(s * 3 * 14336 * 2 < scores);
+  assert.equal(e.fullLines.find((l) => l.name === 'prefill activations')?.bytes, hidden + scores);
+});
+
+test('--kv-cache and --cache-len refuse what the caches cannot do', () => {
+  const infer = { ...DEFAULT_INPUTS, mode: 'infer' as const, prompt: 100, newTokens: 100 };
+  const refuses = (over: Record<string, unknown>, given: string[]): void =>
+    assert.throws(() => planOptionsFrom({ ...infer, ...over, given } as typeof DEFAULT_INPUTS), InvalidArgumentError);
+  refuses({ cacheLen: 512 }, ['cacheLen']);
+  refuses({ kvCache: 'awq-fused', weights: 'nf4' }, ['kvCache', 'weights']);
+  refuses({ kvCache: 'static', cacheLen: 150 }, ['kvCache', 'cacheLen']);
+  refuses({ kvCache: 'awq-fused', weights: 'awq-int4', cacheLen: 50 }, ['kvCache', 'weights', 'cacheLen']);
+  refuses({ kvCache: 'static', blockSize: 16 }, ['kvCache', 'blockSize']);
+  // the fused cache rolls past its length during the decode steps: a cache shorter than the run but not the prompt is taken
+  const o = planOptionsFrom({
+    ...infer,
+    kvCache: 'awq-fused',
+    weights: 'awq-int4',
+    cacheLen: 150,
+    given: ['kvCache', 'weights', 'cacheLen'],
+  } as typeof DEFAULT_INPUTS);
+  assert.equal(o.mode === 'infer' && o.cacheLen, 150);
+});
+
+test("an AwqConfig with do_fuse plans AutoAWQ's fused cache at fuse_max_seq_len", () => {
+  assert.deepEqual(readQuantizationConfig({ quant_method: 'awq', bits: 4, group_size: 128, do_fuse: true, fuse_max_seq_len: 512 }, 'c.json'), {
+    weights: 'awq-int4',
+    groupSize: 128,
+    kvCache: 'awq-fused',
+    cacheLen: 512,
+  });
+  assert.deepEqual(readQuantizationConfig({ quant_method: 'awq', bits: 4, group_size: 128, fuse_max_seq_len: 512 }, 'c.json'), {
+    weights: 'awq-int4',
+    groupSize: 128,
+  });
+});
+
+test('a compressed-tensors quantization_config is read by its first weight scheme: 8-bit float fp8, 8-bit int int8, 4-bit int int4', () => {
+  const ct = (weights: Record<string, unknown> | null) => ({
+    quant_method: 'compressed-tensors',
+    format: 'pack-quantized',
+    config_groups: { group_0: { targets: ['Linear'], weights, input_activations: null } },
+    ignore: ['lm_head'],
+  });
+  const notes: string[] = [];
+  assert.deepEqual(readQuantizationConfig(ct({ num_bits: 4, type: 'int', strategy: 'group', group_size: 128 }), 'c.json', notes), { weights: 'int4' });
+  assert.match(notes[0] ?? '', /compressed-tensors 4-bit int/);
+  assert.deepEqual(readQuantizationConfig(ct({ num_bits: 8, type: 'float', strategy: 'channel' }), 'c.json'), { weights: 'fp8' });
+  assert.deepEqual(readQuantizationConfig(ct({ num_bits: 8, type: 'int', strategy: 'channel' }), 'c.json'), { weights: 'int8' });
+  const skipped: string[] = [];
+  assert.equal(readQuantizationConfig(ct({ num_bits: 4, type: 'float', group_size: 16 }), 'c.json', skipped), undefined);
+  assert.match(skipped[0] ?? '', /4-bit float/);
+  assert.equal(readQuantizationConfig(ct(null), 'c.json', []), undefined);
+});
+
+test("--kv-cache awq-fused takes an AWQ checkpoint's weights as given; over other weights it is refused once the checkpoint is read", () => {
+  const awq = { quantization: { weights: 'awq-int4' as const, groupSize: 128 } };
+  const fused = { ...DEFAULT_INPUTS, mode: 'infer' as const, kvCache: 'awq-fused' as const, given: ['kvCache'] };
+  // before the checkpoint is read the default weights are not refused (the CLI checks the flags first)
+  assert.doesNotThrow(() => planOptionsFrom(fused as typeof DEFAULT_INPUTS));
+  assert.equal(checkpointInputs(awq, fused as typeof DEFAULT_INPUTS).weights, 'awq-int4');
+  assert.throws(() => checkpointInputs({ quantization: undefined }, fused as typeof DEFAULT_INPUTS), InvalidArgumentError);
+  assert.throws(() => checkpointInputs({ quantization: { weights: 'nf4' } }, fused as typeof DEFAULT_INPUTS), InvalidArgumentError);
+});

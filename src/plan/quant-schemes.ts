@@ -37,6 +37,11 @@ export interface QuantScheme {
   scratchBytes?(layers: readonly LinearShape[]): number;
   /** Bytes one matmul of the layer allocates beyond its output while it runs. */
   matmulBytes?(l: LinearShape, x: MatmulContext): number;
+  /**
+   * Bytes beyond the layer's own that the loader holds while it quantises the layer's 16-bit checkpoint weight on the
+   * GPU (bitsandbytes quantises at load); undefined for a checkpoint stored quantised (GPTQ, AWQ), loaded as it is.
+   */
+  loadBytes?(l: LinearShape, groupSize: number): number;
   /** bitsandbytes: the loader converts nn.Linear modules (which ones it skips is the loader's; GPTQ / AWQ checkpoints keep lm_head in 16 bits). */
   bitsandbytes: boolean;
 }
@@ -68,6 +73,11 @@ function bnb4(says: string, doubleQuant: boolean): QuantScheme {
       const stats = doubleQuant ? blocks + 4 * Math.ceil(blocks / 256) + 256 * 4 + 4 : 4 * blocks;
       return Math.ceil(n / 2) + stats;
     },
+    // the load (Params4bit.cuda at 0.41.0, as transformers' set_module_quantized_tensor_to_device calls it, and
+    // Lightning's _Linear4bit._quantize_weight): w = weight.contiguous().half().cuda() (2 bytes a weight) is quantised
+    // into the layer's own out and absmax; double quantisation keeps the fp32 absmax while quantize_blockwise makes
+    // its 8-bit copy (del absmax after it)
+    loadBytes: (l, g) => 2 * l.in * l.out + (doubleQuant ? 4 * Math.ceil((l.in * l.out) / g) : 0),
     matmulBytes: (l, x) => {
       if (x.rows <= 1) return 0;
       const n = l.in * l.out;
@@ -117,13 +127,20 @@ export const QUANT_SCHEMES: Record<WeightFormat, QuantScheme | undefined> = {
    * LLM.int8() inference (Linear8bitLt, has_fp16_weights=False; bitsandbytes 0.41.0 nn/modules.py and
    * autograd/_functions.py MatMul8bitLt): int8 CB and an fp32 SCB per output row. The first forward pass turns CB into
    * the igemmlt layout (F.transform(CB, to_order=formatB): a second int8 copy, CB freed after the call); each call
-   * quantises its input (double_quant: CA and CAt int8, then col32 C32A) and multiplies into an int32 out32.
+   * quantises its input (double_quant: CA and CAt int8, then col32 C32A) and multiplies into an int32 out32. Past
+   * the 6.0 threshold its outlier columns run in 16 bits (subA = A[:, idx], state.subB of idx x out in fp16): their
+   * number depends on the inputs and is not counted.
    */
   'bnb-int8': {
     says: 'bitsandbytes LLM.int8(): int8 and an fp32 scale per output row',
     groupSize: 0,
     bitsandbytes: true,
     linearBytes: (l) => l.in * l.out + 4 * l.out,
+    // the load (Int8Params.cuda at 0.41.0, as transformers calls it; Lightning's _Linear8bitLt._quantize_weight the
+    // same): B = weight.half().cuda() (2 bytes a weight), then double_quant(B) makes the row-major CB the layer keeps
+    // and the column-major CBt (int8, one a weight) with their fp32 row and column statistics (get_colrow_absmax);
+    // CBt and the column statistics SCBt are deleted after it, B when the call returns
+    loadBytes: (l) => 3 * l.in * l.out + 4 * l.in,
     matmulBytes: (l, x) => (x.first ? l.in * l.out : 0) + 3 * x.rows * l.in + 4 * x.rows * l.out,
   },
   /**

@@ -24,6 +24,8 @@ export interface ServedWeights {
   outputQuantised: boolean;
   /** Buffers the kernels allocate once at load. */
   scratchBytes: number;
+  /** What quantising the largest quantised layer at load holds beyond the weights (0 for a checkpoint stored quantised). */
+  loadBytes: number;
   /** The most one layer's matmul allocates for `rows` input rows while it runs (`first`: the first forward pass). */
   layerMatmulBytes(rows: number, first: boolean): number;
   /** The same for the output layer (0 unless it is quantised). */
@@ -59,6 +61,7 @@ export function servedWeights(m: ModelConfig, o: InferOptions): ServedWeights {
       groupSize: 0,
       outputQuantised: false,
       scratchBytes: 0,
+      loadBytes: 0,
       layerMatmulBytes: () => 0,
       outputMatmulBytes: () => 0,
     };
@@ -97,6 +100,9 @@ export function servedWeights(m: ModelConfig, o: InferOptions): ServedWeights {
     groupSize: g,
     outputQuantised,
     scratchBytes: scheme.scratchBytes?.(quantised) ?? 0,
+    // the largest layer is quantised while every other weight is held: an upper bound by what loads after it (the
+    // checkpoint's order; at most the rest of one block)
+    loadBytes: Math.max(0, ...quantised.map((l) => scheme.loadBytes?.(l, g) ?? 0)),
     layerMatmulBytes: (rows, isFirst) =>
       Math.max(
         denseShare > 0 ? most(dense, rows, isFirst) : 0,

@@ -5,7 +5,7 @@
  * derived from this table; PlanInputs is its type. What a framework or an engine refuses lives in its own module.
  */
 import { InvalidArgumentError } from '../errors.js';
-import { WEIGHT_FORMATS } from './options.js';
+import { KV_CACHES, WEIGHT_FORMATS } from './options.js';
 
 /** Where an option applies: its mode, and what else it needs (adapters, a serving engine). */
 interface Applies {
@@ -209,6 +209,22 @@ export const SCHEMA = {
     page: { label: 'KV cache' },
   },
   blockSize: { kind: 'int', limit: LIMITS.tokens, arg: '<n>', help: 'paged KV cache block size in tokens', applies: INFER, page: { label: 'KV block size' } },
+  kvCache: {
+    kind: 'choice',
+    choices: KV_CACHES,
+    default: 'dynamic',
+    help: "Hugging Face generate's KV cache: dynamic (DynamicCache, grown by concatenation: stock generate), static (StaticCache, LitGPT's KVCache: made at --cache-len before the prefill), awq-fused (AutoAWQ's fused modules, AwqConfig(do_fuse=True) / fuse_layers=True: an fp16 WindowedCache of --cache-len tokens per layer made at load, and the fused attention's prefill scores)",
+    applies: INFER,
+    page: { label: 'KV cache kind' },
+  },
+  cacheLen: {
+    kind: 'int',
+    limit: LIMITS.tokens,
+    arg: '<n>',
+    help: 'the length --kv-cache static or awq-fused makes its cache at (max_cache_len, fuse_max_seq_len / max_seq_len); default: prompt + new tokens',
+    applies: INFER,
+    page: { label: 'cache length' },
+  },
   weights: {
     kind: 'choice',
     choices: WEIGHT_FORMATS,
@@ -390,6 +406,27 @@ export const RULES: ReadonlyArray<(i: PlanInputs, given: (k: InputName) => boole
     i.computeDtype !== undefined && !BNB_4BIT.includes(i.weights)
       ? `--compute-dtype is bitsandbytes' bnb_4bit_compute_dtype: give --weights nf4 or fp4`
       : undefined,
+  (i, g) => (g('cacheLen') && i.kvCache === 'dynamic' ? '--cache-len sizes a preallocated cache: give --kv-cache static or awq-fused' : undefined),
+  // the weights may come from the checkpoint's quantization_config (checkpointInputs, which refuses the rest)
+  (i, g) =>
+    i.kvCache === 'awq-fused' && !i.weights.startsWith('awq-') && (g('weights') || i.weights !== SCHEMA.weights.default)
+      ? `--kv-cache awq-fused is AutoAWQ's fused modules: give --weights awq-int4 or awq-int4-gemv, not ${i.weights}`
+      : undefined,
+  (i) =>
+    i.kvCache !== 'dynamic' && (i.engine !== 'hf' || i.blockSize !== undefined)
+      ? `--kv-cache ${i.kvCache} is Hugging Face generate's contiguous cache: it takes --engine hf and no --block-size`
+      : undefined,
+  (i) => {
+    const prompt = i.context !== undefined ? i.context - i.newTokens : i.prompt;
+    if (i.cacheLen === undefined || i.kvCache === 'dynamic') return undefined;
+    // StaticCache cannot hold a token past max_cache_len; AutoAWQ's WindowedCache rolls during the decode steps but
+    // writes the whole prompt at once (update_kv)
+    if (i.kvCache === 'static' && i.cacheLen < prompt + i.newTokens)
+      return `--cache-len ${i.cacheLen} is shorter than the ${prompt + i.newTokens} tokens of the run: a static cache holds no token past it`;
+    if (i.kvCache === 'awq-fused' && i.cacheLen < prompt)
+      return `--cache-len ${i.cacheLen} is shorter than the ${prompt}-token prompt: the fused cache takes the prompt at once`;
+    return undefined;
+  },
   (i) =>
     i.groupSize !== undefined && !GROUPED_WEIGHTS.includes(i.weights)
       ? `--group-size is for a grouped format (--weights ${GROUPED_WEIGHTS.join(', ')}), not ${i.weights}`

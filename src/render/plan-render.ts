@@ -32,7 +32,7 @@ function describe(r: PlanResult): string {
     return `training, ${adapters}${o.precision}, ${o.optimizer}${o.fusedOptimizer ? ' (fused)' : ''}${savers.length ? `, ${savers.join(', ')}` : ''}, micro-batch ${o.batch} x ${o.seq} tokens${o.gradAccum > 1 ? `, ${o.gradAccum} accumulation steps` : ''}, recompute ${o.recompute}, ${o.attention} attention, ${o.framework}${o.offload !== 'none' ? `, offload ${o.offload}` : ''}; ${par}`;
   }
   if (o.engine !== 'hf') return `serving with ${o.engine}, ${o.weights} weights, ${o.kvDtype} KV cache; ${par}`;
-  return `inference, ${o.weights} weights, ${o.kvDtype} KV cache${o.blockSize ? ` in ${o.blockSize}-token blocks` : ''}, batch ${o.batch}, ${o.prompt} prompt + ${o.newTokens} new tokens; ${par}`;
+  return `inference, ${o.weights} weights, ${o.kvCache === 'awq-fused' ? 'fp16' : o.kvDtype} KV cache${o.blockSize ? ` in ${o.blockSize}-token blocks` : ''}${o.kvCache && o.kvCache !== 'dynamic' ? ` (${o.kvCache}, made at ${o.cacheLen ?? o.prompt + o.newTokens} tokens)` : ''}, batch ${o.batch}, ${o.prompt} prompt + ${o.newTokens} new tokens; ${par}`;
 }
 
 /** A command to copy, broken at spaces with a shell's line continuation where it is wider than the width. */

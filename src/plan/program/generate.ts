@@ -1,9 +1,11 @@
 /**
- * Hugging Face generate as a program: the weights, then the prefill (each layer's keys and values for the prompt,
- * one layer's hidden and MLP buffers and its repeated key/value heads at a time, the last token's fp32 logits), then
- * the decode steps (each layer's cache grown by concatenation: a copy one token longer, the old one freed; a paged
- * cache grows in place). The walk reads the last decode step (the cache at its longest) and the prefill; the replay
- * runs every step through the caching allocator, where the growing copies leave reserved memory above allocated.
+ * Hugging Face generate as a program: the weights (and, for a format quantised as it loads, the largest weight's
+ * quantisation transient: the load moment), then the prefill (each layer's keys and values for the prompt, one
+ * layer's hidden and MLP buffers and its repeated key/value heads at a time, the last token's fp32 logits), then the
+ * decode steps (each layer's cache grown by concatenation: a copy one token longer, the old one freed; a paged cache
+ * grows in place; a static or AutoAWQ fused cache is made at its full length and written in place). The walk reads
+ * the load, the last decode step (the cache at its longest) and the prefill; the replay runs every step through the
+ * caching allocator, where the growing copies leave reserved memory above allocated.
  */
 import { formatCount } from '../../units.js';
 import type { ModelConfig } from '../model-config.js';
@@ -28,8 +30,10 @@ export interface GenerateSetup {
   window: number;
   /** Key and value bytes per token of one layer on this GPU. */
   kvPerTokenLayer: number;
+  /** The tokens a static or awq-fused cache is made for (o.cacheLen, else prompt + new tokens). */
+  cacheLen: number;
   /** The weight format's buffers and matmul transients. */
-  quant: Pick<ServedWeights, 'scratchBytes' | 'layerMatmulBytes' | 'outputMatmulBytes'> & { scheme: { says: string } | undefined };
+  quant: Pick<ServedWeights, 'scratchBytes' | 'loadBytes' | 'layerMatmulBytes' | 'outputMatmulBytes'> & { scheme: { says: string } | undefined };
   tags: GenerateTags;
 }
 
@@ -42,6 +46,8 @@ export interface GenerateTags {
   repeat: Tag;
   logits: Tag;
   scratch: Tag;
+  rope: Tag;
+  load: Tag;
   matmul: Tag;
 }
 
@@ -57,9 +63,9 @@ export function generateTags(s: Omit<GenerateSetup, 'tags'>): GenerateTags {
       (b) => `${formatCount(Math.round(b))} bytes of weights here (the embeddings and the output layer in 16 bits under a quantised format)`,
     ),
     kv: set.get(
-      `KV cache (${o.kvDtype})`,
+      `KV cache (${o.kvCache === 'awq-fused' ? 'fp16' : o.kvDtype})`,
       'kvCacheBytes',
-      `${s.kvPerTokenLayer} bytes per token per layer${s.m.mla ? ' (MLA latent)' : ''} x ${s.layers} layers x ${o.batch} sequences${s.slidingLayers ? ` (${s.slidingLayers} of ${s.layers} layers keep only the last ${s.window})` : ''}${o.blockSize ? ` (rounded to ${o.blockSize}-token blocks)` : ''}`,
+      `${s.kvPerTokenLayer} bytes per token per layer${s.m.mla ? ' (MLA latent)' : ''} x ${s.layers} layers x ${o.batch} sequences${s.slidingLayers ? ` (${s.slidingLayers} of ${s.layers} layers keep only the last ${s.window})` : ''}${o.blockSize ? ` (rounded to ${o.blockSize}-token blocks)` : ''}${fixedLen(s) ? ` x ${s.cacheLen} tokens, made at once (${o.kvCache === 'awq-fused' ? "AutoAWQ's WindowedCache: fp16 values (batch, kv heads, length, head dim) and keys packed 8 to a slot" : 'StaticCache'})` : ''}`,
     ),
     growth: set.get("KV cache growth: one layer's cache copied", 'workspaceBytes', 'a contiguous cache grows by concatenation at every step'),
     activations: set.get(
@@ -78,12 +84,43 @@ export function generateTags(s: Omit<GenerateSetup, 'tags'>): GenerateTags {
       'workspaceBytes',
       `allocated once at load for the largest quantised layer (${s.quant.scheme?.says ?? 'none'}: exllama's temp_dq, exllamav2's scratch)`,
     ),
+    rope: set.get(
+      "AutoAWQ fused attention's RoPE table",
+      'workspaceBytes',
+      `each fused attention layer's complex64 freqs_cis of 2 x ${s.cacheLen} positions x head dim / 2 (awq/modules/fused/attn.py RoPE), made at load`,
+    ),
+    load: set.get(
+      'a weight quantised at load',
+      'workspaceBytes',
+      `bitsandbytes quantises each 16-bit checkpoint weight on the GPU as it loads (${s.quant.scheme?.says ?? 'none'}): its fp16 copy and the quantiser's buffers, the largest layer's while every other weight is held`,
+    ),
     matmul: set.get(
       "a quantised layer's matmul transients",
       'workspaceBytes',
       `one layer's matmul at a time (${s.quant.scheme?.says ?? 'none'}): bitsandbytes 4-bit dequantises the weight for more than one row, LLM.int8() quantises its input (and converts the weight's layout in the first pass), AWQ sums 8 split-k partial outputs`,
     ),
   };
+}
+
+/** The length a preallocated cache is made at (StaticCache, AutoAWQ's WindowedCache), or 0 for a cache that grows. */
+const fixedLen = (s: Omit<GenerateSetup, 'tags'>): number => (s.o.kvCache === 'static' || s.o.kvCache === 'awq-fused' ? s.cacheLen : 0);
+
+/**
+ * Every layer's cache at its full length, made at once: transformers' StaticCache (torch.zeros per layer of (batch,
+ * kv heads, max_cache_len, head dim) before the prefill; a sliding-window layer's at its window), AutoAWQ's
+ * WindowedCache (awq/modules/fused/cache.py at v0.1.7: fp16 v of (batch, kv heads, max_seq_len, head dim) and k of
+ * (batch, kv heads, head dim / 8, max_seq_len, 8), one per fused attention layer, made when the layers are fused).
+ */
+function fixedCache(mem: Mem, s: GenerateSetup): void {
+  const L = fixedLen(s);
+  for (const r of runs(s))
+    mem.repeat(r.count, () => {
+      const half = (s.kvPerTokenLayer / 2) * s.o.batch * (r.sliding ? Math.min(L, s.window) : L);
+      mem.alloc(half, s.tags.kv);
+      mem.alloc(half, s.tags.kv);
+    });
+  // QuantAttentionFused's RoPE: precompute_freqs_cis(head dim, max_seq_len * 2), complex64, an nn.Parameter a layer
+  if (s.o.kvCache === 'awq-fused') mem.repeat(s.layers, () => mem.alloc(2 * L * (s.m.headDim / 2) * 8, s.tags.rope));
 }
 
 /** Tokens of the cache a layer keeps after `tokens` tokens (its window for a sliding-window layer), in blocks. */
@@ -97,7 +134,24 @@ const kept = (s: GenerateSetup, tokens: number, sliding: boolean): number => {
 function repeatKv(mem: Mem, s: GenerateSetup, tokens: number): void {
   const { m, o } = s;
   const e = o.weights === 'fp32' ? 4 : 2;
-  if (m.kvHeads < m.heads && !m.mla) mem.free(mem.alloc((2 * o.batch * tokens * m.heads * m.headDim * e) / o.parallel.tp, s.tags.repeat));
+  // the fused attention repeats inside its own prefill (counted there) and decodes with FasterTransformer's
+  // single_query_attention over the cache in place; a StaticCache hands the attention every slot it has
+  if (o.kvCache === 'awq-fused') return;
+  const t = o.kvCache === 'static' ? s.cacheLen : tokens;
+  if (m.kvHeads < m.heads && !m.mla) mem.free(mem.alloc((2 * o.batch * t * m.heads * m.headDim * e) / o.parallel.tp, s.tags.repeat));
+}
+
+/**
+ * AutoAWQ's fused attention over a prompt of `s` tokens (QuantAttentionFused.forward at v0.1.7, seqlen > 1): keys and
+ * values repeat_interleave'd to every head (fp16), then scores = matmul(q, k^T) / sqrt(d) + mask, fp16 (each a new
+ * tensor, the one before it freed), and F.softmax(scores.float()).type_as(q): at the softmax the fp16 scores, their
+ * fp32 copy and the fp32 softmax are held, 2 + 4 + 4 bytes a score.
+ */
+function fusedPrefillAttention(s: GenerateSetup): number {
+  const { m, o } = s;
+  const heads = m.heads / o.parallel.tp;
+  // repeat_interleave(repeats = heads / kv heads) copies even when that is 1 (multi-head attention)
+  return o.batch * heads * o.prompt * o.prompt * (2 + 4 + 4) + 2 * o.batch * o.prompt * heads * m.headDim * 2;
 }
 
 /** The runs of layers: those keeping every token, then the sliding-window ones. */
@@ -114,11 +168,29 @@ function prefill(mem: Mem, s: GenerateSetup): H[][][] {
   const e = o.weights === 'fp32' ? 4 : 2;
   const f = m.moe ? (m.moe.expertsPerToken + m.moe.sharedExperts) * m.moe.expertIntermediate : m.intermediate;
   const tokens = o.batch * o.prompt;
-  const scores = fusedAttention(m, o.attention, o.weights) ? 0 : o.batch * (m.heads / o.parallel.tp) * o.prompt * o.prompt * 4;
+  const scores =
+    o.kvCache === 'awq-fused'
+      ? fusedPrefillAttention(s)
+      : fusedAttention(m, o.attention, o.weights)
+        ? 0
+        : o.batch * (m.heads / o.parallel.tp) * o.prompt * o.prompt * 4;
+  if (o.kvCache === 'static') fixedCache(mem, s);
+  const fixed = fixedLen(s) > 0;
   const caches = runs(s).map((r) =>
     mem.repeat(r.count, () => {
       const half = (s.kvPerTokenLayer / 2) * o.batch * kept(s, o.prompt, r.sliding);
-      const kv = [mem.alloc(half, s.tags.kv), mem.alloc(half, s.tags.kv)];
+      // a preallocated cache is written in place
+      const kv = fixed ? [] : [mem.alloc(half, s.tags.kv), mem.alloc(half, s.tags.kv)];
+      if (o.kvCache === 'awq-fused') {
+        // the fused block (LlamaLikeBlock.forward): the attention's scores are freed before the MLP runs, so the
+        // layer's hidden buffers are held with the one, then with the other and its largest matmul transient
+        const hidden = mem.alloc((tokens * 4 * m.hidden * e) / o.parallel.tp, s.tags.activations);
+        mem.free(mem.alloc(scores, s.tags.activations));
+        const mlp = mem.alloc((tokens * 3 * f * e) / o.parallel.tp, s.tags.activations);
+        mem.free(mem.alloc(s.quant.layerMatmulBytes(tokens, true), s.tags.matmul));
+        mem.free(mlp, hidden);
+        return kv;
+      }
       const act = mem.alloc((tokens * (4 * m.hidden + 3 * f) * e) / o.parallel.tp + scores, s.tags.activations);
       // the layer's largest matmul transient while its buffers are held (the first forward pass)
       mem.free(mem.alloc(s.quant.layerMatmulBytes(tokens, true), s.tags.matmul));
@@ -141,7 +213,12 @@ function step(mem: Mem, s: GenerateSetup, caches: H[][][], tokens: number): void
     mem.repeat(r.count, (j) => {
       const kv = layers[j] ?? (layers[0] as H[]);
       const grows = kept(s, tokens, r.sliding) !== kept(s, tokens - 1, r.sliding);
-      if (grows && !o.blockSize) {
+      const L = fixedLen(s);
+      if (L > 0) {
+        // past its length AutoAWQ's WindowedCache rolls (roll_kv_n_steps: torch.roll makes a new v, then a new k,
+        // each replacing the old): one layer's values copied at a time
+        if (o.kvCache === 'awq-fused' && tokens > L && !r.sliding) mem.free(mem.alloc((s.kvPerTokenLayer / 2) * o.batch * L, s.tags.growth));
+      } else if (grows && !o.blockSize) {
         // torch.cat: the longer copy made, then the old cache freed (DynamicCache.update)
         const half = (s.kvPerTokenLayer / 2) * o.batch * kept(s, tokens, r.sliding);
         const next = [mem.alloc(half, s.tags.growth), mem.alloc(half, s.tags.growth)];
@@ -168,7 +245,9 @@ export function generateProgram(mem: Mem, s: GenerateSetup, allSteps: boolean): 
   mem.phase('load');
   mem.repeat(s.layers, () => mem.alloc(s.layerWeightBytes, s.tags.weights));
   mem.alloc(s.endWeightBytes, s.tags.weights);
+  if (s.quant.loadBytes > 0) mem.free(mem.alloc(s.quant.loadBytes, s.tags.load));
   if (s.quant.scratchBytes > 0) mem.alloc(s.quant.scratchBytes, s.tags.scratch);
+  if (s.o.kvCache === 'awq-fused') fixedCache(mem, s);
   const caches = prefill(mem, s);
   mem.phase('decode');
   const ctx = s.o.prompt + s.o.newTokens;
@@ -179,7 +258,7 @@ export function generateProgram(mem: Mem, s: GenerateSetup, allSteps: boolean): 
     for (let t = s.o.prompt + stride; t < ctx; t += stride) step(mem, s, caches, t);
     step(mem, s, caches, ctx);
   } else {
-    if (s.o.newTokens > 1) growTo(mem, s, caches, ctx - 1);
+    if (s.o.newTokens > 1 && !fixedLen(s)) growTo(mem, s, caches, ctx - 1);
     step(mem, s, caches, ctx);
   }
 }
