@@ -10,12 +10,13 @@
 // in nanoseconds. Garbage collection is counted where it falls (it is part of what items cost). The arrays are
 // filled once; every list lands whole (checked once per shape after the timed repeats).
 //
-//   node benchmarks/transfer-overhead.mjs [--backend host|hip-fake] [--repeats 15] [--json]
+//   node benchmarks/transfer-overhead.mjs [--backend host|hip-fake|cuda|hip] [--repeats 15] [--json]
 //
 // host: the host backend (the engine's JS, the host copier on the JS thread, "device" copies as JS copies).
 // hip-fake: the real HIP backend over the fake ROCm 7.1 library of the tests (cc builds it): koffi calls, the
 // copier's worker threads, hipMemcpyBatchAsync (a memcpy at the call). Neither is a GPU: the figures say what the
-// engine's per-item path costs on this CPU, not what a device moves.
+// engine's per-item path costs on this CPU, not what a device moves. cuda / hip: a real GPU, where the difference
+// also holds what the device's copies of a list cost beyond one buffer's.
 import { fromDist } from './dist.mjs';
 
 const args = process.argv.slice(2);
@@ -37,12 +38,14 @@ if (backendArg === 'hip-fake') {
   }
   fake = new FakeRocm();
   useFakeEnvironment({ GPUMEM_LIBAMDHIP64: fake.install('rocm-7.1.0', RELEASES['7.1']).hip });
-} else if (backendArg !== 'host') {
-  console.error(`transfer-overhead: --backend host or hip-fake, not ${backendArg}`);
+} else if (!['host', 'cuda', 'hip'].includes(backendArg)) {
+  console.error(`transfer-overhead: --backend host, hip-fake, cuda or hip, not ${backendArg}`);
   process.exit(2);
 }
 const { openRuntime } = await fromDist();
-const rt = openRuntime(backendArg === 'host' ? { backend: 'host', host: { devices: 1, deviceBytes: 2 ** 30 } } : { backend: 'hip' });
+const rt = openRuntime(
+  backendArg === 'host' ? { backend: 'host', host: { devices: 1, deviceBytes: 2 ** 30 } } : { backend: backendArg === 'hip-fake' ? 'hip' : backendArg },
+);
 const dev = rt.device(0);
 
 const median = (xs) => {

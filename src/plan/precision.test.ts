@@ -28,7 +28,7 @@ test("torchao's float8 keeps the states of the run it converts: fp32 weights, gr
   assert.deepEqual(computeDtypes('fp8-torchao', undefined), computeDtypes('amp-bf16', undefined));
 });
 
-test("on one GPU a Float8Linear casts its fp32 weight to fp8 itself: no autocast bf16 weight cache, an fp8 copy while it runs", () => {
+test('on one GPU a Float8Linear casts its fp32 weight to fp8 itself: no autocast bf16 weight cache, an fp8 copy while it runs', () => {
   const m = catalogueModel('llama-3-8b');
   const amp = estimate(m, trainOptions({ precision: 'amp-bf16', batch: 1, seq: 512 }));
   const f8 = estimate(m, trainOptions({ precision: 'fp8-torchao', batch: 1, seq: 512 }));
