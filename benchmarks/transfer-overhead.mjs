@@ -135,7 +135,7 @@ const shapes = [
 ];
 const all = [];
 for (const [count, each] of shapes) all.push(...(await shape(count, each)));
-const label = backendArg === 'host' ? 'host backend' : 'HIP backend over the fake ROCm 7.1 library';
+const label = { host: 'host backend', 'hip-fake': 'HIP backend over the fake ROCm 7.1 library', cuda: 'CUDA backend', hip: 'HIP backend' }[backendArg];
 if (json) for (const r of all) console.log(JSON.stringify({ backend: backendArg, repeats, ...r }));
 else {
   console.log(`per-item overhead of the transfer engine, ${label}, ${repeats} repeats`);
