@@ -20,7 +20,7 @@
 import { CONSTANTS } from '../constants.js';
 import type { ModelConfig } from '../model-config.js';
 import type { TrainOptions } from '../options.js';
-import { quantisedBase } from '../precision.js';
+import { float8Linears, quantisedBase } from '../precision.js';
 import { linearModules } from '../adapters.js';
 import { finalNorm, type LossState, outputGrads } from '../program/loss.js';
 import type { H, Mem } from '../program/mem.js';
@@ -138,7 +138,7 @@ export const litgpt: Framework = {
       [i.activationOffload, '--activation-offload'],
       [i.optimizerInBackward, '--optimizer-in-backward'],
       [i.recompute === 'op', '--recompute op'],
-      [i.precision.startsWith('fp8-torchao'), `--precision ${i.precision}`],
+      [float8Linears(i.precision), `--precision ${i.precision}`],
     ];
     const hit = refused.find(([on]) => on);
     return hit ? `${hit[1]} is not something LitGPT's fine-tuning scripts do: it contradicts --framework litgpt` : undefined;

@@ -6,6 +6,7 @@
  */
 import { fusedAttention, type Recompute, type TrainOptions } from '../options.js';
 import { lossBackward, lossForward } from '../program/loss.js';
+import { float8Linears } from '../precision.js';
 import { ddp } from '../strategies/ddp.js';
 import { stateLayout } from '../strategies/layout.js';
 import type { Sharding } from '../strategies/types.js';
@@ -54,7 +55,7 @@ export const megatron: Framework = {
       [i.activationOffload, "--activation-offload is torchtune's: it contradicts --framework megatron"],
       [!!i.compile, `${compile} is for --framework pytorch`],
       [i.loss !== 'standard', `--loss ${i.loss} is for --framework pytorch`],
-      [i.precision.startsWith('fp8-torchao'), `--precision ${i.precision} is for --framework pytorch (Megatron-style fp8 is --precision fp8)`],
+      [float8Linears(i.precision), `--precision ${i.precision} is for --framework pytorch (Megatron-style fp8 is --precision fp8)`],
       [i.fsdp !== false, "--fsdp is PyTorch's: Megatron-LM shards with its distributed optimizer (--zero 1)"],
     ];
     return refused.find(([on]) => on)?.[1];
