@@ -22,7 +22,7 @@ import { fromDist } from '../benchmarks/dist.mjs';
 const FIXTURES = fileURLToPath(new URL('../fixtures/plan/', import.meta.url));
 
 /** What a measured figure can measure, and the planner quantity each is compared with. */
-export const MEASURES = ['allocated', 'reserved', 'device'];
+export const MEASURES = ['allocated', 'reserved', 'device', 'allocated-outside'];
 
 /** What a set's source was to the planner (a fixture's "split"); a file without one is a set it was built from. */
 export const SPLITS = ['built-from', 'recorded', 'fit', 'held-out'];
@@ -113,7 +113,10 @@ export const toBytes = (figure) => figure.value * UNITS[figure.unit];
 
 /**
  * The planner quantity a figure is compared with, from `gpumem plan --json`: perGpu.allocatedPeakBytes for
- * "allocated", perGpu.reservedPeakBytes for "reserved", perGpu.totalBytes for "device". A planner that does not
+ * "allocated", perGpu.reservedPeakBytes for "reserved", perGpu.totalBytes for "device", and for "allocated-outside" (the
+ * allocated peak plus the memory outside PyTorch: nvidia-smi's peak less the reserved peak, as optimum's
+ * tests/benchmark/benchmark_gptq.py benchmark_memory counts it) the total less the caching allocator's reserved share
+ * that holds no tensor: allocatedPeakBytes + totalBytes - reservedPeakBytes. A planner that does not
  * report the first two yet gives them from its lines: allocated = total minus every overhead line (context,
  * communication buffers, fragmentation allowance), reserved = total minus the context and communication lines.
  */
@@ -122,6 +125,14 @@ export function plannerQuantity(plan, measures) {
   const overhead = (plan.lines ?? []).filter((l) => l.field === 'overheadBytes');
   const frag = overhead.filter((l) => /fragmentation/.test(l.name)).reduce((s, l) => s + l.bytes, 0);
   if (measures === 'device') return { bytes: g.totalBytes, quantity: 'totalBytes' };
+  if (measures === 'allocated-outside') {
+    const allocated = plannerQuantity(plan, 'allocated');
+    const reserved = plannerQuantity(plan, 'reserved');
+    return {
+      bytes: allocated.bytes + g.totalBytes - reserved.bytes,
+      quantity: `${allocated.quantity} + totalBytes - ${reserved.quantity.includes(' ') ? `(${reserved.quantity})` : reserved.quantity}`,
+    };
+  }
   if (measures === 'allocated')
     return g.allocatedPeakBytes !== undefined
       ? { bytes: g.allocatedPeakBytes, quantity: 'allocatedPeakBytes' }

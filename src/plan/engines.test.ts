@@ -218,14 +218,15 @@ test('SGLang: its fraction of what is free before loading, its default by GPU me
   assert.ok(Math.abs(e.budgetBytes - 0.9 * (H100 - before)) < 1, 'the fraction applies to what was free before loading');
 });
 
-test('--engine-version and --enforce-eager: refused for Hugging Face generate and outside the releases followed (exit 2)', async () => {
+test('--engine-version and --enforce-eager: refused outside the releases followed (exit 2)', async () => {
   for (const [args, why] of [
-    [['--engine-version', '0.10'], /--engine-version is for --engine vllm or sglang/],
+    [['--engine-version', '0.10'], /gpumem follows transformers 4\.30 to/],
+    [['--enforce-eager'], /--enforce-eager is for --engine vllm or sglang/],
     [['--engine', 'vllm', '--engine-version', '0.5'], /gpumem follows vLLM 0\.6 to/],
     [['--engine', 'vllm', '--engine-version', 'latest'], /--engine-version takes a release such as/],
     [['--engine', 'sglang', '--engine-version', '9.0'], /gpumem follows SGLang/],
   ] as Array<[string[], RegExp]>) {
-    const r = await runCli(['plan', '--model', 'llama-3-8b', '--mode', 'infer', ...args]);
+    const r = await runCli(['plan', '--model', 'llama-2-13b', '--mode', 'infer', ...args]);
     assert.equal(r.code, 2, args.join(' '));
     assert.match(r.err, why);
     assert.equal(r.out, '');
@@ -265,4 +266,33 @@ test('the plan page offers the engine release and eager mode and re-plans with t
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("Hugging Face generate by transformers release: the previous step's cache held before 4.42, every prompt token's logits before 4.45", async () => {
+  const plan = async (release: string, newTokens: number): Promise<PlanResult> => {
+    const args = ['--batch', '8', '--prompt', '512', '--new-tokens', String(newTokens), '--engine-version', release, '--json'];
+    const r = await runCli(['plan', '--model', 'llama-2-13b', '--mode', 'infer', ...args]);
+    assert.equal(r.code, 0, r.err);
+    return JSON.parse(r.out) as PlanResult;
+  };
+  const line = (p: PlanResult, name: RegExp): number => p.lines.find((l) => name.test(l.name))?.bytes ?? 0;
+  const [old, mid, now] = [await plan('4.35', 512), await plan('4.42', 512), await plan('4.45', 512)];
+  const kv = now.perGpu.kvCacheBytes;
+  // the last step of 4.35 ends holding the cache one token shorter beside the new one; 4.42 copies one layer at a time
+  assert.ok(Math.abs(line(old, /previous step's cache, held/) / kv - 1) < 0.01, `${line(old, /held/)} against ${kv}`);
+  assert.equal(line(mid, /held/), 0);
+  const more = (old.perGpu.allocatedPeakBytes ?? 0) - (mid.perGpu.allocatedPeakBytes ?? 0);
+  assert.ok(more > 0.9 * kv && more < 1.05 * kv, `4.35 holds ${more} more than 4.42 (a cache is ${kv})`);
+  const apart = Math.abs((mid.perGpu.allocatedPeakBytes ?? 0) - (now.perGpu.allocatedPeakBytes ?? 0));
+  assert.ok(apart < 2 ** 20, `a long decode peaks at its last step, past the prefill's logits (${apart} bytes apart)`);
+  // one new token: the prefill alone, whose logits before 4.45 cover every prompt token (8 x 512 x 32000, in fp32)
+  const [prefillMid, prefillNow] = [await plan('4.42', 1), await plan('4.45', 1)];
+  const promptLogits = 8 * 512 * catalogueModel('llama-2-13b').vocab * 4;
+  assert.ok(line(prefillMid, /logits/) >= promptLogits, `${line(prefillMid, /logits/)} against ${promptLogits}`);
+  assert.ok(line(prefillNow, /logits/) < promptLogits / 100);
+  // at the upcast the output layer's bf16 logits are alive beside their fp32 copy: the prefill's peak
+  const atUpcast = prefillNow.perGpu.parametersBytes + prefillNow.perGpu.kvCacheBytes + promptLogits * 1.5;
+  assert.ok((prefillMid.perGpu.allocatedPeakBytes ?? 0) >= atUpcast * 0.999, `${prefillMid.perGpu.allocatedPeakBytes} against ${atUpcast}`);
+  assert.ok((prefillNow.perGpu.allocatedPeakBytes ?? 0) < (prefillMid.perGpu.allocatedPeakBytes ?? 0));
+  assert.equal(line(prefillMid, /growth/), 0, 'one new token runs no decode step');
 });

@@ -4,6 +4,7 @@
  * peak (a contiguous cache grows by concatenation: the copies leave segments the next, longer copy cannot reuse).
  */
 import type { ModelConfig } from './model-config.js';
+import { generateRelease } from './engines/transformers-releases.js';
 import { kvBytes, localParams } from './model-states.js';
 import { checkParallel, type Estimate, fieldsOf, fieldsOver, type InferOptions, type Line } from './options.js';
 import { allocatorCapacity, contextLines } from './overheads.js';
@@ -35,6 +36,7 @@ export function generateSetup(m: ModelConfig, o: InferOptions): GenerateSetup {
     // AutoAWQ's WindowedCache is fp16 whatever --kv-dtype says (cache.py: .half())
     kvPerTokenLayer: kvBytesPerTokenPerLayer(m, kvBytes(o.kvCache === 'awq-fused' ? 'fp16' : o.kvDtype)) / kvSplit,
     cacheLen: o.cacheLen ?? o.prompt + o.newTokens,
+    release: generateRelease(o.serve.engineVersion),
   };
   return { ...base, tags: generateTags(base) };
 }

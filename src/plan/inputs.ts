@@ -8,6 +8,7 @@ import { type AllocConf, parseAllocConf } from '../allocator-model/alloc-conf.js
 import { InvalidArgumentError, isGpuError } from '../errors.js';
 import { adapterRefusal } from './adapters.js';
 import { parseEngineVersion } from './engines/registry.js';
+import { parseTransformersVersion } from './engines/transformers-releases.js';
 import { frameworkOf } from './frameworks/registry.js';
 import type { ModelConfig } from './model-config.js';
 import type { InferOptions, LoraOptions, Parallelism, PlanOptions, ShardingName, TrainOptions } from './options.js';
@@ -82,6 +83,7 @@ function trainOptions(i: PlanInputs, parallel: Parallelism): TrainOptions {
 
 function inferOptions(i: PlanInputs, parallel: Parallelism): InferOptions {
   if (i.engine !== 'hf') parseEngineVersion(i.engine, i.engineVersion);
+  else parseTransformersVersion(i.engineVersion);
   return {
     mode: 'infer',
     batch: i.batch,

@@ -305,8 +305,8 @@ export const SCHEMA = {
     arg: '<v>',
     pattern: /^\d{1,3}\.\d{1,3}(\.\d{1,3})?$/,
     example: 'a release such as 0.10 or 0.5.4',
-    help: 'vllm/sglang: the release whose start-up the plan follows (default the newest gpumem follows)',
-    applies: { mode: 'infer', engine: true },
+    help: "the release the plan follows (default the newest gpumem follows): vllm/sglang, the engine's start-up; hf, the transformers release whose generate holds the previous step's cache (before 4.42) and the prompt's fp32 logits (before 4.45)",
+    applies: { mode: 'infer' },
     page: { label: 'engine release' },
   },
   enforceEager: {

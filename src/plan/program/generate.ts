@@ -10,6 +10,7 @@
 import { formatCount } from '../../units.js';
 import type { ModelConfig } from '../model-config.js';
 import { fusedAttention, type InferOptions } from '../options.js';
+import type { GenerateRelease } from '../engines/transformers-releases.js';
 import type { ServedWeights } from '../quantised-weights.js';
 import type { H, Mem, Tag } from './mem.js';
 import { Tags } from './mem.js';
@@ -32,6 +33,8 @@ export interface GenerateSetup {
   kvPerTokenLayer: number;
   /** The tokens a static or awq-fused cache is made for (o.cacheLen, else prompt + new tokens). */
   cacheLen: number;
+  /** The transformers release's generate: what a step holds of the one before, which logits the prefill makes. */
+  release: GenerateRelease;
   /** The weight format's buffers and matmul transients. */
   quant: Pick<ServedWeights, 'scratchBytes' | 'loadBytes' | 'layerMatmulBytes' | 'outputMatmulBytes'> & { scheme: { says: string } | undefined };
   tags: GenerateTags;
@@ -67,7 +70,13 @@ export function generateTags(s: Omit<GenerateSetup, 'tags'>): GenerateTags {
       'kvCacheBytes',
       `${s.kvPerTokenLayer} bytes per token per layer${s.m.mla ? ' (MLA latent)' : ''} x ${s.layers} layers x ${o.batch} sequences${s.slidingLayers ? ` (${s.slidingLayers} of ${s.layers} layers keep only the last ${s.window})` : ''}${o.blockSize ? ` (rounded to ${o.blockSize}-token blocks)` : ''}${fixedLen(s) ? ` x ${s.cacheLen} tokens, made at once (${o.kvCache === 'awq-fused' ? "AutoAWQ's WindowedCache: fp16 values (batch, kv heads, length, head dim) and keys packed 8 to a slot" : 'StaticCache'})` : ''}`,
     ),
-    growth: set.get("KV cache growth: one layer's cache copied", 'workspaceBytes', 'a contiguous cache grows by concatenation at every step'),
+    growth: s.release.heldCache
+      ? set.get(
+          "KV cache growth: the previous step's cache, held",
+          'workspaceBytes',
+          `each step makes every layer's cache anew by concatenation while generate still holds the previous step's (${s.release.says})`,
+        )
+      : set.get("KV cache growth: one layer's cache copied", 'workspaceBytes', 'a contiguous cache grows by concatenation at every step'),
     activations: set.get(
       'prefill activations',
       'activationsBytes',
@@ -78,7 +87,13 @@ export function generateTags(s: Omit<GenerateSetup, 'tags'>): GenerateTags {
       'workspaceBytes',
       'Hugging Face repeats grouped key/value heads for the attention call',
     ),
-    logits: set.get('fp32 logits', 'logitsBytes', `${o.batch} sequences x ${s.m.vocab} vocabulary x 4 bytes`),
+    logits: set.get(
+      'fp32 logits',
+      'logitsBytes',
+      s.release.promptLogits === 'all'
+        ? `the prefill's: ${o.batch} sequences x ${o.prompt} prompt tokens x ${s.m.vocab} vocabulary x 4 bytes, upcast from the output layer's${s.release.heldOutputs ? ', held through the first decode step' : ''} (${s.release.says})`
+        : `${o.batch} sequences x ${s.m.vocab} vocabulary x 4 bytes`,
+    ),
     scratch: set.get(
       "quantisation kernels' scratch",
       'workspaceBytes',
@@ -162,7 +177,7 @@ const runs = (s: GenerateSetup): Array<{ count: number; sliding: boolean }> =>
   ].filter((r) => r.count > 0);
 
 /** The prefill: each layer's cache for the prompt, one layer's buffers at a time, the last token's logits. */
-function prefill(mem: Mem, s: GenerateSetup): H[][][] {
+function prefill(mem: Mem, s: GenerateSetup): { caches: H[][][]; held: H | undefined } {
   const { m, o } = s;
   mem.phase('prefill');
   const e = o.weights === 'fp32' ? 4 : 2;
@@ -201,17 +216,45 @@ function prefill(mem: Mem, s: GenerateSetup): H[][][] {
   );
   // a quantised output layer runs over every prompt token (LitGPT's GPT.forward returns logits for all of them)
   mem.free(mem.alloc(s.quant.outputMatmulBytes(tokens, true), s.tags.matmul));
-  mem.free(mem.alloc(o.batch * m.vocab * 4, s.tags.logits));
-  return caches.map((c) => Array.from({ length: c.count }, (_, i) => c.at(i)));
+  return { caches: caches.map((c) => Array.from({ length: c.count }, (_, i) => c.at(i))), held: promptLogits(mem, s) };
 }
 
-/** One decode step at `tokens` tokens: each layer's cache grown (a contiguous cache by a copy), the logits. */
-function step(mem: Mem, s: GenerateSetup, caches: H[][][], tokens: number): void {
+/**
+ * The prefill's logits: the last token's in fp32, or (before transformers 4.45) every prompt token's from the output
+ * layer and their fp32 upcast (`logits.float()`: a copy, unless the model runs in fp32), the original freed. Returns
+ * the fp32 logits when the release's generate holds them into the first decode step.
+ */
+function promptLogits(mem: Mem, s: GenerateSetup): H | undefined {
+  const { m, o } = s;
+  if (s.release.promptLogits === 'last') return held(mem, s, mem.alloc(o.batch * m.vocab * 4, s.tags.logits));
+  const n = o.batch * o.prompt * m.vocab;
+  const e = o.weights === 'fp32' ? 4 : 2;
+  const out = e === 4 ? undefined : mem.alloc(n * e, s.tags.logits);
+  const f32 = mem.alloc(n * 4, s.tags.logits);
+  if (out) mem.free(out);
+  return held(mem, s, f32);
+}
+
+/** A step's logits: returned when the release holds the step's outputs through the next forward, else freed. */
+function held(mem: Mem, s: GenerateSetup, logits: H): H | undefined {
+  if (s.release.heldOutputs) return logits;
+  mem.free(logits);
+  return undefined;
+}
+
+/**
+ * One decode step at `tokens` tokens: each layer's cache grown (a contiguous cache by a copy), the logits; `before`,
+ * the previous step's outputs a release holds through this forward, is freed when it returns. Returns this step's
+ * logits when the release holds them into the next.
+ */
+function step(mem: Mem, s: GenerateSetup, caches: H[][][], tokens: number, before: H | undefined): H | undefined {
   const o = s.o;
-  runs(s).forEach((r, i) => {
+  // each run's layers' previous caches, where the release keeps them until the forward returns
+  const previous = runs(s).map((r, i) => {
     const layers = caches[i] as H[][];
-    mem.repeat(r.count, (j) => {
+    return mem.repeat(r.count, (j): H[] => {
       const kv = layers[j] ?? (layers[0] as H[]);
+      let old: H[] = [];
       const grows = kept(s, tokens, r.sliding) !== kept(s, tokens - 1, r.sliding);
       const L = fixedLen(s);
       if (L > 0) {
@@ -222,7 +265,10 @@ function step(mem: Mem, s: GenerateSetup, caches: H[][][], tokens: number): void
         // torch.cat: the longer copy made, then the old cache freed (DynamicCache.update)
         const half = (s.kvPerTokenLayer / 2) * o.batch * kept(s, tokens, r.sliding);
         const next = [mem.alloc(half, s.tags.growth), mem.alloc(half, s.tags.growth)];
-        mem.free(...kv);
+        if (s.release.heldCache) {
+          for (const h of kv) mem.retag(h, s.tags.growth);
+          old = [...kv];
+        } else mem.free(...kv);
         for (const h of next) mem.retag(h, s.tags.kv);
         kv.splice(0, 2, ...next);
       } else if (grows) {
@@ -231,10 +277,16 @@ function step(mem: Mem, s: GenerateSetup, caches: H[][][], tokens: number): void
       }
       repeatKv(mem, s, tokens);
       mem.free(mem.alloc(s.quant.layerMatmulBytes(o.batch, false), s.tags.matmul));
+      return old;
     });
   });
   mem.free(mem.alloc(s.quant.outputMatmulBytes(o.batch, false), s.tags.matmul));
-  mem.free(mem.alloc(o.batch * s.m.vocab * 4, s.tags.logits));
+  const logits = mem.alloc(o.batch * s.m.vocab * 4, s.tags.logits);
+  // the forward has returned: generate lets go of the previous step's outputs and cache
+  if (before) mem.free(before);
+  // each layer's previous cache freed by a repeat of its own count (what the same iteration of the one above kept)
+  for (const runsOld of previous) mem.repeat(runsOld.count, (j) => mem.free(...runsOld.at(j)));
+  return held(mem, s, logits);
 }
 
 /**
@@ -248,19 +300,29 @@ export function generateProgram(mem: Mem, s: GenerateSetup, allSteps: boolean): 
   if (s.quant.loadBytes > 0) mem.free(mem.alloc(s.quant.loadBytes, s.tags.load));
   if (s.quant.scratchBytes > 0) mem.alloc(s.quant.scratchBytes, s.tags.scratch);
   if (s.o.kvCache === 'awq-fused') fixedCache(mem, s);
-  const caches = prefill(mem, s);
+  const { caches, held: fromPrefill } = prefill(mem, s);
+  // one new token comes from the prefill alone: generate runs no decode step
+  if (s.o.newTokens > 1) decode(mem, s, caches, fromPrefill, allSteps);
+  else if (fromPrefill) mem.free(fromPrefill);
+}
+
+function decode(mem: Mem, s: GenerateSetup, caches: H[][][], fromPrefill: H | undefined, allSteps: boolean): void {
   mem.phase('decode');
   const ctx = s.o.prompt + s.o.newTokens;
+  let before = fromPrefill;
   if (allSteps) {
     // at most REPLAYED_STEPS steps are replayed: past that each grows the cache by several tokens (the copies'
     // sizes and order are what the allocator sees; their number only repeats the pattern)
     const stride = Math.ceil(s.o.newTokens / REPLAYED_STEPS);
-    for (let t = s.o.prompt + stride; t < ctx; t += stride) step(mem, s, caches, t);
-    step(mem, s, caches, ctx);
+    for (let t = s.o.prompt + stride; t < ctx; t += stride) before = step(mem, s, caches, t, before);
   } else {
-    if (s.o.newTokens > 1 && !fixedLen(s)) growTo(mem, s, caches, ctx - 1);
-    step(mem, s, caches, ctx);
+    // the first step, where it still holds the prefill's logits, then the cache as the steps up to the last leave it
+    const first = before !== undefined && s.o.prompt + 1 < ctx;
+    if (first) before = step(mem, s, caches, s.o.prompt + 1, before);
+    if (!fixedLen(s) && ctx - 1 > s.o.prompt + (first ? 1 : 0)) growTo(mem, s, caches, ctx - 1);
   }
+  const last = step(mem, s, caches, ctx, before);
+  if (last) mem.free(last);
 }
 
 /** The cache as the steps before the last leave it: `tokens` long (the walk's shortcut to the last step). */
