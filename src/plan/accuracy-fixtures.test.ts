@@ -110,6 +110,8 @@ test('a figure is compared with the planner quantity of its kind', async () => {
   assert.deepEqual(plannerQuantity(full, 'allocated'), { bytes: 70, quantity: 'allocatedPeakBytes' });
   assert.deepEqual(plannerQuantity(full, 'reserved'), { bytes: 85, quantity: 'reservedPeakBytes' });
   assert.deepEqual(plannerQuantity(full, 'device'), { bytes: 100, quantity: 'totalBytes' });
+  // optimum's count: the allocated peak and what the device holds outside the reserved pool (100 - 85)
+  assert.equal(plannerQuantity(full, 'allocated-outside').bytes, 85);
   // a plan without them: allocated leaves out every overhead line, reserved keeps the fragmentation allowance
   const lines = [
     { name: 'CUDA/HIP context and library workspaces', bytes: 12, field: 'overheadBytes' },
