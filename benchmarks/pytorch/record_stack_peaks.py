@@ -1,7 +1,9 @@
 """Peaks of the stacks `gpumem plan` models that one GPU with PyTorch, transformers and peft can run: full and LoRA
 training under PYTORCH_CUDA_ALLOC_CONF (expandable segments), FSDP1 (FullyShardedDataParallel) and FSDP2 (fully_shard)
 on a one-process group, peft's prepare_model_for_kbit_training on a bf16 base (as TRL's SFTTrainer calls it), and
-Hugging Face generate's reserved memory as its cache grows. Each row is a fixture row: the model's config.json, the
+Hugging Face generate's reserved memory as its cache grows, and whole runs of samples of many lengths (LoRA and full
+fine-tuning, one sample or a padded batch a micro-batch): max_memory_reserved over the run, as a trainer reads it after
+trainer.train(), where the caching allocator keeps the segments cut for earlier lengths. Each row is a fixture row: the model's config.json, the
 `gpumem plan` flags that describe the run, and what PyTorch reported.
 
   python benchmarks/pytorch/record_stack_peaks.py --out stacks.json [--alloc-conf expandable_segments:True] [--in-process]
@@ -24,6 +26,7 @@ ap.add_argument("--out", required=True)
 ap.add_argument("--alloc-conf", default="")
 ap.add_argument("--deadline", type=float, default=150.0, help="seconds after which no new run starts")
 ap.add_argument("--only", default="", help="comma-separated families")
+ap.add_argument("--kinds", default="", help="comma-separated kinds (default every run)")
 ap.add_argument("--device", default="cuda", choices=["cuda"])
 ap.add_argument("--in-process", action="store_true", help="every run in this process (default: a process per run)")
 ap.add_argument("--run", type=int, default=-1, help=argparse.SUPPRESS)  # the one run a child process records
@@ -43,7 +46,9 @@ except ImportError:  # the rows that need peft are recorded as failed, the other
     peft = None
 
 # (family, kind, batch, seq): kind is full, lora, fsdp1, fsdp2, kbit-prep (LoRA after prepare_model_for_kbit_training)
-# or generate (batch prompts of seq tokens, seq new tokens)
+# or generate (batch prompts of seq tokens, seq new tokens); lora-run / full-run[-ckpt]: a whole run of RUN_SAMPLES
+# samples of lengths drawn from RUN_LENGTHS up to seq, batch samples a micro-batch padded to its longest, the optimizer
+# stepping after each
 RUNS = [
     ("llama-3.2-1b", "full", 4, 512),
     ("qwen2-0.5b", "full", 4, 1024),
@@ -53,7 +58,29 @@ RUNS = [
     ("qwen2-0.5b", "kbit-prep", 4, 1024),
     ("llama-3.2-1b", "generate", 32, 512),
     ("qwen2-0.5b", "generate", 32, 512),
+    ("llama-3.2-1b", "lora-run-ckpt", 1, 4096),
+    ("llama-3.2-1b", "lora-run", 1, 2048),
+    ("llama-3.2-1b", "lora-run-ckpt", 4, 2048),
+    ("qwen2-0.5b", "full-run-ckpt", 1, 4096),
 ]
+RUN_SAMPLES = 40
+
+
+def run_lengths(seq, seed=7):
+    """RUN_SAMPLES lengths from a lognormal of mean seq / 3 and standard deviation seq / 4, drawn again outside
+    [32, seq] (random.Random(seed): the same lengths every time; the row's --run-lengths lists them)."""
+    import math
+    import random
+    rng = random.Random(seed)
+    mean, sd = seq / 3, seq / 4
+    s2 = math.log(1 + (sd / mean) ** 2)
+    mu = math.log(mean) - s2 / 2
+    out = []
+    while len(out) < RUN_SAMPLES:
+        x = round(rng.lognormvariate(mu, math.sqrt(s2)))
+        if 32 <= x <= seq:
+            out.append(x)
+    return out
 
 
 def group():
@@ -90,6 +117,55 @@ def wrap(model, kind):
 def before():
     """What the allocator holds when a run begins (after gc and empty_cache): zero in a process of its own."""
     return {"allocated": torch.cuda.memory_allocated(), "reserved": torch.cuda.memory_reserved()}
+
+
+def whole_run(family, kind, batch, seq, versions):
+    """Every sample of run_lengths(seq), batch a micro-batch padded to its longest, through one allocator."""
+    reset(True)
+    base = torch.cuda.memory_allocated()
+    held = before()
+    cfg = load_config(family, False)
+    lengths = run_lengths(seq)
+    flags = ["--mode", "train", "--batch", str(batch), "--seq", str(seq), "--precision", "amp-bf16",
+             "--run-lengths", ",".join(map(str, lengths))]
+    if kind.startswith("lora"):
+        if peft is None:
+            raise RuntimeError("peft is not installed")
+        model = build(cfg, torch.bfloat16, "cuda")
+    else:
+        model = build(cfg, torch.float32, "cuda")
+    if kind.endswith("-ckpt"):
+        model.gradient_checkpointing_enable()
+        model.enable_input_require_grads()
+        flags += ["--recompute", "full"]
+    if kind.startswith("lora"):
+        model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, task_type="CAUSAL_LM"))
+        flags += ["--lora", "16", "--base-weights", "bf16"]
+    model.train()
+    if a.alloc_conf:
+        flags += ["--alloc-conf", a.alloc_conf]
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=1e-4)
+    g = torch.Generator(device="cuda").manual_seed(0)
+    reset(True)
+    after_each = []
+    for i in range(0, len(lengths), batch):
+        group = lengths[i:i + batch]
+        x = torch.randint(0, cfg.vocab_size, (len(group), max(group)), device="cuda", generator=g)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(input_ids=x, labels=x).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        del x, loss
+        torch.cuda.synchronize()
+        after_each.append(torch.cuda.max_memory_reserved())
+    allocated = torch.cuda.max_memory_allocated() - base
+    reserved = torch.cuda.max_memory_reserved()
+    del model, opt, params
+    reset(True)
+    return row(family, kind, batch, seq, flags, allocated, reserved, versions,
+               {"before": held, "lengths": lengths, "reservedAfterEachStep": after_each})
 
 
 def train_run(family, kind, batch, seq, versions):
@@ -164,7 +240,7 @@ def row(family, kind, batch, seq, flags, allocated, reserved, versions, details)
         "source": {"script": "benchmarks/pytorch/record_stack_peaks.py", "machine": versions["device"], "date": versions["date"]},
         "gpu": versions["device"], "gpus": 1,
         "model": f"configs/{family}/config.json",
-        "method": {"fsdp1": "full", "fsdp2": "full", "kbit-prep": "lora", "generate": "infer"}.get(kind, kind),
+        "method": {"fsdp1": "full", "fsdp2": "full", "kbit-prep": "lora", "generate": "infer"}.get(kind, kind.split("-")[0]),
         "flags": flags,
         "measured": [
             {"measures": "allocated", "value": allocated, "unit": "bytes", "how": "max_memory_allocated above memory_allocated before the model was built"},
@@ -184,7 +260,7 @@ def main():
 
     def here(spec):
         family, kind, batch, seq = spec
-        fn = generate_run if kind == "generate" else train_run
+        fn = generate_run if kind == "generate" else whole_run if "-run" in kind else train_run
         return fn(family, kind, batch, seq, versions), "", ""
 
     def child(spec):
@@ -201,10 +277,12 @@ def main():
             raise RuntimeError(got["errors"][0]["error"])
         return got["rows"][0], "", "own process, "
 
+    kinds = set(filter(None, a.kinds.split(",")))
+    chosen = lambda spec: not kinds or spec[1] in kinds  # noqa: E731
     if a.run >= 0:
         record_runs(doc, [RUNS[a.run]], a, here)
     else:
-        record_runs(doc, RUNS, a, here if a.in_process else child)
+        record_runs(doc, RUNS, a, here if a.in_process else child, skip=lambda spec: not chosen(spec))
     if dist.is_initialized():
         dist.destroy_process_group()
 
