@@ -9,6 +9,7 @@ import { InvalidArgumentError, isGpuError } from '../errors.js';
 import { adapterRefusal } from './adapters.js';
 import { parseEngineVersion } from './engines/registry.js';
 import { frameworkOf } from './frameworks/registry.js';
+import { torchtitanCommit } from './frameworks/torchtitan-commits.js';
 import type { ModelConfig } from './model-config.js';
 import type { InferOptions, LoraOptions, Parallelism, PlanOptions, ShardingName, TrainOptions } from './options.js';
 import { checkInputs, DEFAULT_INPUTS, type InputName, LIMITS, type PlanInputs } from './schema.js';
@@ -67,6 +68,8 @@ function trainOptions(i: PlanInputs, parallel: Parallelism): TrainOptions {
     attention: i.flashAttention ? 'flash' : i.attention,
     framework: i.framework,
     sharding: shardingFor(i),
+    // the unit layout of the torchtitan commit the run names (its apply_fsdp)
+    fsdpUnits: i.torchtitan !== undefined ? torchtitanCommit(i.torchtitan).fsdpUnits : undefined,
     parallel,
     offload: i.offload,
     fragmentation: i.fragmentation,
