@@ -37,7 +37,9 @@ export const TORCHTITAN_COMMITS: readonly TorchtitanCommit[] = [
   // with the same reshard_after_forward (the last one too), then fully_shard([model.norm, model.output],
   // reshard_after_forward=reshard_after_forward_policy == "always"): False by default, "since FSDP would prefetch
   // them immediately after the forward pass"; the root fully_shard(model) is left with no parameters of its own.
-  // Unchanged at 2c8b594 and 6fc499f (the torchao benchmarks' commits) and at v0.2.0 to v0.2.2.
+  // Unchanged at 2c8b594 and 6fc499f (the torchao benchmarks' commits) and at v0.2.0 to v0.2.2. The MoE models'
+  // apply_fsdp (torchtitan/experiments/llama4/infra/parallelize.py) took the same layout at 7354848 (2025-08-13):
+  // an MoE run between the two dates is planned with the dense models' layout.
   {
     from: '2025-07-28',
     commit: '83e6941',

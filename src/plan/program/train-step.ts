@@ -13,6 +13,7 @@ import { type GradStore, weightGrad } from './linear.js';
 import type { H, Mem, Runs } from './mem.js';
 import { blockMode } from './policies.js';
 import type { StepSetup } from './step-setup.js';
+import type { EndUnit } from '../strategies/types.js';
 
 /** How a run reaches its measured step: the states already there (the walk), or loaded and stepped (the replay). */
 export interface RunShape {
@@ -129,18 +130,19 @@ function microStep(mem: Mem, s: StepSetup, grads: GradStores, sync: boolean): vo
     });
   }
   if (inFlight) mem.repeat(inFlight.count, (j) => releaseInFlight(mem, inFlight.at(j)));
+  // the embedding's unit gathered again when its output's gradient arrives (FSDP2's pre_backward unshards it,
+  // whether or not its weight makes a gradient)
+  if (embedding && !embedded.length) embedded = gatherEnd(mem, s, embedding);
   mem.free(g);
   const rootGrads = grads.of(-1, 0);
   const embed = s.table.ends.find((t) => t.key === 'embed');
-  // the embedding's unit gathered again for its backward pass (FSDP2's pre_backward unshards it, gradient or not)
-  if (embedding && !embedded.length) embedded = gatherEnd(mem, s, embedding);
   if (embed && s.endsGrads) weightGrad(mem, x, 'embed', embed.numel * x.gradBytes, 0, rootGrads);
   if (embedding) s.strategy.releaseEnd?.(mem, s, embedding, embedded, rootGrads, sync);
   s.strategy.releaseRoot(mem, s, root, rootGrads, sync);
 }
 
 /** An end's unit gathered (Sharding.gatherEnd). */
-function gatherEnd(mem: Mem, s: StepSetup, unit: NonNullable<StepSetup['ends']['head']>): H[] {
+function gatherEnd(mem: Mem, s: StepSetup, unit: EndUnit): H[] {
   return s.strategy.gatherEnd?.(mem, s, unit) ?? [];
 }
 
