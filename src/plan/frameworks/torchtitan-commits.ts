@@ -44,9 +44,14 @@ export const TORCHTITAN_COMMITS: readonly TorchtitanCommit[] = [
     from: '2025-07-28',
     commit: '83e6941',
     fsdpUnits: 'ends-apart',
-    says: 'torchtitan from 83e6941: the embeddings their own unit (resharded after the forward pass), [final norm, output layer] one unit kept from its forward to its backward pass, every block resharded; the root unit holds nothing',
+    says: 'torchtitan from 83e6941: the embeddings their own unit (resharded after the forward pass), [final norm, output layer] one unit kept from its forward to its backward pass, every block resharded; the root unit holds nothing (a tied output layer: the embeddings, norm and output one kept unit)',
   },
 ];
+
+/** What the plan says of a unit layout: the first commit row that uses it. */
+export function torchtitanUnitsNote(units: Fsdp2Units): string | undefined {
+  return TORCHTITAN_COMMITS.find((r) => r.fsdpUnits === units)?.says;
+}
 
 /** torchtitan's releases, by the date of the commit each tags. */
 const RELEASES: Readonly<Record<string, string>> = { '0.1.0': '2025-06-17', '0.2.0': '2025-10-17', '0.2.1': '2025-12-26', '0.2.2': '2026-02-20' };
