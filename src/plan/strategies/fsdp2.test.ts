@@ -117,3 +117,13 @@ test('FSDP2 ends apart: the head unit, not resharded after forward, is held at t
   assert.equal(after.line(f?.byTag, HEAD), head);
   assert.equal(after.line(f?.byTag, EMBED), 0);
 });
+
+test("FSDP2 ends apart: the embedding's and the head's gradients are reduce-scattered to this GPU's shards, as the root's were", () => {
+  const before = walked(m8, titan('2025-06-11'));
+  const after = walked(m8, titan('2025-08-14'));
+  const step = (w: typeof after) => w.line(w.peaks.get('optimizer-step')?.byTag, 'gradients');
+  // fp32 shards of every parameter (MixedPrecisionPolicy's reduce_dtype) over the 8 GPUs, nothing left unsharded
+  const total = after.s.c.total;
+  assert.equal(step(after), (total * 4) / 8);
+  assert.equal(step(after), step(before));
+});
