@@ -167,8 +167,9 @@ export const fsdp2: Sharding = {
       },
       s.comm,
     ),
-  // FSDP2 prefetches the next unit while one runs (its all-gather stream): one more unit in flight; under ends-apart
-  // the embedding's unit is the one prefetched during the first block's backward pass (FSDPParamGroup._backward_prefetch)
+  // FSDP2 prefetches the next unit while one runs (its all-gather stream): one more unit in flight. Under ends-apart
+  // the embedding's unit is the one prefetched during the first block's backward pass (FSDPParamGroup._backward_prefetch),
+  // and the head's all-gather may be issued while the last block still runs: the largest of them all counts
   overheads: (s) => {
     const ends = [s.ends.embedding, s.ends.head].map((u) => (u?.tensors ?? []).reduce((a, t) => a + t.numel, 0));
     const unit = Math.max(...[false, s.table.moeLayers > 0].map((moe) => unitNumels(s, moe).reduce((a, n) => a + n, 0)), ...ends);
