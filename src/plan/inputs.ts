@@ -10,6 +10,7 @@ import { adapterRefusal } from './adapters.js';
 import { parseEngineVersion } from './engines/registry.js';
 import { parseTransformersVersion } from './engines/transformers-releases.js';
 import { frameworkOf } from './frameworks/registry.js';
+import { torchtitanCommit } from './frameworks/torchtitan-commits.js';
 import type { ModelConfig } from './model-config.js';
 import type { InferOptions, LoraOptions, Parallelism, PlanOptions, ShardingName, TrainOptions } from './options.js';
 import { checkInputs, DEFAULT_INPUTS, type InputName, LIMITS, type PlanInputs } from './schema.js';
@@ -68,6 +69,8 @@ function trainOptions(i: PlanInputs, parallel: Parallelism): TrainOptions {
     attention: i.flashAttention ? 'flash' : i.attention,
     framework: i.framework,
     sharding: shardingFor(i),
+    // the unit layout of the torchtitan commit the run names (its apply_fsdp)
+    fsdpUnits: i.torchtitan !== undefined ? torchtitanCommit(i.torchtitan).fsdpUnits : undefined,
     parallel,
     offload: i.offload,
     fragmentation: i.fragmentation,

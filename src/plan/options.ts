@@ -73,6 +73,14 @@ export type Framework = 'pytorch' | 'megatron' | 'litgpt';
 /** The distributed strategy (strategies/): one GPU or DDP, DeepSpeed ZeRO, FSDP1, FSDP2, Megatron's distributed optimizer. */
 export type ShardingName = 'ddp' | 'deepspeed' | 'fsdp1' | 'fsdp2' | 'megatron';
 /**
+ * How FSDP2's fully_shard units hold the ends (strategies/fsdp2.ts). root-ends: the embeddings, the final norm and
+ * the output layer in the root unit, gathered for the whole micro-batch, the last block kept gathered after its
+ * forward pass (torchtitan before 83e6941). ends-apart: the embeddings their own unit, resharded after the forward
+ * pass; [final norm, output layer] one unit kept from its forward to its backward pass; every block resharded; the
+ * root holds nothing (torchtitan from 83e6941; frameworks/torchtitan-commits.ts).
+ */
+export type Fsdp2Units = 'root-ends' | 'ends-apart';
+/**
  * Inference weight formats: 16/32-bit, the generic quantised checkpoints (fp8, int8, int4: a per-weight figure) and
  * the quantisation schemes whose layouts gpumem follows (quant-schemes.ts): bitsandbytes NF4 / FP4 with or without
  * double quantisation and LLM.int8(), GPTQ (exllamav2 or exllama kernels) and AWQ (GEMM or GEMV).
@@ -131,6 +139,8 @@ export interface TrainOptions {
   framework: Framework;
   /** Where the states live and how they are sharded over the data-parallel GPUs (parallel.zero is the stage). */
   sharding: ShardingName;
+  /** FSDP2's units of the ends (default root-ends); a torchtitan commit's row sets it (--torchtitan). */
+  fsdpUnits?: Fsdp2Units | undefined;
   parallel: Parallelism;
   offload: 'none' | 'optimizer' | 'params';
   /**

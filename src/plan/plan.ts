@@ -3,6 +3,7 @@
  * GPU, compares it with the GPU's capacity, places each part (device, pinned host, NVMe, managed), prices
  * offloading from the link's bandwidth, and when it does not fit, tries the cheapest changes that make it fit.
  */
+import { torchtitanUnitsNote } from './frameworks/torchtitan-commits.js';
 import { catalogueGpu, type GpuSpec, gpuFromMemory } from '../catalogue/gpus.js';
 import { InvalidArgumentError } from '../errors.js';
 import {
@@ -330,6 +331,8 @@ function trainNotes(m: ModelConfig, o: TrainOptions, e: Estimate): string[] {
     notes.push('activations follow PyTorch eager with Hugging Face blocks (see the note on each line); --framework megatron uses Korthikanti et al. 2022');
   if (o.lora) notes.push(...rankNotes(m, o.lora));
   if (o.compile) notes.push(compileNote(o));
+  const units = o.sharding === 'fsdp2' && o.fsdpUnits ? torchtitanUnitsNote(o.fsdpUnits) : undefined;
+  if (units) notes.push(`FSDP2 units (--torchtitan): ${units}`);
   return notes;
 }
 

@@ -336,6 +336,15 @@ export const SCHEMA = {
     applies: TRAIN,
     page: { label: 'FSDP' },
   },
+  torchtitan: {
+    kind: 'text',
+    arg: '<date|release>',
+    pattern: /^(\d{4}-\d{2}-\d{2}|v?\d+\.\d+\.\d+)$/,
+    example: "a commit's date such as 2025-08-14, or a release such as 0.2.0",
+    help: 'with --fsdp 2: the torchtitan commit (its date) or release whose apply_fsdp the run follows: before 2025-07-28 the embeddings and the output layer sit in the root unit; from 83e6941 (2025-07-28) the embeddings are their own unit and [norm, output] one unit kept from forward to backward (default: the root unit)',
+    applies: TRAIN,
+    page: { label: 'torchtitan commit (date) or release' },
+  },
   tp: { kind: 'int', default: 1, limit: LIMITS.gpus, arg: '<n>', help: 'tensor parallel size', page: { label: 'tensor parallel' } },
   sp: { kind: 'flag', help: 'sequence parallelism (with --tp)', page: { label: 'sequence parallel' } },
   pp: { kind: 'int', default: 1, limit: LIMITS.gpus, arg: '<n>', help: 'pipeline parallel size', page: { label: 'pipeline parallel' } },
@@ -390,6 +399,10 @@ export const SCHEMA = {
 export const RULES: ReadonlyArray<(i: PlanInputs, given: (k: InputName) => boolean) => string | undefined> = [
   // FSDP shards what ZeRO's stage 3 does: --zero 3 beside it says the same; another stage is DeepSpeed's
   (i, g) => (i.fsdp !== false && g('zero') && i.zero !== 3 ? `--fsdp and --zero ${i.zero} are two strategies: choose one` : undefined),
+  (i) =>
+    i.torchtitan !== undefined && (i.fsdp === false || i.fsdp === '1' || i.framework !== 'pytorch')
+      ? "--torchtitan says how torchtitan's apply_fsdp wraps the model in FSDP2: give --fsdp (or --fsdp 2) with --framework pytorch"
+      : undefined,
   (i, g) => (i.flashAttention && g('attention') && i.attention !== 'flash' ? `--flash-attention contradicts --attention ${i.attention}` : undefined),
   (i) =>
     i.context !== undefined && i.mode === 'infer' && i.context <= i.newTokens ? `--context ${i.context} must exceed --new-tokens ${i.newTokens}` : undefined,

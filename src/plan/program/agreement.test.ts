@@ -46,6 +46,9 @@ const VARIANTS: Array<Partial<PlanInputs>> = [
   { activationOffload: true, gradAccum: 3, loss: 'chunked' },
   { loss: 'fused', precision: 'fp32' },
   { gpus: 8, fsdp: '2', gradAccum: 2 },
+  // torchtitan's FSDP2 units from 83e6941: the embedding's and the head's apart from the root
+  { gpus: 8, fsdp: '2', torchtitan: '2025-08-14', gradAccum: 2 },
+  { gpus: 8, fsdp: '2', torchtitan: '2025-08-14', pp: 2, lora: 8, loraTargets: 'all-linear' },
   { gpus: 8, fsdp: '1', gradAccum: 2 },
   { gpus: 8, zero: 2 },
   { gpus: 8, zero: 3 },

@@ -11,7 +11,7 @@ import { adaptedExpertParams } from '../moe-adapters.js';
 import type { TrainOptions } from '../options.js';
 import { countParams, type ParamCounts } from '../params.js';
 import { adapterBytes, computeDtypes, float8Linears, pagedOptimizer, quantisedBase } from '../precision.js';
-import type { CommState, Sharding, StateLayout } from '../strategies/types.js';
+import type { CommState, EndUnit, Sharding, StateLayout } from '../strategies/types.js';
 import type { BlockContext, BlockLora } from './block-context.js';
 import type { MatmulExtras } from './linear.js';
 import { type ParamTable, type ParamTensor, paramTable } from './params-table.js';
@@ -67,6 +67,13 @@ export interface StepSetup {
   constants: { cublasWorkspaceBytes: number };
   /** What the strategy's collectives hold from one unit to the next (gather.ts). */
   comm: CommState;
+  /** The ends' units apart from the root (Sharding.endUnits): none where the root holds them. */
+  ends: { embedding?: EndUnit | undefined; head?: EndUnit | undefined };
+}
+
+/** The ends' units by name. */
+function endUnitsOf(units: readonly EndUnit[]): StepSetup['ends'] {
+  return { embedding: units.find((u) => u.name === 'embedding'), head: units.find((u) => u.name === 'head') };
 }
 
 /** The adapters as the blocks see them. */
@@ -88,7 +95,7 @@ function blockLora(m: ModelConfig, o: TrainOptions): BlockLora | undefined {
 }
 
 /** The runs of identical layers on this GPU: dense then MoE, split where offloading or the strategy treat a layer apart. */
-function layerRuns(t: ParamTable, policy: SavePolicy, strategy: Sharding): Omit<LayerRun, 'keptPerToken'>[] {
+function layerRuns(t: ParamTable, policy: SavePolicy, strategy: Sharding, o: TrainOptions): Omit<LayerRun, 'keptPerToken'>[] {
   const n = t.denseLayers + t.moeLayers;
   const runs: Omit<LayerRun, 'keptPerToken'>[] = [];
   for (let i = 0; i < n; i++) {
@@ -96,7 +103,7 @@ function layerRuns(t: ParamTable, policy: SavePolicy, strategy: Sharding): Omit<
       count: 1,
       moe: i >= t.denseLayers,
       offloaded: policy.offload && i < n - CONSTANTS.offloadLayersOnGpu.value,
-      keepGathered: strategy.keepsAfterForward(i === n - 1),
+      keepGathered: strategy.keepsAfterForward(i === n - 1, o),
     };
     const prev = runs[runs.length - 1];
     if (prev && prev.moe === r.moe && prev.offloaded === r.offloaded && prev.keepGathered === r.keepGathered) prev.count++;
@@ -209,7 +216,7 @@ export function stepSetup(model: ModelConfig, o: TrainOptions, framework: Framew
     { count: table.moeLayers, tensors: table.moe.tensors },
     { count: 1, tensors: table.ends },
   ].filter((u) => u.count > 0);
-  const layers = layerRuns(table, policy, strategy).map((r) => ({ ...r, keptPerToken: keptPerToken(x, o, policy, r.moe, framework) }));
+  const layers = layerRuns(table, policy, strategy, o).map((r) => ({ ...r, keptPerToken: keptPerToken(x, o, policy, r.moe, framework) }));
   return {
     m,
     o,
@@ -230,5 +237,6 @@ export function stepSetup(model: ModelConfig, o: TrainOptions, framework: Framew
     endsGrads,
     constants: { cublasWorkspaceBytes: CONSTANTS.cublasWorkspaceBytes.value },
     comm: { reduceScatterInput: 0 },
+    ends: endUnitsOf(strategy.endUnits?.(o, table) ?? []),
   };
 }

@@ -13,6 +13,7 @@ import { type GradStore, weightGrad } from './linear.js';
 import type { H, Mem, Runs } from './mem.js';
 import { blockMode } from './policies.js';
 import type { StepSetup } from './step-setup.js';
+import type { EndUnit } from '../strategies/types.js';
 
 /** How a run reaches its measured step: the states already there (the walk), or loaded and stepped (the replay). */
 export interface RunShape {
@@ -94,7 +95,11 @@ function microStep(mem: Mem, s: StepSetup, grads: GradStores, sync: boolean): vo
   const { x } = s;
   mem.phase('forward');
   const root = s.strategy.gatherRoot(mem, s);
+  const { embedding, head } = s.ends;
+  // the embedding's own unit (FSDP2 under torchtitan from 83e6941) around its forward pass, resharded after it
+  let embedded = embedding ? gatherEnd(mem, s, embedding) : [];
   let hidden = mem.alloc(x.R * x.m.hidden * x.tokens, s.tags.transient);
+  if (embedding && !embedding.keepsAfterForward) embedded = reshardEnd(mem, s, embedded);
   const forwards = s.layers.map((run) =>
     mem.repeat(run.count, () => {
       const r = layerForward(mem, s, run, hidden);
@@ -104,12 +109,16 @@ function microStep(mem: Mem, s: StepSetup, grads: GradStores, sync: boolean): vo
   );
   // micro-batches in flight on a pipeline stage (1F1B: the stages): their blocks' saved tensors too
   const inFlight = s.inFlight > 1 ? mem.repeat(s.inFlight - 1, () => otherInFlight(mem, s)) : undefined;
+  // the head's unit (final norm, output layer) gathered before the final norm, kept to its backward pass
+  const headGathered = head ? gatherEnd(mem, s, head) : [];
   const loss = s.table.last ? s.framework.lossForward(mem, s, hidden) : (mem.free(hidden), undefined);
   // leaving autocast clears its cache of weight copies nothing saved (each layer's, as its run repeats)
   s.layers.forEach((run, r) => mem.repeat(run.count, (j) => mem.free(...(forwards[r] as Runs<LayerForward>).at(j).autocast)));
   mem.free(...x.autocastCache.splice(0));
   mem.phase('backward');
   if (loss) s.framework.lossBackward(mem, s, loss, grads.of(-1, 0));
+  // its post_backward once the final norm's gradients are made, before the last block's backward pass
+  if (head) s.strategy.releaseEnd?.(mem, s, head, headGathered, grads.of(-1, 0), sync);
   let g = mem.alloc(x.R * x.m.hidden * x.tokens, s.tags.grads);
   for (let r = s.layers.length - 1; r >= 0; r--) {
     const run = s.layers[r]!;
@@ -121,11 +130,26 @@ function microStep(mem: Mem, s: StepSetup, grads: GradStores, sync: boolean): vo
     });
   }
   if (inFlight) mem.repeat(inFlight.count, (j) => releaseInFlight(mem, inFlight.at(j)));
+  // the embedding's unit gathered again when its output's gradient arrives (FSDP2's pre_backward unshards it,
+  // whether or not its weight makes a gradient)
+  if (embedding && !embedded.length) embedded = gatherEnd(mem, s, embedding);
   mem.free(g);
   const rootGrads = grads.of(-1, 0);
   const embed = s.table.ends.find((t) => t.key === 'embed');
   if (embed && s.endsGrads) weightGrad(mem, x, 'embed', embed.numel * x.gradBytes, 0, rootGrads);
+  if (embedding) s.strategy.releaseEnd?.(mem, s, embedding, embedded, rootGrads, sync);
   s.strategy.releaseRoot(mem, s, root, rootGrads, sync);
+}
+
+/** An end's unit gathered (Sharding.gatherEnd). */
+function gatherEnd(mem: Mem, s: StepSetup, unit: EndUnit): H[] {
+  return s.strategy.gatherEnd?.(mem, s, unit) ?? [];
+}
+
+/** An end's unit resharded after its forward pass: nothing of it is held after. */
+function reshardEnd(mem: Mem, s: StepSetup, gathered: H[]): H[] {
+  s.strategy.reshard(mem, gathered);
+  return [];
 }
 
 /**

@@ -51,11 +51,32 @@ export interface CommState {
   reduceScatterInput: H;
 }
 
+/**
+ * A unit of the ends apart from the root (FSDP2 as torchtitan applies it from 83e6941): the embedding's, gathered for
+ * its forward pass and again for its gradient; the head's (final norm, output layer and its adapter), gathered before
+ * the final norm. Each is resharded after its backward pass and its gradients reduce-scattered.
+ */
+export interface EndUnit {
+  name: 'embedding' | 'head';
+  tensors: readonly ParamTensor[];
+  /** Kept gathered from its forward pass to its backward pass (fully_shard's reshard_after_forward=False). */
+  keepsAfterForward: boolean;
+}
+
 export interface Sharding {
   readonly name: string;
   /** The blocks compute in bf16 from gathered bf16 weights (FSDP's mixed precision under amp-bf16): no autocast. */
   bf16Params(o: TrainOptions): boolean;
   layout(input: LayoutInput): StateLayout;
+  /**
+   * The ends' units apart from the root, by the run's options (FSDP2's unit layout); absent or empty: the root unit
+   * holds every end.
+   */
+  endUnits?(o: TrainOptions, table: ParamTable): EndUnit[];
+  /** Gathers an end's unit before its forward pass or its backward pass; answers what reshard or releaseEnd frees. */
+  gatherEnd?(mem: Mem, s: StepSetup, unit: EndUnit): H[];
+  /** After an end unit's backward pass: its gathered tensors freed, then its gradients (in `grads`) reduced (`sync` as for releaseRoot). */
+  releaseEnd?(mem: Mem, s: StepSetup, unit: EndUnit, gathered: H[], grads: GradStore, sync: boolean): void;
   /** Gathers what a micro-batch holds for all of its blocks (FSDP2's root unit); answers what releaseRoot frees. */
   gatherRoot(mem: Mem, s: StepSetup): H[];
   /**
@@ -66,8 +87,8 @@ export interface Sharding {
   /** Gathers one block's unit before its forward or backward pass; answers what reshard frees. */
   gatherUnit(mem: Mem, s: StepSetup, moe: boolean): H[];
   reshard(mem: Mem, gathered: H[]): void;
-  /** The unit is kept gathered after the forward pass (FSDP2 keeps the last block's for its backward pass). */
-  keepsAfterForward(lastLayer: boolean): boolean;
+  /** The unit is kept gathered after the forward pass (FSDP2 keeps the last block's for its backward pass, by its unit layout). */
+  keepsAfterForward(lastLayer: boolean, o: TrainOptions): boolean;
   /**
    * Autograd makes a gradient for every tensor of a unit that holds a trainable one, the frozen ones too, under the
    * framework's wrapper settings (FSDP1 under use_orig_params); absent: only the trainable tensors get gradients.
