@@ -45,6 +45,7 @@ test('a spec with an unknown key or no mean is refused, naming the option', () =
   assert.throws(() => parseRunLengths('lognormal:mean=100,sd=10,n=5,shape=2'), /--run-lengths: unknown key "shape"/);
   assert.throws(() => parseRunLengths('lognormal:sd=10,n=5'), /--run-lengths: lognormal needs mean/);
   assert.throws(() => planOptionsFrom({ ...DEFAULT_INPUTS, runLengths: 'lognormal' }), /--run-lengths/);
+  assert.throws(() => planOptionsFrom({ ...DEFAULT_INPUTS, runLengths: '512,1024', fit: 'seq' }), /cannot be searched with --fit seq/);
 });
 
 test('a run of one length reserves what the one-step replay does; lengths that vary leave segments no later step reuses', () => {

@@ -401,6 +401,11 @@ export const RULES: ReadonlyArray<(i: PlanInputs, given: (k: InputName) => boole
   // FSDP shards what ZeRO's stage 3 does: --zero 3 beside it says the same; another stage is DeepSpeed's
   (i, g) => (i.fsdp !== false && g('zero') && i.zero !== 3 ? `--fsdp and --zero ${i.zero} are two strategies: choose one` : undefined),
   (i, g) => (i.flashAttention && g('attention') && i.attention !== 'flash' ? `--flash-attention contradicts --attention ${i.attention}` : undefined),
+  // the run's micro-batches are the samples as --seq and --batch keep them: a search over either would replay another run
+  (i) =>
+    i.runLengths !== undefined && (i.fit === 'seq' || i.fit === 'batch')
+      ? `--run-lengths gives the run's samples at --seq ${i.seq} and --batch ${i.batch}: it cannot be searched with --fit ${i.fit}`
+      : undefined,
   (i) =>
     i.context !== undefined && i.mode === 'infer' && i.context <= i.newTokens ? `--context ${i.context} must exceed --new-tokens ${i.newTokens}` : undefined,
   (i) =>
