@@ -14,6 +14,7 @@ import { torchtitanCommit } from './frameworks/torchtitan-commits.js';
 import type { ModelConfig } from './model-config.js';
 import type { InferOptions, LoraOptions, Parallelism, PlanOptions, ShardingName, TrainOptions } from './options.js';
 import { checkInputs, DEFAULT_INPUTS, type InputName, LIMITS, type PlanInputs } from './schema.js';
+import { microBatches, parseRunLengths } from './run-lengths.js';
 
 export { DEFAULT_INPUTS, LIMITS, type PlanInputs };
 
@@ -75,6 +76,7 @@ function trainOptions(i: PlanInputs, parallel: Parallelism): TrainOptions {
     offload: i.offload,
     fragmentation: i.fragmentation,
     allocConf: allocConfOf(i),
+    runBatches: i.runLengths ? microBatches(parseRunLengths(i.runLengths), i.seq, i.batch) : undefined,
     lora: loraOf(i),
     optimizerInBackward: i.optimizerInBackward,
     activationOffload: i.activationOffload,

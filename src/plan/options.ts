@@ -1,6 +1,7 @@
 /** What a plan is asked about: precision, optimizer, parallel layout, and the estimate's shape. */
 import type { ComputeDtype } from './quant-schemes.js';
 import type { AllocConf } from '../allocator-model/alloc-conf.js';
+import type { MicroBatch } from './run-lengths.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { ModelConfig } from './model-config.js';
 import type { ParamCounts } from './params.js';
@@ -150,6 +151,12 @@ export interface TrainOptions {
   fragmentation?: number | undefined;
   /** PYTORCH_CUDA_ALLOC_CONF's settings the step is replayed under (undefined: PyTorch's defaults). */
   allocConf?: AllocConf | undefined;
+  /**
+   * The whole run's micro-batches (run-lengths.ts: samples and the length they are padded to), in the order they run:
+   * the reserved figure is then the peak over the run replayed through one caching allocator, as max_memory_reserved()
+   * read after trainer.train() reports it, rather than one step's at `seq`. Undefined: every micro-batch at `seq`.
+   */
+  runBatches?: readonly MicroBatch[] | undefined;
   /** Adapter fine-tuning; undefined = full fine-tuning. */
   lora?: LoraOptions | undefined;
   /** The optimizer step fused into the backward pass (torchtune's optimizer_in_bwd): no gradient outlives its step. */

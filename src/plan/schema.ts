@@ -6,6 +6,7 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import { KV_CACHES, WEIGHT_FORMATS } from './options.js';
+import { RUN_LENGTHS_PATTERN } from './run-lengths.js';
 
 /** Where an option applies: its mode, and what else it needs (adapters, a serving engine). */
 interface Applies {
@@ -378,6 +379,15 @@ export const SCHEMA = {
     help: "PYTORCH_CUDA_ALLOC_CONF as the run sets it (expandable_segments, max_split_size_mb, roundup_power2_divisions, garbage_collection_threshold): the step is replayed through the allocator so set (default: none, PyTorch's defaults)",
     page: { label: 'PYTORCH_CUDA_ALLOC_CONF' },
   },
+  runLengths: {
+    kind: 'text',
+    arg: '<spec>',
+    pattern: RUN_LENGTHS_PATTERN,
+    example: "the samples' lengths (1024,877,2048) or lognormal:mean=<m>,sd=<s>,min=<a>,max=<b>,n=<count>[,over=drop]",
+    help: "the whole run's sample lengths, in order or as a distribution: the reserved peak is the run's, every micro-batch (padded to its longest sample) replayed through one caching allocator, as max_memory_reserved() after trainer.train() reads it (default: one step at --seq)",
+    applies: TRAIN,
+    page: { label: 'whole run: sample lengths' },
+  },
   fit: {
     kind: 'choice',
     choices: ['batch', 'seq', 'context', 'concurrency'],
@@ -404,6 +414,11 @@ export const RULES: ReadonlyArray<(i: PlanInputs, given: (k: InputName) => boole
       ? "--torchtitan says how torchtitan's apply_fsdp wraps the model in FSDP2: give --fsdp (or --fsdp 2) with --framework pytorch"
       : undefined,
   (i, g) => (i.flashAttention && g('attention') && i.attention !== 'flash' ? `--flash-attention contradicts --attention ${i.attention}` : undefined),
+  // the run's micro-batches are the samples as --seq and --batch keep them: a search over either would replay another run
+  (i) =>
+    i.runLengths !== undefined && (i.fit === 'seq' || i.fit === 'batch')
+      ? `--run-lengths gives the run's samples at --seq ${i.seq} and --batch ${i.batch}: it cannot be searched with --fit ${i.fit}`
+      : undefined,
   (i) =>
     i.context !== undefined && i.mode === 'infer' && i.context <= i.newTokens ? `--context ${i.context} must exceed --new-tokens ${i.newTokens}` : undefined,
   (i) =>

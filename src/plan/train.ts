@@ -39,6 +39,19 @@ export function replayRun(model: ModelConfig, o: TrainOptions, fp32Cast = false,
   const s = setupOf(model, o);
   if (!s.framework.replay) return undefined;
   const r = new Replay(new TorchAllocatorModel({ capacityBytes: allocatorCapacity(capacityBytes), conf: o.allocConf }));
+  // the whole run: each micro-batch at its own length through the one allocator, the peak over all of them
+  const run = o.runBatches;
+  if (run?.length) {
+    const setups = new Map<string, StepSetup>();
+    const micro = run.map(({ batch, seq }) => {
+      const key = `${batch}x${seq}`;
+      let m = setups.get(key);
+      if (!m) setups.set(key, (m = batch === o.batch && seq === o.seq ? s : setupOf(model, { ...o, batch, seq })));
+      return m;
+    });
+    trainProgram(r, s, { steps: Math.ceil(run.length / o.gradAccum), steadyState: false, fp32Cast, micro });
+    return r.figures();
+  }
   trainProgram(r, s, { steps: 3, steadyState: false, fp32Cast, beforeLastStep: () => r.resetPeaks() });
   return r.figures();
 }
@@ -64,7 +77,7 @@ export function estimateTrain(model: ModelConfig, o: TrainOptions, capacityBytes
   const cached = replay
     ? Math.max(0, replay.peakReservedBytes - (tensors - outside))
     : (tensors - outside) * (o.fragmentation ?? CONSTANTS.fragmentationShare.value);
-  const over = [...contextLines(o), ...s.strategy.overheads(s), cachedLine(cached, replay !== undefined, o.fragmentation, o.allocConf)];
+  const over = [...contextLines(o), ...s.strategy.overheads(s), cachedLine(cached, replay !== undefined, o.fragmentation, o.allocConf, o.runBatches?.length)];
   const lines = [...peak.lines, ...over];
   // each kind at its full size: the most the walk saw of it at any moment of the step
   const fields = { ...fieldsOver([peak.lines], over), ...Object.fromEntries(Object.entries(walk.fieldMaxima()).filter(([k]) => k !== 'overheadBytes')) };
@@ -108,15 +121,18 @@ function offloadedBytes(s: StepSetup): number {
 }
 
 /** What the caching allocator holds without a tensor in it at the peak: replayed, or a flat allowance. */
-function cachedLine(bytes: number, replayed: boolean, share: number | undefined, conf: AllocConf | undefined): Line {
+function cachedLine(bytes: number, replayed: boolean, share: number | undefined, conf: AllocConf | undefined, run: number | undefined): Line {
   const settings = conf ? formatAllocConf(conf) : '';
+  const over = run ? `the whole run's ${run} micro-batches of their own lengths` : 'the step';
   return replayed
     ? {
         name: 'caching allocator: reserved, no tensor in it',
         bytes,
-        note: settings
-          ? `PyTorch's caching allocator under PYTORCH_CUDA_ALLOC_CONF=${settings}, replayed through the step: what max_memory_reserved() holds above the tensors`
-          : "PyTorch's caching allocator replayed through the step (its 2 MiB and 20 MiB segments, blocks rounded and split, never merged across segments): what max_memory_reserved() holds above the tensors",
+        note: run
+          ? `PyTorch's caching allocator${settings ? ` under PYTORCH_CUDA_ALLOC_CONF=${settings}` : ''} replayed through ${over}: what max_memory_reserved() holds above the tensors at the end of the run (segments cut for one length stay cached)`
+          : settings
+            ? `PyTorch's caching allocator under PYTORCH_CUDA_ALLOC_CONF=${settings}, replayed through the step: what max_memory_reserved() holds above the tensors`
+            : "PyTorch's caching allocator replayed through the step (its 2 MiB and 20 MiB segments, blocks rounded and split, never merged across segments): what max_memory_reserved() holds above the tensors",
         field: 'overheadBytes',
         cached: true,
       }

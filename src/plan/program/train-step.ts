@@ -25,6 +25,12 @@ export interface RunShape {
   fp32Cast: boolean;
   /** Called before the measured step (torch.cuda.reset_peak_memory_stats). */
   beforeLastStep?: (() => void) | undefined;
+  /**
+   * The whole run's micro-batches in order, where they differ in length (run-lengths.ts): the same weights, states
+   * and gradients, each micro-batch's activations at its own tokens, `gradAccum` of them a step (the last step what
+   * is left). Undefined: every micro-batch is `s`.
+   */
+  micro?: readonly StepSetup[] | undefined;
 }
 
 /** What the run holds from one step to the next. */
@@ -42,14 +48,20 @@ export function trainProgram(mem: Mem, s: StepSetup, shape: RunShape): void {
   // the optimizer in the backward pass makes each parameter's states at its first step, before any optimizer step
   const held: Held = { states: shape.steadyState || s.o.optimizerInBackward ? allocStates(mem, s) : undefined };
   s.framework.beforeStep?.(mem, s);
+  const g = s.o.gradAccum;
   for (let step = 0; step < shape.steps; step++) {
     if (step === shape.steps - 1) shape.beforeLastStep?.();
     const grads = new GradStores();
     // gradient accumulation: the micro-batches before the last skip the strategy's gradient sync (no_sync)
-    const g = s.o.gradAccum;
-    if (g > 1) microStep(mem, s, grads, false);
-    if (g > 2) mem.repeat(g - 2, () => microStep(mem, s, grads, false));
-    microStep(mem, s, grads, true);
+    const run = shape.micro;
+    if (run) {
+      const last = Math.min(run.length, (step + 1) * g) - 1;
+      for (let k = step * g; k <= last; k++) microStep(mem, run[k]!, grads, k === last);
+    } else {
+      if (g > 1) microStep(mem, s, grads, false);
+      if (g > 2) mem.repeat(g - 2, () => microStep(mem, s, grads, false));
+      microStep(mem, s, grads, true);
+    }
     if (!s.o.optimizerInBackward) optimizerStep(mem, s, held);
     freeGrads(mem, s, grads);
   }
