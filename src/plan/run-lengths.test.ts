@@ -70,3 +70,16 @@ test('the estimate reports the whole run in its reserved figure and says so in t
   const line = run.lines.find((l) => l.name.startsWith('caching allocator'));
   assert.match(line?.note ?? '', /whole run's 8 micro-batches/);
 });
+
+test('a run whose samples stay under --seq plans its longest micro-batch: lines, allocated and reserved, with either allocator setting', () => {
+  const m = catalogueModel('llama-3.2-1b');
+  for (const allocConf of [undefined, 'expandable_segments:True']) {
+    const at = estimateTrain(m, train({ seq: 1500, allocConf }));
+    const run = estimateTrain(m, train({ seq: 4096, allocConf, runLengths: '1500,1500,1500' }));
+    // the run's peak is over every step, the one-step replay's over its last (their first steps differ by blocks of KiB)
+    const near = (a: number | undefined, b: number | undefined): boolean => Math.abs((a ?? 0) / (b ?? 1) - 1) < 1e-4;
+    assert.ok(near(run.allocatedPeakBytes, at.allocatedPeakBytes), `${allocConf}: allocated ${run.allocatedPeakBytes} against ${at.allocatedPeakBytes}`);
+    assert.ok(near(run.reservedPeakBytes, at.reservedPeakBytes), `${allocConf}: reserved ${run.reservedPeakBytes} against ${at.reservedPeakBytes}`);
+    assert.equal(run.activationsBytes, at.activationsBytes, `${allocConf}: the lines are the 1500-token micro-batch's`);
+  }
+});

@@ -59,7 +59,9 @@ export function replayRun(model: ModelConfig, o: TrainOptions, fp32Cast = false,
 /** The training estimate for the most-loaded GPU. */
 export function estimateTrain(model: ModelConfig, o: TrainOptions, capacityBytes?: number): Estimate {
   checkParallel(model, o.parallel);
-  const s = setupOf(model, o);
+  // a whole run's lines are those of its largest micro-batch (the replay below reaches it among the others)
+  const widest = o.runBatches?.reduce((a, b) => (b.batch * b.seq > a.batch * a.seq ? b : a));
+  const s = setupOf(model, widest ? { ...o, batch: widest.batch, seq: widest.seq } : o);
   const walk = new Walk();
   trainProgram(walk, s, { steps: 1, steadyState: true, fp32Cast: false });
   const peaks = walk.peaks();
