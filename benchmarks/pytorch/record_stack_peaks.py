@@ -62,6 +62,10 @@ RUNS = [
     ("llama-3.2-1b", "lora-run", 1, 2048),
     ("llama-3.2-1b", "lora-run-ckpt", 4, 2048),
     ("qwen2-0.5b", "full-run-ckpt", 1, 4096),
+    ("llama-3.2-3b", "lora-run-ckpt", 2, 4096),
+    ("qwen3-0.6b", "full-run", 2, 2048),
+    ("gemma-3-1b", "lora-run-ckpt", 1, 8192),
+    ("phi-2", "lora-run", 1, 2048),
 ]
 RUN_SAMPLES = 40
 
