@@ -147,7 +147,15 @@ export class ThreadedHostCopier implements HostCopier {
     }
     // A gather of small copies (none to be cut, a group free, nothing queued before it) is written straight into its
     // group's list in shared memory: no array of entries per request.
-    if (n > 0 && n <= LIST_CAP && largest <= partBytes(total, this.threads) && this.freeGroups.length > 0 && this.queued.length === 0 && !this.disposed && !this.failure) {
+    if (
+      n > 0 &&
+      n <= LIST_CAP &&
+      largest <= partBytes(total, this.threads) &&
+      this.freeGroups.length > 0 &&
+      this.queued.length === 0 &&
+      !this.disposed &&
+      !this.failure
+    ) {
       const g = this.freeGroups.pop()!;
       const list = this.lists;
       for (let i = 0, at = g * LIST_CAP * F; i < sizes.length; i++) {
