@@ -229,7 +229,8 @@ export class CallItems implements TransferOwner {
         }
         t ??= this.transferFor(code === STAGED ? 'staged' : 'direct');
         const r = q.tail++;
-        qHost[r] = h.byteOffset + hostAt;
+        // A view of the whole buffer starts at its first byte (byteOffset, not inlined on Node 20, is read for the others).
+        qHost[r] = (hostBytes === ab.byteLength ? 0 : h.byteOffset) + hostAt;
         qDev[r] = devBase + devAt;
         qBytes[r] = bytes as number;
         qKeyBase[r] = 0;
