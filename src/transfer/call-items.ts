@@ -170,6 +170,16 @@ export class CallItems implements TransferOwner {
     // Pageable memory in a list goes as asked, else staged (pageablePath: a list's smallBelow is 0).
     const code = this.asked === 'direct' ? DIRECT : STAGED;
     let t: Transfer | undefined;
+    // Room for a row per item, written here column by column (an item that goes through add() pushes its own row
+    // into the same room): no growth, no call per row. The bytes of these rows are counted once, at the end.
+    const q = flow.reserve(n);
+    const qHost = q.host;
+    const qDev = q.dev;
+    const qBytes = q.bytes;
+    const qKeyBase = q.keyBase;
+    const qFlags = q.flags;
+    const qKey = q.key;
+    const qTransfer = q.transfer;
     // The device side of the last run of items, as resolved for its reference (an address may name a place inside an
     // allocation: two references, one allocation, two offsets).
     let ref: unknown;
@@ -177,48 +187,67 @@ export class CallItems implements TransferOwner {
     let devSize = 0;
     let flags = 0;
     let total = 0;
-    for (let i = 0; i < n; i++) {
-      const it = list[i] as { dst?: unknown; src?: unknown; srcOffset?: unknown; dstOffset?: unknown; bytes?: unknown } | null | undefined;
-      if (typeof it !== 'object' || it === null) {
-        this.addItem(it, i);
-        ref = undefined;
-        continue;
+    try {
+      for (let i = 0; i < n; i++) {
+        const it = list[i] as { dst?: unknown; src?: unknown; srcOffset?: unknown; dstOffset?: unknown; bytes?: unknown } | null | undefined;
+        if (typeof it !== 'object' || it === null) {
+          this.addItem(it, i);
+          ref = undefined;
+          continue;
+        }
+        const devRef = up ? it.dst : it.src;
+        const h = up ? it.src : it.dst;
+        if (ref !== devRef) {
+          if (devRef !== this.lastRef || this.lastAllocation === undefined || !ArrayBuffer.isView(h)) {
+            this.addItem(it, i);
+            ref = undefined;
+            continue;
+          }
+          const a = this.lastAllocation;
+          ref = devRef;
+          devBase = a.address + this.lastOffset;
+          devSize = a.bytes - this.lastOffset;
+          flags = PIECE.BUFFER | (a.kind === 'managed' ? PIECE.MANAGED : 0);
+        } else if (!ArrayBuffer.isView(h)) {
+          this.addItem(it, i);
+          ref = undefined;
+          continue;
+        }
+        const ab = h.buffer;
+        // A Uint8Array's length is its byte length, and a far cheaper read on Node 20 (about 1.5 ns against 13 for
+        // byteLength, which is not inlined there; a detached array reads 0 either way).
+        const hostBytes = h instanceof Uint8Array ? h.length : h.byteLength;
+        const hostOffset = up ? it.srcOffset : it.dstOffset;
+        const devOffset = up ? it.dstOffset : it.srcOffset;
+        const hostAt = offsetIn(hostOffset as number | undefined, hostBytes);
+        const bytes = it.bytes === undefined ? hostBytes - hostAt : it.bytes;
+        const devAt = offsetIn(devOffset as number | undefined, devSize);
+        if (!(ab instanceof ArrayBuffer) || hostAt < 0 || devAt < 0 || !fits(bytes, hostBytes - hostAt) || !fits(bytes, devSize - devAt)) {
+          this.addItem(it, i);
+          ref = undefined;
+          continue;
+        }
+        t ??= this.transferFor(code === STAGED ? 'staged' : 'direct');
+        const r = q.tail++;
+        // A view of the whole buffer starts at its first byte (byteOffset, not inlined on Node 20, is read for the others).
+        qHost[r] = (hostBytes === ab.byteLength ? 0 : h.byteOffset) + hostAt;
+        qDev[r] = devBase + devAt;
+        qBytes[r] = bytes as number;
+        qKeyBase[r] = 0;
+        qFlags[r] = flags;
+        qKey[r] = ab;
+        qTransfer[r] = t;
+        codes[i] = code;
+        total += bytes as number;
+        this.count++;
       }
-      const devRef = up ? it.dst : it.src;
-      const h = up ? it.src : it.dst;
-      if (devRef !== this.lastRef || this.lastAllocation === undefined || !ArrayBuffer.isView(h)) {
-        this.addItem(it, i);
-        ref = undefined;
-        continue;
-      }
-      if (ref !== devRef) {
-        const a = this.lastAllocation;
-        ref = devRef;
-        devBase = a.address + this.lastOffset;
-        devSize = a.bytes - this.lastOffset;
-        flags = PIECE.BUFFER | (a.kind === 'managed' ? PIECE.MANAGED : 0);
-      }
-      const ab = h.buffer;
-      const hostBytes = h.byteLength;
-      const hostOffset = up ? it.srcOffset : it.dstOffset;
-      const devOffset = up ? it.dstOffset : it.srcOffset;
-      const hostAt = offsetIn(hostOffset as number | undefined, hostBytes);
-      const bytes = it.bytes === undefined ? hostBytes - hostAt : it.bytes;
-      const devAt = offsetIn(devOffset as number | undefined, devSize);
-      if (!(ab instanceof ArrayBuffer) || hostAt < 0 || devAt < 0 || !fits(bytes, hostBytes - hostAt) || !fits(bytes, devSize - devAt)) {
-        this.addItem(it, i);
-        ref = undefined;
-        continue;
-      }
-      t ??= this.transferFor(code === STAGED ? 'staged' : 'direct');
-      t.left += bytes as number;
-      flow.push(t, h.byteOffset + hostAt, devBase + devAt, bytes as number, flags, ab, 0);
-      codes[i] = code;
-      total += bytes as number;
-      this.count++;
+    } finally {
+      // Counted whether or not the list is refused (refuse() takes back every row the call queued, and their bytes).
+      flow.pushed(total);
+      if (t) t.left += total;
+      this.bytes += total;
     }
     this.staged ||= t !== undefined && code === STAGED;
-    this.bytes += total;
   }
 
   /** One item through {@link add}; a list's item that is not an object is refused by name. */

@@ -88,8 +88,12 @@ function hostCopies(copier: HostCopier, s: SegmentList, n: number): Promise<void
  * while its transfer was in flight: its memory is no longer the program's to read or write. Undefined otherwise.
  */
 function detached(s: SegmentList): GpuError | undefined {
+  let last: object | string | undefined;
   for (let i = 0; i < s.count; i++) {
     const k = s.key[i];
+    // A run of segments in one buffer (views of one pool, pieces of one array) is looked at once.
+    if (k === last) continue;
+    last = k;
     const buffer = k instanceof ArrayBuffer ? k : k instanceof PageableAllocation ? k.buffer : undefined;
     if (buffer && buffer.byteLength === 0) {
       const dir = s.transfer[i]!.direction;

@@ -18,6 +18,7 @@
  * Everything here runs on the JS thread. The copier's threads only see the lists of copies a chunk hands them
  * (copier.copyMany) and answer through the copier; the ring's slots and this queue are the JS thread's alone.
  */
+import type { Backend } from '../backend/backend.js';
 import { ErrorCode, GpuError } from '../errors.js';
 import type { Stream } from '../stream/stream.js';
 import type { GpuEvent } from '../stream/event.js';
@@ -28,7 +29,7 @@ export type { Chunk, FlowHost, Transfer, TransferMode, TransferOwner } from './f
 import { copyChunk, drainChunk, fillChunk, spansOf } from './chunk-io.js';
 import { HostHazards } from './hazards.js';
 import { PIECE, PieceQueue } from './piece-queue.js';
-import { SegmentList } from './segment-list.js';
+import { MAX_SEGMENTS, SegmentList } from './segment-list.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -87,6 +88,21 @@ export class Flow {
    */
   push(t: Transfer, host: number, dev: number, bytes: number, flags: number, key: object | string, keyBase: number): void {
     this.queue.push(t, host, dev, bytes, flags, key, keyBase);
+    this.queuedBytes += bytes;
+  }
+
+  /**
+   * The queue with room for `rows` more pieces, for a caller that writes them itself (CallItems.addList: a row per
+   * item, column by column, the queue's `tail` moved past each); it tells their bytes with {@link pushed}. Rows
+   * pushed meanwhile (push) take the same room.
+   */
+  reserve(rows: number): PieceQueue {
+    this.queue.reserve(rows);
+    return this.queue;
+  }
+
+  /** Counts the bytes of rows a caller wrote into the room {@link reserve} made. */
+  pushed(bytes: number): void {
     this.queuedBytes += bytes;
   }
 
@@ -270,37 +286,92 @@ export class Flow {
     const cap = staged ? limit : Number.POSITIVE_INFINITY;
     const backend = this.host.rt.backend;
     let used = 0;
-    let checked: Transfer | undefined;
-    // The next piece's transfer, checked (failed, aborted) once per run of its pieces: nothing in this loop runs code
-    // that could abort it, and a piece that fails it here (a detached buffer) sends the loop back through peek.
-    for (let t: Transfer | undefined = first; t && !segs.full; t = q.head < q.tail && q.transfer[q.head] === t && t.failed === undefined ? t : this.peek()) {
-      if (t !== checked) {
-        if (t.mode !== first.mode || t.direction !== first.direction || t.stream !== first.stream) break;
-        checked = t;
-      }
+    // One run of a transfer's pieces at a time: the transfer is checked (failed, aborted, the chunk's mode, direction
+    // and stream) once per run, and its whole pieces go into the chunk's columns in one loop, the queue's head and
+    // byte counts moved once (nothing in that loop runs code that could abort or fail it, but a detached buffer,
+    // which fails it here and sends the loop back through peek).
+    for (let t: Transfer | undefined = first; t && !segs.full; t = this.peek()) {
+      if (t.mode !== first.mode || t.direction !== first.direction || t.stream !== first.stream) break;
+      used += this.packRun(t, segs, cap, staged, backend);
       const h = q.head;
-      const bytes = q.bytes[h]!;
-      const take = Math.min(bytes, cap - used);
-      if (take <= 0) break;
-      const flags = q.flags[h]!;
-      let host = q.host[h]!;
-      let keyBase = q.keyBase[h]!;
-      if ((flags & PIECE.BUFFER) !== 0) {
-        // A JS buffer is placed now; one detached (or shrunk) since its call fails its transfer, nothing is read.
-        const ab = q.key[h] as ArrayBuffer;
-        if (ab.byteLength < host + bytes) {
-          this.fail(t, detached());
-          this.drop(true);
-          continue;
+      if (q.head < q.tail && q.transfer[h] === t && t.failed === undefined && !segs.full) {
+        // The run stopped at a piece of its own transfer: one that is cut where the chunk ends, one whose buffer was
+        // detached, or (direct) the chunk's bytes reached.
+        const bytes = q.bytes[h]!;
+        const take = Math.min(bytes, cap - used);
+        if (take <= 0 || (!staged && used >= DIRECT_CHUNK)) break;
+        const flags = q.flags[h]!;
+        let host = q.host[h]!;
+        let keyBase = q.keyBase[h]!;
+        if ((flags & PIECE.BUFFER) !== 0) {
+          // A JS buffer is placed now; one detached (or shrunk) since its call fails its transfer, nothing is read.
+          const ab = q.key[h] as ArrayBuffer;
+          if (ab.byteLength < host + bytes) {
+            this.fail(t, detached());
+            this.drop(true);
+            continue;
+          }
+          keyBase = segs.adopt(backend, ab);
+          host += keyBase;
         }
-        keyBase = segs.adopt(backend, ab);
+        segs.add(t, host, q.dev[h]!, take, flags, q.key[h]!, keyBase, used);
+        used += take;
+        this.take(take);
+        break; // the chunk is full (its last piece cut), or a direct chunk carries enough
+      }
+      if (!staged && used >= DIRECT_CHUNK) break;
+      if (used >= cap) break;
+    }
+  }
+
+  /**
+   * Moves the whole pieces of `t` at the queue's head into `segs` while the chunk holds them within `cap` bytes (a
+   * direct chunk: until it carries 256 MiB), placing their JS buffers; stops before a piece that does not fit whole,
+   * before one whose buffer was detached or shrunk, and at another transfer's piece. Answers the bytes moved.
+   */
+  private packRun(t: Transfer, segs: SegmentList, cap: number, staged: boolean, backend: Backend): number {
+    const q = this.queue;
+    const end = q.tail;
+    const qHost = q.host;
+    const qDev = q.dev;
+    const qBytes = q.bytes;
+    const qKeyBase = q.keyBase;
+    const qFlags = q.flags;
+    const qKey = q.key;
+    const qTransfer = q.transfer;
+    const first = segs.count;
+    const base = segs.total;
+    let h = q.head;
+    let i = first;
+    let at = base;
+    while (h < end && i < MAX_SEGMENTS && qTransfer[h] === t) {
+      const bytes = qBytes[h]!;
+      if (staged && at + bytes > cap) break;
+      const flags = qFlags[h]!;
+      const key = qKey[h]!;
+      let host = qHost[h]!;
+      let keyBase = qKeyBase[h]!;
+      if ((flags & PIECE.BUFFER) !== 0) {
+        if ((key as ArrayBuffer).byteLength < host + bytes) break;
+        keyBase = segs.adopt(backend, key as ArrayBuffer);
         host += keyBase;
       }
-      segs.add(t, host, q.dev[h]!, take, flags, q.key[h]!, keyBase, used);
-      used += take;
-      this.take(take);
-      if (take < bytes || (!staged && used >= DIRECT_CHUNK)) break;
+      segs.put(i, t, host, qDev[h]!, bytes, flags, key, keyBase, at);
+      // The references go at once: a landed list's buffers are not kept alive by the queue.
+      qKey[h] = '';
+      qTransfer[h] = undefined as unknown as Transfer;
+      at += bytes;
+      h++;
+      i++;
+      if (!staged && at >= DIRECT_CHUNK) break;
     }
+    if (i === first) return 0;
+    const moved = at - base;
+    segs.appended(t, i - first, moved);
+    q.head = h;
+    if (h === q.tail) q.head = q.tail = 0;
+    this.queuedBytes -= moved;
+    return moved;
   }
 
   /** Takes `take` bytes off the front of the head piece (the whole piece leaves the queue). */

@@ -258,6 +258,98 @@ export function manyConformance(label: string, open: () => Runtime): void {
     assert.deepEqual(out, src, 'the upload read the slices after the download filled them');
   });
 
+  withRt('lists of views of one pool, alone or mixed with arrays of their own, in any order, land byte-exact up and down across chunks', async (rt) => {
+    const gpu = rt.device(0);
+    // Each item is a slice of one pool buffer (the pool cut into consecutive slices) or an array of its own; the
+    // items are shuffled, so runs of one buffer are broken by the others, and the chunks cut pieces at their ends.
+    const item = fc.record({ bytes: fc.integer({ min: 1, max: 6 * KiB }), pooled: fc.boolean(), key: fc.nat() });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(item, { minLength: 2, maxLength: 80 }),
+        fc.constantFrom(4 * KiB, 8 * KiB + 512, 64 * KiB),
+        fc.integer({ min: 2, max: 4 }),
+        async (items, chunkBytes, depth) => {
+          using st = rt.createStager({ chunkBytes, depth, threads: 2, directBelow: 0 });
+          const poolBytes = items.reduce((a, it) => a + (it.pooled ? it.bytes : 0), 0);
+          const pool = new ArrayBuffer(Math.max(1, poolBytes) + 16);
+          let at = 8;
+          const srcs = items.map((it, i) => {
+            const v = it.pooled ? new Uint8Array(pool, at, it.bytes) : new Uint8Array(it.bytes);
+            if (it.pooled) at += it.bytes;
+            v.set(pattern(it.bytes, i));
+            return v;
+          });
+          const order = items.map((_, i) => i).sort((a, b) => items[a]!.key - items[b]!.key || a - b);
+          const places: number[] = [];
+          let end = 0;
+          for (const it of items) {
+            places.push(end);
+            end += it.bytes;
+          }
+          using dst = gpu.alloc(end);
+          rt.fill(dst, 0xee);
+          const up = await st.uploadMany(order.map((i) => ({ dst, src: srcs[i]!, dstOffset: places[i]! })));
+          assert.equal(up.bytes, end);
+          const whole = new Uint8Array(end);
+          await st.download(whole, dst);
+          items.forEach((it, i) => assert.deepEqual(whole.subarray(places[i]!, places[i]! + it.bytes), pattern(it.bytes, i), `item ${i} uploaded`));
+          // Back into views of another pool (the same shape), in another order, with the pool's edges left alone.
+          const back = new ArrayBuffer(Math.max(1, poolBytes) + 16);
+          new Uint8Array(back).fill(0x11);
+          at = 8;
+          const outs = items.map((it) => {
+            const v = it.pooled ? new Uint8Array(back, at, it.bytes) : new Uint8Array(it.bytes);
+            if (it.pooled) at += it.bytes;
+            return v;
+          });
+          await st.downloadMany([...order].reverse().map((i) => ({ dst: outs[i]!, src: dst, srcOffset: places[i]! })));
+          outs.forEach((o, i) => assert.deepEqual(o, pattern(items[i]!.bytes, i), `item ${i} downloaded`));
+          const edges = new Uint8Array(back);
+          assert.deepEqual([...edges.subarray(0, 8)], Array(8).fill(0x11), 'nothing before the first slice');
+          assert.ok(
+            edges.subarray(8 + poolBytes).every((x) => x === 0x11),
+            'nothing after the last slice',
+          );
+        },
+      ),
+      propertyParams(25),
+    );
+  });
+
+  withRt(
+    'an array detached in the middle of a long list fails the list with INVALID_STATE, nothing of it copied; what was queued after goes on',
+    async (rt) => {
+      const gpu = rt.device(0);
+      using st = rt.createStager({ chunkBytes: 8 * KiB, depth: 2, threads: 2, directBelow: 0 });
+      using dst = gpu.alloc(512 * KiB);
+      rt.fill(dst, 0x5a);
+      const first = pattern(64 * KiB, 1);
+      // 64 arrays of 3 KiB: pieces cut at the chunks' ends, several chunks before and after the detached one.
+      const arrays = Array.from({ length: 64 }, (_, i) => pattern(3 * KiB, i + 2));
+      const hold = holdDeviceCopy(st, 1);
+      const a = st.upload(dst, first);
+      const list = st.uploadMany(arrays.map((src, i) => ({ dst, src, dstOffset: 64 * KiB + i * 4 * KiB })));
+      const after = pattern(16 * KiB, 99);
+      const later = st.upload(dst, after, { dstOffset: 448 * KiB });
+      await hold.reached;
+      structuredClone(arrays[37]!.buffer, { transfer: [arrays[37]!.buffer as ArrayBuffer] });
+      assert.equal(arrays[37]!.byteLength, 0, 'detached');
+      hold.release();
+      await a;
+      await assert.rejects(list, code(ErrorCode.INVALID_STATE));
+      await later;
+      const out = new Uint8Array(512 * KiB);
+      await st.download(out, dst);
+      assert.deepEqual(out.subarray(0, 64 * KiB), first, 'the transfer before the list landed whole');
+      assert.ok(
+        out.subarray(64 * KiB + 37 * 4 * KiB, 64 * KiB + 38 * 4 * KiB).every((x) => x === 0x5a),
+        'nothing of the detached array was copied',
+      );
+      assert.deepEqual(out.subarray(448 * KiB, 464 * KiB), after, 'the upload queued after the list landed whole');
+      assert.equal(dst.busy, false, 'the failed list holds nothing');
+    },
+  );
+
   withRt('lists in any order land byte-exact, up and down: in reverse, shuffled, with gaps, and with items of one list overlapping', async (rt) => {
     const gpu = rt.device(0);
     using st = rt.createStager({ chunkBytes: 64 * KiB, depth: 3, threads: 2, directBelow: 0 });

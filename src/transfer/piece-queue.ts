@@ -69,6 +69,11 @@ export class PieceQueue extends PieceColumns {
     return this.head >= this.tail;
   }
 
+  /** Makes room for `rows` more pieces after the tail (the columns do not move until more than that are pushed). */
+  reserve(rows: number): void {
+    if (this.tail + rows > this.host.length) this.grow(rows);
+  }
+
   /** Appends a piece. */
   push(t: Transfer, host: number, dev: number, bytes: number, flags: number, key: object | string, keyBase: number): void {
     if (this.tail === this.host.length) this.grow();
@@ -113,10 +118,10 @@ export class PieceQueue extends PieceColumns {
     return false;
   }
 
-  /** Doubles the columns, moving the queued pieces to the front. */
-  private grow(): void {
+  /** Doubles the columns (or more, for room for `extra` pieces), moving the queued pieces to the front. */
+  private grow(extra = 1): void {
     const n = this.tail - this.head;
-    const cap = Math.max(64, 2 * n);
+    const cap = Math.max(64, 2 * n, n + extra);
     const move = (a: Float64Array): Float64Array<ArrayBuffer> => {
       const b = new Float64Array(cap);
       b.set(a.subarray(this.head, this.tail));

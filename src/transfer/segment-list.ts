@@ -63,6 +63,23 @@ export class SegmentList extends PieceColumns {
     } else this.transferBytes[last] = this.transferBytes[last]! + bytes;
   }
 
+  /** Writes segment `i` (one of a run that {@link appended} then counts): a row and its slot offset. */
+  put(i: number, t: Transfer, host: number, dev: number, bytes: number, flags: number, key: object | string, keyBase: number, at: number): void {
+    this.write(i, t, host, dev, bytes, flags, key, keyBase);
+    this.at[i] = at;
+  }
+
+  /** Counts `count` segments of `t`, of `bytes` in all, written after the last one with {@link put}. */
+  appended(t: Transfer, count: number, bytes: number): void {
+    this.count += count;
+    this.total += bytes;
+    const last = this.transfers.length - 1;
+    if (this.transfers[last] !== t) {
+      this.transfers.push(t);
+      this.transferBytes.push(bytes);
+    } else this.transferBytes[last] = this.transferBytes[last]! + bytes;
+  }
+
   /**
    * Lays a staged chunk's segments out in its slot in the order of their device addresses, when they are not in that
    * order already and no two of their device ranges overlap: a list that lands in reverse (or any) order then sits in

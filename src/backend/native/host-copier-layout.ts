@@ -16,11 +16,20 @@
  * - Thread i's mailbox is a ring of RING jobs: the JS thread writes a job's fields, then publishes it by storing the
  *   posted counter (mailbox(i)); only thread i reads the job and stores the done counter (mailbox(i) + 1). At most
  *   MAX_GROUPS groups are in flight and each puts at most one job in a mailbox, so posted - done never exceeds RING.
- *   Thread i sets its sleeping word (mailbox(i) + 2) to 1 before it waits on its posted counter and back to 0 after;
- *   the JS thread wakes it (Atomics.notify, a system call where it sleeps) only when it reads 1 there after storing
- *   the counter. No job is left unseen: all of these are sequentially consistent, so when the JS thread reads 0, the
- *   thread's store of 1 comes after the counter's store, and its wait (which compares the counter first) returns at
- *   once (the lock-free wake-up test of a futex-based mutex, Drepper's "Futexes Are Tricky", mutex 2).
+ *   Thread i sets its sleeping word (mailbox(i) + 2) to ASLEEP before it waits on its posted counter and back to
+ *   AWAKE after; the JS thread does not wake it (Atomics.notify, a system call where it sleeps) when it reads AWAKE
+ *   there after storing the counter. No job is left unseen: all of these are sequentially consistent, so when the
+ *   JS thread reads AWAKE, the thread's store of ASLEEP comes after the counter's store, and its wait (which compares
+ *   the counter first) returns at once (the lock-free wake-up test of a futex-based mutex, Drepper's "Futexes Are
+ *   Tricky", mutex 2).
+ * - Waking is claimed: whoever wakes a sleeping thread first turns its word from ASLEEP to WAKING with a
+ *   compare-exchange, and only the one that succeeds calls notify. The JS thread wakes at most one of the threads it
+ *   posted a request's jobs to; every thread, each time its wait returns, claims and wakes up to two other threads
+ *   that sleep with jobs posted (a tree of wake-ups: the system calls are made on the copier's threads, in
+ *   parallel, not one per thread on the JS thread). None is missed: a thread left asleep with a job would be one no
+ *   scan claimed, but each claim makes one more thread that scans, and the scans stop only once a scan claims fewer
+ *   than two, having seen every thread; a thread that stores ASLEEP after a scan passed it finds its counter moved
+ *   and does not sleep (the test above).
  * - STOP and the pin configuration are written by the JS thread only (the configuration once, before any pin).
  * - Everything else of the copier (the free groups, the requests in flight and queued) is the JS thread's alone;
  *   each thread keeps only its own bindings of libc and the runtime's allocator.
@@ -57,6 +66,12 @@ export const PIN_CONFIG_BYTES = 4096;
 
 /** A group's status: 0 while fine; else the first failure (errno > 0, or END_OF_FILE). */
 export const END_OF_FILE = -1;
+
+/** A thread's sleeping word (CTL.mailbox(i) + 2). */
+export const SLEEP = { AWAKE: 0, ASLEEP: 1, WAKING: 2 } as const;
+
+/** Threads a thread wakes, at most, each time its wait returns. */
+export const WAKE_FANOUT = 2;
 
 /** Indices in the Int32 control array. */
 export const CTL = {

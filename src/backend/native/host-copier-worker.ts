@@ -6,7 +6,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { hostAllocator, libcIo } from './host-io/ffi.js';
-import { CTL, END_OF_FILE, ENTRY_FIELDS, JOB_FIELDS, LIST_CAP, OP, RING } from './host-copier-layout.js';
+import { CTL, END_OF_FILE, ENTRY_FIELDS, JOB_FIELDS, LIST_CAP, OP, RING, SLEEP, WAKE_FANOUT } from './host-copier-layout.js';
 
 const shared = workerData as {
   ctl: SharedArrayBuffer;
@@ -19,6 +19,8 @@ const shared = workerData as {
   index: number;
   /** Microseconds a thread spins on its empty mailbox before it sleeps (back-to-back copies find it awake). */
   spinMicros: number;
+  /** Threads of the copier (the mailboxes this thread looks at when it wakes). */
+  threads: number;
 };
 const ctl = new Int32Array(shared.ctl);
 const params = new Float64Array(shared.params);
@@ -91,6 +93,19 @@ function run(group: number, e: number): boolean {
   return true;
 }
 
+/** Claims and wakes up to WAKE_FANOUT other threads that sleep with a job posted (host-copier-layout.ts). */
+function wakeOthers(): void {
+  let woken = 0;
+  for (let k = 1; k < shared.threads && woken < WAKE_FANOUT; k++) {
+    const j = (shared.index + k) % shared.threads;
+    const box = CTL.mailbox(j);
+    if (Atomics.load(ctl, box + 2) !== SLEEP.ASLEEP || Atomics.load(ctl, box) === Atomics.load(ctl, box + 1)) continue;
+    if (Atomics.compareExchange(ctl, box + 2, SLEEP.ASLEEP, SLEEP.WAKING) !== SLEEP.ASLEEP) continue;
+    Atomics.notify(ctl, box, 1);
+    woken++;
+  }
+}
+
 // Tell the main thread the modules are loaded: terminating the thread is safe from here on.
 parentPort?.postMessage('loaded');
 
@@ -104,9 +119,11 @@ for (;;) {
     while (Atomics.load(ctl, POSTED) === posted && performance.now() < until) {}
     if (Atomics.load(ctl, POSTED) === posted) {
       // Said before the wait, which compares the counter again: a job posted meanwhile is not missed (layout.ts).
-      Atomics.store(ctl, SLEEPING, 1);
+      Atomics.store(ctl, SLEEPING, SLEEP.ASLEEP);
       Atomics.wait(ctl, POSTED, posted);
-      Atomics.store(ctl, SLEEPING, 0);
+      Atomics.store(ctl, SLEEPING, SLEEP.AWAKE);
+      // Whoever woke this thread may have left others asleep with jobs: they are this thread's to wake.
+      wakeOthers();
     }
     continue;
   }

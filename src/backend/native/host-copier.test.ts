@@ -59,6 +59,37 @@ test('more copies in flight than the mailboxes hold are queued and all settle, i
   }
 });
 
+test('threads that sleep between requests are all woken for each one (the JS thread wakes one, they wake each other)', { timeout: 120_000 }, async () => {
+  // No spinning: every thread sleeps as soon as its mailbox is empty, so each request finds them all asleep.
+  const was = process.env.GPUMEM_COPIER_SPIN_US;
+  process.env.GPUMEM_COPIER_SPIN_US = '0';
+  const copier = new ThreadedHostCopier(6);
+  if (was === undefined) delete process.env.GPUMEM_COPIER_SPIN_US;
+  else process.env.GPUMEM_COPIER_SPIN_US = was;
+  try {
+    await copier.ready;
+    for (let round = 0; round < 40; round++) {
+      // Large enough to be cut into a part per thread; then a gather of small copies, a part of them each.
+      const src = pattern((6 << 20) + round * 4099, round);
+      const dst = new Uint8Array(src.length);
+      await new Promise((r) => setTimeout(r, 1));
+      await copier.copy(addressOf(dst.buffer as ArrayBuffer), addressOf(src.buffer as ArrayBuffer), src.length);
+      assert.deepEqual(dst, src, `round ${round}: every part landed`);
+      const smalls = Array.from({ length: 96 }, (_, i) => pattern(64 * 1024 + i, round + i));
+      const outs = smalls.map((x) => new Uint8Array(x.length));
+      await new Promise((r) => setTimeout(r, 1));
+      await copier.copyMany(
+        outs.map((o) => addressOf(o.buffer as ArrayBuffer)),
+        smalls.map((x) => addressOf(x.buffer as ArrayBuffer)),
+        smalls.map((x) => x.length),
+      );
+      outs.forEach((o, i) => assert.deepEqual(o, smalls[i], `round ${round}: gathered copy ${i}`));
+    }
+  } finally {
+    copier.dispose();
+  }
+});
+
 test('dispose waits for copies already started and refuses new ones; disposing twice is harmless', async () => {
   const copier = new ThreadedHostCopier(2);
   const src = pattern(32 << 20, 7);

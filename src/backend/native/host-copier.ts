@@ -19,7 +19,7 @@ import { constants } from 'node:os';
 import { DisposedError, ErrorCode, GpuError } from '../../errors.js';
 import type { Address, HostCopier } from '../backend.js';
 import { FADV, libcIo } from './host-io/ffi.js';
-import { CTL, END_OF_FILE, ENTRY_FIELDS, JOB_FIELDS, LIST_CAP, MAX_GROUPS, OP, PIN_CONFIG_BYTES, RING } from './host-copier-layout.js';
+import { CTL, END_OF_FILE, ENTRY_FIELDS, JOB_FIELDS, LIST_CAP, MAX_GROUPS, OP, PIN_CONFIG_BYTES, RING, SLEEP } from './host-copier-layout.js';
 
 /** Parts are cut at this granularity so that two threads never write the same page (and O_DIRECT stays aligned). */
 const PART_ALIGN = 4096;
@@ -34,6 +34,7 @@ const SPIN_MICROS = 50;
  */
 type Entries = Float64Array;
 const F = ENTRY_FIELDS;
+const EMPTY: Entries = new Float64Array(0);
 
 /** A request to the threads (a copy, a gather, a file read or write, a pin), pending from its call until it settles. */
 interface PendingRequest {
@@ -96,6 +97,7 @@ export class ThreadedHostCopier implements HostCopier {
           pin: this.pinConfig.buffer,
           index: i,
           spinMicros: Number.isFinite(spin) && spin >= 0 ? spin : SPIN_MICROS,
+          threads,
         },
       });
       w.unref();
@@ -133,7 +135,45 @@ export class ThreadedHostCopier implements HostCopier {
 
   copyMany(dsts: ArrayLike<Address>, srcs: ArrayLike<Address>, sizes: ArrayLike<number>): Promise<void> {
     let n = 0;
-    for (let i = 0; i < sizes.length; i++) if (sizes[i]! > 0) n++;
+    let total = 0;
+    let largest = 0;
+    for (let i = 0; i < sizes.length; i++) {
+      const bytes = sizes[i]!;
+      if (bytes > 0) {
+        n++;
+        total += bytes;
+        if (bytes > largest) largest = bytes;
+      }
+    }
+    // A gather of small copies (none to be cut, a group free, nothing queued before it) is written straight into its
+    // group's list in shared memory: no array of entries per request.
+    if (
+      n > 0 &&
+      n <= LIST_CAP &&
+      largest <= partBytes(total, this.threads) &&
+      this.freeGroups.length > 0 &&
+      this.queued.length === 0 &&
+      !this.disposed &&
+      !this.failure
+    ) {
+      const g = this.freeGroups.pop()!;
+      const list = this.lists;
+      for (let i = 0, at = g * LIST_CAP * F; i < sizes.length; i++) {
+        const bytes = sizes[i]!;
+        if (bytes <= 0) continue;
+        list[at] = OP.COPY;
+        list[at + 1] = dsts[i]!;
+        list[at + 2] = srcs[i]!;
+        list[at + 3] = bytes;
+        list[at + 4] = 0;
+        list[at + 5] = bytes;
+        at += F;
+      }
+      return new Promise<void>((resolve, reject) => {
+        this.start(g, n, total, { entries: EMPTY, what: 'copy', resolve, reject });
+        this.pump();
+      });
+    }
     const entries = new Float64Array(n * F);
     for (let i = 0, at = 0; i < sizes.length; i++) {
       const bytes = sizes[i]!;
@@ -241,7 +281,7 @@ export class ThreadedHostCopier implements HostCopier {
     });
   }
 
-  /** Writes a group's entries and posts them as at most one run of consecutive entries per thread, balanced by bytes. */
+  /** Writes a group's entries and posts them (see {@link start}). */
   private post(p: PendingRequest): void {
     const g = this.freeGroups.pop()!;
     const e = p.entries;
@@ -249,32 +289,55 @@ export class ThreadedHostCopier implements HostCopier {
     const n = e.length / F;
     let total = 0;
     for (let i = 0; i < n; i++) total += e[i * F + 3]!;
-    const runs: Array<[number, number]> = [];
-    const target = total / this.threads;
-    let first = 0;
-    let acc = 0;
-    for (let i = 0; i < n; i++) {
-      acc += e[i * F + 3]!;
-      if (i === n - 1 || (runs.length < this.threads - 1 && acc >= target * (runs.length + 1))) {
-        runs.push([first, i + 1 - first]);
-        first = i + 1;
-      }
-    }
+    this.start(g, n, total, p);
+  }
+
+  /**
+   * Posts group `g`'s `n` entries (already in its list) as at most one run of consecutive entries per thread,
+   * balanced by bytes, and no more runs than the bytes are worth (a run of at least 64 KiB: a gather of 512 small
+   * copies goes to one or two threads, not to every one). Of the threads it posts to, it wakes at most one that
+   * sleeps: a thread woken from its sleep wakes others that sleep with work posted (host-copier-worker.ts), so the
+   * JS thread makes one wake-up call per request, not one per thread.
+   */
+  private start(g: number, n: number, total: number, p: PendingRequest): void {
+    const list = this.lists;
+    const first0 = g * LIST_CAP * F;
+    const jobs = Math.max(1, Math.min(this.threads, n, Math.floor(total / MIN_PART)));
+    const target = total / jobs;
     Atomics.store(this.status, g, 0);
     Atomics.store(this.where, g, 2n ** 63n - 1n);
-    Atomics.store(this.groups, g, runs.length);
+    // The job count first: the threads count the group down from it.
+    let runs = 0;
+    let acc = 0;
+    for (let i = 0; i < n; i++) {
+      acc += list[first0 + i * F + 3]!;
+      if (i === n - 1 || (runs < jobs - 1 && acc >= target * (runs + 1))) runs++;
+    }
+    Atomics.store(this.groups, g, runs);
     this.inFlight.set(g, p);
-    for (const [start, count] of runs) {
+    let sleeper = -1;
+    let first = 0;
+    let posted = 0;
+    acc = 0;
+    for (let i = 0; i < n; i++) {
+      acc += list[first0 + i * F + 3]!;
+      if (!(i === n - 1 || (posted < jobs - 1 && acc >= target * (posted + 1)))) continue;
       const w = this.next;
       this.next = (this.next + 1) % this.threads;
-      const posted = Atomics.load(this.ctl, CTL.mailbox(w));
-      const at = (w * RING + (posted & (RING - 1))) * JOB_FIELDS;
+      const count = Atomics.load(this.ctl, CTL.mailbox(w));
+      const at = (w * RING + (count & (RING - 1))) * JOB_FIELDS;
       this.params[at] = g;
-      this.params[at + 1] = start;
-      this.params[at + 2] = count;
-      Atomics.store(this.ctl, CTL.mailbox(w), (posted + 1) | 0);
-      // A thread still spinning (or busy) sees the counter itself: only a sleeping one is woken (layout.ts).
-      if (Atomics.load(this.ctl, CTL.mailbox(w) + 2) !== 0) Atomics.notify(this.ctl, CTL.mailbox(w), 1);
+      this.params[at + 1] = first;
+      this.params[at + 2] = i + 1 - first;
+      Atomics.store(this.ctl, CTL.mailbox(w), (count + 1) | 0);
+      first = i + 1;
+      posted++;
+      // A thread still spinning (or busy) sees the counter itself: only a sleeping one needs waking (layout.ts).
+      if (sleeper < 0 && Atomics.load(this.ctl, CTL.mailbox(w) + 2) === SLEEP.ASLEEP) sleeper = w;
+    }
+    // One wake-up: the thread claims the others (the claim is the compare-exchange, so each is woken once).
+    if (sleeper >= 0 && Atomics.compareExchange(this.ctl, CTL.mailbox(sleeper) + 2, SLEEP.ASLEEP, SLEEP.WAKING) === SLEEP.ASLEEP) {
+      Atomics.notify(this.ctl, CTL.mailbox(sleeper), 1);
     }
   }
 
@@ -365,7 +428,7 @@ function split(entries: Entries, threads: number): Entries {
   let total = 0;
   for (let i = 0; i < n; i++) total += entries[i * F + 3]!;
   if (total === 0) return new Float64Array(0);
-  const per = Math.max(MIN_PART, Math.ceil(total / threads / PART_ALIGN) * PART_ALIGN);
+  const per = partBytes(total, threads);
   let parts = 0;
   for (let i = 0; i < n; i++) parts += Math.max(1, Math.ceil(entries[i * F + 3]! / per));
   if (parts === n) return entries;
@@ -392,6 +455,11 @@ function split(entries: Entries, threads: number): Entries {
     }
   }
   return out;
+}
+
+/** The size split() cuts parts to: about total / threads, at least 64 KiB, at 4 KiB boundaries. */
+function partBytes(total: number, threads: number): number {
+  return Math.max(MIN_PART, Math.ceil(total / threads / PART_ALIGN) * PART_ALIGN);
 }
 
 function ioError(what: string, code: number, at: number, entries: Entries): GpuError {

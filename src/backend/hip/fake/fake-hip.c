@@ -144,7 +144,12 @@ hipError_t hipStreamCreateWithPriority(void **s, unsigned int flags, int prio) {
   note("hipStreamCreateWithPriority flags=%u", flags);
   (void)prio; *s = x; return OK;
 }
-hipError_t hipStreamDestroy(void *s) { free(s); return OK; }
+/* A destroyed stream leaves the table (else a long test run fills its 256 entries and every later stream is refused). */
+hipError_t hipStreamDestroy(void *s) {
+  for (int i = 0; i < 256; i++) if (streams[i] == s) streams[i] = 0;
+  free(s);
+  return OK;
+}
 hipError_t hipStreamSynchronize(void *s) { (void)s; return OK; }
 hipError_t hipStreamQuery(void *s) { (void)s; return OK; }
 hipError_t hipStreamWaitEvent(void *s, void *e, unsigned int f) { (void)s; (void)e; (void)f; return OK; }
