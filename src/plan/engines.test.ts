@@ -222,6 +222,7 @@ test('--engine-version and --enforce-eager: refused outside the releases followe
   for (const [args, why] of [
     [['--engine-version', '0.10'], /gpumem follows transformers 4\.30 to/],
     [['--enforce-eager'], /--enforce-eager is for --engine vllm or sglang/],
+    [['--kv-cache', 'static', '--engine-version', '4.35'], /StaticCache, which --engine-version 4\.35 does not have/],
     [['--engine', 'vllm', '--engine-version', '0.5'], /gpumem follows vLLM 0\.6 to/],
     [['--engine', 'vllm', '--engine-version', 'latest'], /--engine-version takes a release such as/],
     [['--engine', 'sglang', '--engine-version', '9.0'], /gpumem follows SGLang/],

@@ -5,6 +5,7 @@
  * derived from this table; PlanInputs is its type. What a framework or an engine refuses lives in its own module.
  */
 import { InvalidArgumentError } from '../errors.js';
+import { generateRelease } from './engines/transformers-releases.js';
 import { KV_CACHES, WEIGHT_FORMATS } from './options.js';
 import { RUN_LENGTHS_PATTERN } from './run-lengths.js';
 
@@ -412,6 +413,11 @@ export const RULES: ReadonlyArray<(i: PlanInputs, given: (k: InputName) => boole
   (i) =>
     i.torchtitan !== undefined && (i.fsdp === false || i.fsdp === '1' || i.framework !== 'pytorch')
       ? "--torchtitan says how torchtitan's apply_fsdp wraps the model in FSDP2: give --fsdp (or --fsdp 2) with --framework pytorch"
+      : undefined,
+  // StaticCache came with transformers 4.38 (cache_utils.py)
+  (i) =>
+    i.mode === 'infer' && i.engine === 'hf' && i.kvCache === 'static' && !generateRelease(i.engineVersion).staticCache
+      ? `--kv-cache static is transformers' StaticCache, which --engine-version ${i.engineVersion} does not have (4.38 on)`
       : undefined,
   (i, g) => (i.flashAttention && g('attention') && i.attention !== 'flash' ? `--flash-attention contradicts --attention ${i.attention}` : undefined),
   // the run's micro-batches are the samples as --seq and --batch keep them: a search over either would replay another run

@@ -26,6 +26,8 @@ export interface GenerateRelease {
    * num_logits_to_keep = 1 and the upcast happens on the last token's row).
    */
   promptLogits: 'all' | 'last';
+  /** StaticCache exists (transformers 4.38 on: `--kv-cache static` describes no run of an earlier release). */
+  staticCache: boolean;
   says: string;
 }
 
@@ -37,6 +39,15 @@ export const GENERATE_RELEASES: readonly GenerateRelease[] = [
     heldCache: true,
     heldOutputs: true,
     promptLogits: 'all',
+    staticCache: false,
+    says: "transformers < 4.42: the previous step's cache and outputs held through each forward, the prompt's logits upcast to fp32",
+  },
+  {
+    from: '4.38',
+    heldCache: true,
+    heldOutputs: true,
+    promptLogits: 'all',
+    staticCache: true,
     says: "transformers < 4.42: the previous step's cache and outputs held through each forward, the prompt's logits upcast to fp32",
   },
   {
@@ -44,9 +55,10 @@ export const GENERATE_RELEASES: readonly GenerateRelease[] = [
     heldCache: false,
     heldOutputs: false,
     promptLogits: 'all',
+    staticCache: true,
     says: "transformers 4.42-4.44: one DynamicCache throughout (#30536), the prompt's logits upcast to fp32",
   },
-  { from: '4.45', heldCache: false, heldOutputs: false, promptLogits: 'last', says: "transformers 4.45 on: the last token's logits only (#31292)" },
+  { from: '4.45', heldCache: false, heldOutputs: false, promptLogits: 'last', staticCache: true, says: "transformers 4.45 on: the last token's logits only (#31292)" },
 ];
 
 /**
