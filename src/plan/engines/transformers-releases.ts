@@ -58,7 +58,14 @@ export const GENERATE_RELEASES: readonly GenerateRelease[] = [
     staticCache: true,
     says: "transformers 4.42-4.44: one DynamicCache throughout (#30536), the prompt's logits upcast to fp32",
   },
-  { from: '4.45', heldCache: false, heldOutputs: false, promptLogits: 'last', staticCache: true, says: "transformers 4.45 on: the last token's logits only (#31292)" },
+  {
+    from: '4.45',
+    heldCache: false,
+    heldOutputs: false,
+    promptLogits: 'last',
+    staticCache: true,
+    says: "transformers 4.45 on: the last token's logits only (#31292)",
+  },
 ];
 
 /**
