@@ -52,15 +52,8 @@ export class SegmentList extends PieceColumns {
    * and a chunk holds one mode), so a transfer differing from the last one added is new to the chunk.
    */
   add(t: Transfer, host: number, dev: number, bytes: number, flags: number, key: object | string, keyBase: number, at: number): void {
-    const i = this.count++;
-    this.write(i, t, host, dev, bytes, flags, key, keyBase);
-    this.at[i] = at;
-    this.total += bytes;
-    const last = this.transfers.length - 1;
-    if (this.transfers[last] !== t) {
-      this.transfers.push(t);
-      this.transferBytes.push(bytes);
-    } else this.transferBytes[last] = this.transferBytes[last]! + bytes;
+    this.put(this.count, t, host, dev, bytes, flags, key, keyBase, at);
+    this.appended(t, 1, bytes);
   }
 
   /** Writes segment `i` (one of a run that {@link appended} then counts): a row and its slot offset. */
