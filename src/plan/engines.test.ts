@@ -297,3 +297,31 @@ test("Hugging Face generate by transformers release: the previous step's cache h
   assert.ok((prefillNow.perGpu.allocatedPeakBytes ?? 0) < (prefillMid.perGpu.allocatedPeakBytes ?? 0));
   assert.equal(line(prefillMid, /growth/), 0, 'one new token runs no decode step');
 });
+
+test("Hugging Face generate by transformers release: each attention layer's rotary cos/sin tables at 4.33-4.37, gone from 4.38 and under AutoAWQ's fused attention", async () => {
+  const plan = async (model: string, release: string, ...extra: string[]): Promise<PlanResult> => {
+    const args = ['--batch', '1', '--prompt', '64', '--new-tokens', '64', '--engine-version', release, ...extra, '--json'];
+    const r = await runCli(['plan', '--model', model, '--mode', 'infer', ...args]);
+    assert.equal(r.code, 0, r.err);
+    return JSON.parse(r.out) as PlanResult;
+  };
+  const tables = (p: PlanResult): number => p.lines.find((l) => /rotary cos\/sin tables/.test(l.name))?.bytes ?? 0;
+  const m = catalogueModel('mistral-7b');
+  // MistralRotaryEmbedding per attention layer: cos and sin of (max_position_embeddings, head dim) in the load dtype
+  const expected = m.layers * 2 * (m.maxPositions ?? 0) * m.headDim * 2;
+  const [at436, at438] = [await plan('mistral-7b', '4.36'), await plan('mistral-7b', '4.38')];
+  assert.equal(tables(at436), expected, `${tables(at436)} against ${expected} (512 MiB for Mistral-7B's 32768 positions)`);
+  assert.equal(tables(at438), 0);
+  assert.equal((at436.perGpu.allocatedPeakBytes ?? 0) - (at438.perGpu.allocatedPeakBytes ?? 0), expected, 'the tables are all that differs');
+  // fp32 weights load in fp32 (the default dtype is the load dtype); before 4.31 Llama's tables were not read
+  assert.equal(tables(await plan('mistral-7b', '4.36', '--weights', 'fp32')), 2 * expected);
+  assert.equal(tables(await plan('llama-2-7b', '4.30')), 0);
+  // Llama-2-7B: 4096 positions, GPT-NeoX (Pythia): only the rotary part of each head (rotary_pct 0.25)
+  assert.equal(tables(await plan('llama-2-7b', '4.35')), 32 * 2 * 4096 * 128 * 2);
+  const pythia = catalogueModel('pythia-1.4b');
+  const rotary = Math.floor(pythia.headDim * pythia.arch.rotaryFraction);
+  assert.equal(tables(await plan('pythia-1.4b', '4.35')), pythia.layers * 2 * (pythia.maxPositions ?? 0) * rotary * 2);
+  // AutoAWQ's fuse replaces every attention module: its own RoPE table instead
+  const awq = ['--weights', 'awq-int4', '--kv-cache', 'awq-fused'];
+  assert.equal(tables(await plan('mistral-7b', '4.36', ...awq)), 0);
+});

@@ -28,6 +28,17 @@ export interface GenerateRelease {
   promptLogits: 'all' | 'last';
   /** StaticCache exists (transformers 4.38 on: `--kv-cache static` describes no run of an earlier release). */
   staticCache: boolean;
+  /**
+   * The model_types whose every attention layer builds its own rotary embedding with cos and sin tables for all
+   * max_position_embeddings positions at init, in the default dtype (the one from_pretrained loads in): buffers that
+   * stay on the GPU beside the weights. LlamaRotaryEmbedding's `_set_cos_sin_cache(seq_len=max_position_embeddings,
+   * ..., dtype=torch.get_default_dtype())` came with RoPE scaling (#24653, 4.31; v4.37.2's modeling_llama.py
+   * L134-136, as #29299 quotes it); GPT-NeoX took the same form in #25830 (4.33); Mistral (4.34), Mixtral (4.36),
+   * Phi (4.36, the rotary part of the head) and Qwen2 (4.37) copy it. Llama computes cos and sin in each forward from
+   * 4.38 (#27931, static cache); the other families' 4.38-4.44 modelling was not read and is planned without tables.
+   * A fused AutoAWQ attention replaces the attention modules, tables and all.
+   */
+  ropeTables: readonly string[];
   says: string;
 }
 
@@ -40,7 +51,26 @@ export const GENERATE_RELEASES: readonly GenerateRelease[] = [
     heldOutputs: true,
     promptLogits: 'all',
     staticCache: false,
+    ropeTables: [],
     says: "transformers < 4.42: the previous step's cache and outputs held through each forward, the prompt's logits upcast to fp32",
+  },
+  {
+    from: '4.31',
+    heldCache: true,
+    heldOutputs: true,
+    promptLogits: 'all',
+    staticCache: false,
+    ropeTables: ['llama'],
+    says: "transformers < 4.42: the previous step's cache and outputs held through each forward, the prompt's logits upcast to fp32; 4.31-4.37: each attention layer's rotary cos/sin tables (#24653)",
+  },
+  {
+    from: '4.33',
+    heldCache: true,
+    heldOutputs: true,
+    promptLogits: 'all',
+    staticCache: false,
+    ropeTables: ['llama', 'gpt_neox', 'mistral', 'mixtral', 'phi', 'qwen2'],
+    says: "transformers < 4.42: the previous step's cache and outputs held through each forward, the prompt's logits upcast to fp32; 4.31-4.37: each attention layer's rotary cos/sin tables (#24653, #25830)",
   },
   {
     from: '4.38',
@@ -48,6 +78,7 @@ export const GENERATE_RELEASES: readonly GenerateRelease[] = [
     heldOutputs: true,
     promptLogits: 'all',
     staticCache: true,
+    ropeTables: [],
     says: "transformers < 4.42: the previous step's cache and outputs held through each forward, the prompt's logits upcast to fp32",
   },
   {
@@ -56,6 +87,7 @@ export const GENERATE_RELEASES: readonly GenerateRelease[] = [
     heldOutputs: false,
     promptLogits: 'all',
     staticCache: true,
+    ropeTables: [],
     says: "transformers 4.42-4.44: one DynamicCache throughout (#30536), the prompt's logits upcast to fp32",
   },
   {
@@ -64,6 +96,7 @@ export const GENERATE_RELEASES: readonly GenerateRelease[] = [
     heldOutputs: false,
     promptLogits: 'last',
     staticCache: true,
+    ropeTables: [],
     says: "transformers 4.45 on: the last token's logits only (#31292)",
   },
 ];

@@ -50,6 +50,7 @@ export interface GenerateTags {
   logits: Tag;
   scratch: Tag;
   rope: Tag;
+  ropeTables: Tag;
   load: Tag;
   matmul: Tag;
 }
@@ -104,6 +105,11 @@ export function generateTags(s: Omit<GenerateSetup, 'tags'>): GenerateTags {
       'workspaceBytes',
       `each fused attention layer's complex64 freqs_cis of 2 x ${s.cacheLen} positions x head dim / 2 (awq/modules/fused/attn.py RoPE), made at load`,
     ),
+    ropeTables: set.get(
+      "rotary cos/sin tables, every attention layer's own",
+      'workspaceBytes',
+      `cos and sin for ${s.m.maxPositions ?? 0} positions (max_position_embeddings) x ${rotaryDim(s)} rotary dims x ${s.layers} layers in the load dtype, made at init (${s.release.says})`,
+    ),
     load: set.get(
       'a weight quantised at load',
       'workspaceBytes',
@@ -115,6 +121,19 @@ export function generateTags(s: Omit<GenerateSetup, 'tags'>): GenerateTags {
       `one layer's matmul at a time (${s.quant.scheme?.says ?? 'none'}): bitsandbytes 4-bit dequantises the weight for more than one row, LLM.int8() quantises its input (and converts the weight's layout in the first pass), AWQ sums 8 split-k partial outputs`,
     ),
   };
+}
+
+/** The rotary dimensions of a head (GPT-NeoX's rotary_ndims, Phi's partial rotary factor: int(head dim x fraction)). */
+const rotaryDim = (s: Omit<GenerateSetup, 'tags'>): number => Math.floor(s.m.headDim * s.m.arch.rotaryFraction);
+
+/**
+ * One attention layer's rotary cos and sin tables, where the release builds them in every attention layer at init
+ * (GenerateRelease.ropeTables); 0 where it does not, where the config gives no max_position_embeddings, and under
+ * AutoAWQ's fused attention (which replaces the attention modules, tables and all).
+ */
+function ropeTableBytes(s: Omit<GenerateSetup, 'tags'>): number {
+  if (!s.release.ropeTables.includes(s.m.modelType) || s.o.kvCache === 'awq-fused' || !s.m.maxPositions) return 0;
+  return 2 * s.m.maxPositions * rotaryDim(s) * (s.o.weights === 'fp32' ? 4 : 2);
 }
 
 /** The length a preallocated cache is made at (StaticCache, AutoAWQ's WindowedCache), or 0 for a cache that grows. */
@@ -297,6 +316,8 @@ export function generateProgram(mem: Mem, s: GenerateSetup, allSteps: boolean): 
   mem.phase('load');
   mem.repeat(s.layers, () => mem.alloc(s.layerWeightBytes, s.tags.weights));
   mem.alloc(s.endWeightBytes, s.tags.weights);
+  const tables = ropeTableBytes(s);
+  if (tables > 0) mem.repeat(s.layers, () => mem.alloc(tables, s.tags.ropeTables));
   if (s.quant.loadBytes > 0) mem.free(mem.alloc(s.quant.loadBytes, s.tags.load));
   if (s.quant.scratchBytes > 0) mem.alloc(s.quant.scratchBytes, s.tags.scratch);
   if (s.o.kvCache === 'awq-fused') fixedCache(mem, s);
