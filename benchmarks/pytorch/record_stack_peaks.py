@@ -27,6 +27,9 @@ ap.add_argument("--alloc-conf", default="")
 ap.add_argument("--deadline", type=float, default=150.0, help="seconds after which no new run starts")
 ap.add_argument("--only", default="", help="comma-separated families")
 ap.add_argument("--kinds", default="", help="comma-separated kinds (default every run)")
+ap.add_argument("--set", default="stacks", choices=["stacks", "validation"],
+                help="stacks: the runs the stacks were modelled on; validation: other families and shapes, chosen and "
+                     "recorded after the planner was frozen (nothing is changed on them)")
 ap.add_argument("--device", default="cuda", choices=["cuda"])
 ap.add_argument("--in-process", action="store_true", help="every run in this process (default: a process per run)")
 ap.add_argument("--run", type=int, default=-1, help=argparse.SUPPRESS)  # the one run a child process records
@@ -68,6 +71,22 @@ RUNS = [
     ("phi-2", "lora-run", 1, 2048),
 ]
 RUN_SAMPLES = 40
+# the same kinds on families, shapes and sizes no stacks row has (chosen before any was planned)
+VALIDATION = [
+    ("tinyllama-1.1b", "full", 2, 1024),
+    ("gemma-2-2b", "lora", 2, 2048),
+    ("qwen3-0.6b", "fsdp1", 4, 1024),
+    ("tinyllama-1.1b", "fsdp2", 2, 1024),
+    ("llama-3.2-3b", "kbit-prep", 2, 1024),
+    ("gemma-2-2b", "generate", 16, 1024),
+    ("tinyllama-1.1b", "generate", 64, 256),
+    ("phi-1.5", "full", 8, 512),
+    ("starcoder2-3b", "lora", 4, 1024),
+    ("pythia-1.4b", "generate", 8, 1024),
+    ("qwen3-0.6b", "generate", 48, 768),
+    ("stablelm-base-alpha-3b", "lora", 2, 2048),
+]
+CHOSEN = VALIDATION if a.set == "validation" else RUNS
 
 
 def run_lengths(seq, seed=7):
@@ -237,7 +256,7 @@ def generate_run(family, kind, batch, seq, versions):
 
 def row(family, kind, batch, seq, flags, allocated, reserved, versions, details):
     conf = a.alloc_conf.replace(":", "-").replace(",", "_").lower()
-    name = f"h200-stacks-{family}-{kind}-{batch}x{seq}{'-' + conf if conf else ''}"
+    name = f"h200-{a.set}-{family}-{kind}-{batch}x{seq}{'-' + conf if conf else ''}"
     return {
         "id": name,
         "project": "gpumem (recorded)",
@@ -259,7 +278,7 @@ def main():
     if not torch.cuda.is_available():
         sys.exit("record_stack_peaks: no CUDA device")
     versions = versions_of("cuda", peft)
-    doc = {"schema": "gpumem.plan-fixture/1", "set": "h200-stacks",
+    doc = {"schema": "gpumem.plan-fixture/1", "set": f"h200-{a.set}",
            "description": "stacks recorded with benchmarks/pytorch/record_stack_peaks.py", "versions": versions, "rows": [], "errors": []}
 
     def here(spec):
@@ -269,8 +288,8 @@ def main():
 
     def child(spec):
         """The run in a process of its own: this script with --run, its one row read back."""
-        out = f"{a.out}.run{RUNS.index(spec)}.json"
-        cmd = [sys.executable, os.path.abspath(__file__), "--out", out, "--run", str(RUNS.index(spec)), "--deadline", "1e9"]
+        out = f"{a.out}.run{CHOSEN.index(spec)}.json"
+        cmd = [sys.executable, os.path.abspath(__file__), "--out", out, "--run", str(CHOSEN.index(spec)), "--set", a.set, "--deadline", "1e9"]
         if a.alloc_conf:
             cmd += ["--alloc-conf", a.alloc_conf]
         subprocess.run(cmd, check=True)
@@ -284,9 +303,9 @@ def main():
     kinds = set(filter(None, a.kinds.split(",")))
     chosen = lambda spec: not kinds or spec[1] in kinds  # noqa: E731
     if a.run >= 0:
-        record_runs(doc, [RUNS[a.run]], a, here)
+        record_runs(doc, [CHOSEN[a.run]], a, here)
     else:
-        record_runs(doc, RUNS, a, here if a.in_process else child, skip=lambda spec: not chosen(spec))
+        record_runs(doc, CHOSEN, a, here if a.in_process else child, skip=lambda spec: not chosen(spec))
     if dist.is_initialized():
         dist.destroy_process_group()
 
