@@ -9,6 +9,7 @@ import { InvalidArgumentError, isGpuError } from '../errors.js';
 import { adapterRefusal } from './adapters.js';
 import { parseEngineVersion } from './engines/registry.js';
 import { parseTransformersVersion } from './engines/transformers-releases.js';
+import { parseAwqVersion } from './engines/autoawq-releases.js';
 import { frameworkOf } from './frameworks/registry.js';
 import { torchtitanCommit } from './frameworks/torchtitan-commits.js';
 import type { ModelConfig } from './model-config.js';
@@ -89,6 +90,7 @@ function trainOptions(i: PlanInputs, parallel: Parallelism): TrainOptions {
 function inferOptions(i: PlanInputs, parallel: Parallelism): InferOptions {
   if (i.engine !== 'hf') parseEngineVersion(i.engine, i.engineVersion);
   else parseTransformersVersion(i.engineVersion);
+  parseAwqVersion(i.awqVersion);
   return {
     mode: 'infer',
     batch: i.batch,
@@ -101,6 +103,7 @@ function inferOptions(i: PlanInputs, parallel: Parallelism): InferOptions {
     weights: i.weights,
     groupSize: i.groupSize,
     computeDtype: i.computeDtype,
+    awqVersion: i.awqVersion,
     quantisedOutput: i.quantisedOutput,
     attention: i.flashAttention ? 'flash' : i.attention,
     engine: i.engine,

@@ -193,6 +193,8 @@ export interface InferOptions {
   groupSize?: number | undefined;
   /** bitsandbytes 4-bit: the dtype its matmuls compute in (bnb_4bit_compute_dtype). */
   computeDtype?: ComputeDtype | undefined;
+  /** AWQ GEMM: the AutoAWQ release its matmuls follow (undefined: the newest). */
+  awqVersion?: string | undefined;
   /** bitsandbytes: the output layer quantised too (Lightning's BitsandbytesPrecision, as LitGPT's generate uses it). */
   quantisedOutput?: boolean | undefined;
   attention: Attention;

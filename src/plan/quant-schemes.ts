@@ -24,6 +24,8 @@ export interface MatmulContext {
   computeDtype: ComputeDtype;
   /** The quantisation group (bitsandbytes' blocksize). */
   groupSize: number;
+  /** AWQ GEMM: the rows from which the AutoAWQ release dequantises the weight for torch.matmul (AwqRelease). */
+  dequantFromRows?: number | undefined;
 }
 
 export interface QuantScheme {
@@ -172,7 +174,9 @@ export const QUANT_SCHEMES: Record<WeightFormat, QuantScheme | undefined> = {
     groupSize: 128,
     bitsandbytes: false,
     linearBytes: (l, g) => (l.in * l.out) / 2 + (l.in / g) * (l.out / 8) * 4 + (l.in / g) * l.out * 2,
-    matmulBytes: (l, x) => splitK(l, x.rows),
+    // from AutoAWQ 0.2.0 a call of dequantFromRows rows or more dequantises the weight to fp16 (in x out x 2 bytes)
+    // and multiplies with torch.matmul (awq/modules/linear/gemm.py WQLinearMMFunction.forward)
+    matmulBytes: (l, x) => (x.dequantFromRows !== undefined && x.rows >= x.dequantFromRows ? l.in * l.out * 2 : splitK(l, x.rows)),
   },
   'awq-int4-gemv': {
     says: 'AWQ 4-bit GEMV (qweight, qzeros, fp16 scales per group, padded to 8 groups)',

@@ -4,6 +4,7 @@
  * bits; and what the quantisation scheme's kernels add (quant-schemes.ts): their scratch at load, and a matmul's
  * transients when a layer runs.
  */
+import { awqRelease } from './engines/autoawq-releases.js';
 import { linearModules } from './adapters.js';
 import type { ModelConfig } from './model-config.js';
 import { localParams, weightBytes } from './model-states.js';
@@ -88,7 +89,10 @@ export function servedWeights(m: ModelConfig, o: InferOptions): ServedWeights {
   const headBytes = outputQuantised ? scheme.linearBytes(head, g) + (c.lmHead / p.tp - numel([head])) * 2 : (c.lmHead / p.tp) * 2;
   const endBytes = ((first ? c.embedding : 0) + (last ? c.finalNorm : 0)) * (2 / p.tp) + (last ? headBytes : 0);
   const quantised = [...(denseShare > 0 ? dense : []), ...(moeShare > 0 ? [...moeAttention, ...expert, ...shared] : []), ...(outputQuantised ? [head] : [])];
-  const ctx = (rows: number, isFirst: boolean) => ({ rows, first: isFirst, computeDtype: o.computeDtype ?? 'fp32', groupSize: g });
+  // AutoAWQ's fused MLP runs split-k itself, and at the lengths where the release dequantises the other layers, its
+  // gate and up projections' partial outputs (8 x rows x intermediate x 2) are the larger: fused, split-k throughout
+  const dequantFromRows = o.kvCache === 'awq-fused' ? undefined : awqRelease(o.awqVersion).dequantFromRows;
+  const ctx = (rows: number, isFirst: boolean) => ({ rows, first: isFirst, computeDtype: o.computeDtype ?? 'fp32', groupSize: g, dequantFromRows });
   // a routed expert sees the rows routed to it (tokens x experts per token / experts), the other layers every row
   const routed = (rows: number): number => (m.moe ? Math.ceil((rows * m.moe.expertsPerToken) / m.moe.experts) : rows);
   const most = (ls: readonly LinearShape[], rows: number, isFirst: boolean): number =>

@@ -250,6 +250,15 @@ export const SCHEMA = {
     applies: INFER,
     page: { label: 'bnb compute dtype' },
   },
+  awqVersion: {
+    kind: 'text',
+    arg: '<v>',
+    pattern: /^\d{1,3}\.\d{1,3}(\.\d{1,3})?$/,
+    example: 'a release such as 0.1.8 or 0.2.6',
+    help: "the AutoAWQ release an AWQ GEMM checkpoint runs on (default the newest, 0.2.9): from 0.2.0 a prefill of 1024 tokens or more dequantises each weight to fp16 for torch.matmul, before it the split-k kernel's 8 partial outputs",
+    applies: INFER,
+    page: { label: 'AutoAWQ release' },
+  },
   quantisedOutput: {
     kind: 'flag',
     help: "bitsandbytes: the output layer quantised too, as LitGPT's generate (Lightning's BitsandbytesPrecision converts every nn.Linear); transformers keeps lm_head in 16 bits (get_keys_to_not_convert)",
@@ -435,6 +444,10 @@ export const RULES: ReadonlyArray<(i: PlanInputs, given: (k: InputName) => boole
   (i) =>
     i.quantisedOutput && !BNB_WEIGHTS.includes(i.weights)
       ? `--quantised-output is for a bitsandbytes format (--weights ${BNB_WEIGHTS.join(', ')}); a ${i.weights} checkpoint keeps what it stores`
+      : undefined,
+  (i) =>
+    i.awqVersion !== undefined && i.weights !== 'awq-int4'
+      ? `--awq-version is the AutoAWQ release an AWQ GEMM checkpoint runs on: give --weights awq-int4, not ${i.weights}`
       : undefined,
   (i) =>
     i.computeDtype !== undefined && !BNB_4BIT.includes(i.weights)

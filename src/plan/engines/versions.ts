@@ -29,11 +29,12 @@ function compare(a: EngineVersion, b: EngineVersion): number {
  * Parses "0.10" or "0.10.2" for an engine that follows releases `oldest` to `newest`; undefined gives the newest.
  * @throws InvalidArgumentError for a malformed version or one outside the releases gpumem follows.
  */
-export function parseVersion(e: { label: string; oldest: string; newest: string }, text: string | undefined): EngineVersion {
+export function parseVersion(e: { label: string; oldest: string; newest: string; option?: string }, text: string | undefined): EngineVersion {
+  const option = e.option ?? '--engine-version';
   const v = parts(text ?? e.newest);
-  if (!v) throw new InvalidArgumentError(`--engine-version must be a release like ${e.newest}, got "${text}"`);
+  if (!v) throw new InvalidArgumentError(`${option} must be a release like ${e.newest}, got "${text}"`);
   if (compare(v, parts(e.oldest)!) < 0 || compare(v, parts(e.newest)!) > 0)
-    throw new InvalidArgumentError(`--engine-version ${v.text}: gpumem follows ${e.label} ${e.oldest} to ${e.newest}`);
+    throw new InvalidArgumentError(`${option} ${v.text}: gpumem follows ${e.label} ${e.oldest} to ${e.newest}`);
   return v;
 }
 
