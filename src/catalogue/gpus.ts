@@ -189,7 +189,7 @@ const ROWS: Record<string, Row> = {
     peerGBps: undefined,
     aliases: ['3060', 'rtx-3060-12gb'],
     source:
-      'deviceQuery on an RTX 3060 12GB, driver 12.2: 11.76 GiB; torch prints 11.65-11.76 GiB (less with a display attached), and Windows and WSL deviceQuery 12 GiB less 512 KiB',
+      'deviceQuery on an RTX 3060 12GB, driver 12.2: 11.76 GiB; torch prints 11.65-11.76 GiB (less with a display attached), and deviceQuery on Windows and WSL 12 GiB less 512 KiB',
     evidence: [
       [
         'a deviceQuery print in a CUDA sample README in public code (repository not resolved by the code index)',
@@ -213,7 +213,7 @@ const ROWS: Record<string, Row> = {
     memoryGBps: 760,
     peerGBps: undefined,
     aliases: ['3080', 'rtx-3080-10gb'],
-    source: 'deviceQuery on an RTX 3080 10GB, driver 12.0: 9.75 GiB; on Windows deviceQuery and torch print 10 GiB less 512 KiB (the WDDM figure)',
+    source: 'deviceQuery on an RTX 3080 10GB, driver 12.0: 9.75 GiB; Windows deviceQuery prints 10 GiB less 512 KiB (the WDDM figure)',
     evidence: [
       [
         'a deviceQuery print in a blog post in public code (repository not resolved by the code index)',
@@ -250,7 +250,7 @@ const ROWS: Record<string, Row> = {
     peerGBps: undefined,
     aliases: ['a4000'],
     source:
-      "torch's out-of-memory message on an RTX A4000: 15.61 GiB total capacity (DengKaiCQ/VGGT-Long#6); Windows deviceQuery prints 16 GiB less 8 MiB (the WDDM figure)",
+      "torch's out-of-memory message on an RTX A4000: 15.61 GiB total capacity (DengKaiCQ/VGGT-Long#6); Windows deviceQuery prints 15.99 GiB (the WDDM figure)",
     evidence: [
       ['https://github.com/DengKaiCQ/VGGT-Long/issues/6', 'GPU 0 has a total capacity of 15.61 GiB'],
       [
@@ -308,7 +308,7 @@ const ROWS: Record<string, Row> = {
     peerGBps: undefined,
     aliases: ['6000-ada', 'rtx6000ada'],
     source:
-      'deviceQuery on an 8 x RTX 6000 Ada server, driver 12.4, ECC off (as shipped): 47.50 GiB (thamada/nvidia-smi); with ECC on torch prints 44.43 GiB (nvidia-smi 46068 MiB)',
+      'deviceQuery on an 8 x RTX 6000 Ada server, driver 12.4, ECC off: 47.50 GiB (thamada/nvidia-smi); with ECC on torch prints 44.43 GiB (nvidia-smi 46068 MiB)',
     evidence: [
       [`${THAMADA} gls/RTX6000Ada_x8_deviceQuery.py`, 'Total amount of global memory:                 48640 MBytes (51002867712 bytes)'],
       ['https://github.com/DINGYANB/MTVCrafter/issues/21 (ECC on)', 'GPU 0 has a total capacity of 44.43 GiB ... NVIDIA RTX 6000 Ada Gene...   46068MiB'],
@@ -1015,7 +1015,11 @@ export function catalogueGpu(name: string): GpuSpec {
   throw new BadInputError(`unknown GPU "${name}". Closest: ${closestGpus(name).join(', ')}. For any other GPU, give its memory: --gpu-memory 24GiB`);
 }
 
-/** The link a GPU gets when only its memory is known: PCIe 4.0 x16, half the catalogue's and the slower of its PCIe links. */
+/**
+ * The link a GPU gets when only its memory is known: PCIe 4.0 x16, the link of most of the catalogue's cards. The PCIe
+ * 3.0 cards (V100, T4, P100, P40, RTX 20) have half of it, so for one of those given by its memory the offload and swap
+ * times are understated; the PCIe 5.0 cards have twice it.
+ */
 export const ASSUMED_LINK: HostLink = { kind: 'pcie', gen: 4, lanes: 16 };
 /** No GPU the planner is for has less; a bare number below it is most likely a size without its unit. */
 const MIN_GPU_BYTES = 512 * MiB;
@@ -1070,7 +1074,7 @@ export function gpuFromMemory(text: string, option = '--gpu-memory'): GpuSpec {
     hostLinkGBps: linkGBps,
     aliases: [],
     assumed: [
-      `host link: ${describeLink(ASSUMED_LINK)}, ${linkGBps} GB/s each way (half the catalogue's link, and the slower of its PCIe links: offload and swap times are not understated)`,
+      `host link: ${describeLink(ASSUMED_LINK)}, ${linkGBps} GB/s each way (the link of most of the catalogue's cards: a PCIe 3.0 card has half of it, so its offload and swap times would be understated)`,
       'memory bandwidth: unknown',
     ],
   };
