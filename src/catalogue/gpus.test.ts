@@ -106,7 +106,7 @@ test('capacities agree with the profiler traces they cite, and the quotes with t
       compared++;
     });
   }
-  assert.deepEqual([quoted, compared], [15, 11], "quotes found in their traces, figures compared with their own part's");
+  assert.deepEqual([quoted, compared], [20, 16], "quotes found in their traces, figures compared with their own part's");
 });
 
 test('derived capacities follow from the traces by the rule they state', { skip }, () => {
@@ -121,6 +121,24 @@ test('derived capacities follow from the traces by the rule they state', { skip 
   // GB200: nvidia-smi's 189471 MiB less what the driver keeps on a B200 (183359 MiB in nvidia-smi, NVIDIA/TensorRT-LLM#10278)
   const b200 = traceTotals('TraceLens/tests/traces/b200/eager_trace.json.gz', 'NVIDIA B200')[0]!;
   assert.equal(GPUS.gb200!.memoryBytes, 189471 * MiB - (183359 * MiB - b200));
+});
+
+test('NVIDIA boards derived from a sibling with the same memory take its figure', () => {
+  for (const [key, sibling] of [
+    ['a100-80-pcie', 'a100-80'],
+    ['h100-pcie', 'h100'],
+    ['h800', 'h100'],
+    ['v100-16-pcie', 'v100-16'],
+  ] as const) {
+    assert.equal(GPUS[key]!.memoryFigure, 'derived', key);
+    assert.equal(GPUS[key]!.memoryBytes, GPUS[sibling]!.memoryBytes, `${key} is ${sibling}`);
+  }
+  // the V100 PCIe boards have no NVLink; the SXM2 boards 150 GB/s each way
+  assert.equal(GPUS['v100-16-pcie']!.peerGBps, undefined);
+  assert.equal(GPUS['v100-32-pcie']!.peerGBps, undefined);
+  assert.equal(GPUS['v100-16']!.peerGBps, 150);
+  // the MI100 reports its 32 GiB of HBM2 less 16 MiB, as the other Instinct parts do
+  assert.equal(GPUS.mi100!.memoryBytes + 16 * MiB, 32 * GiB);
 });
 
 test("the H200's capacity is gpumem's own measurement on one H200", () => {
@@ -160,6 +178,26 @@ const NAMES: Array<[string, string]> = [
   ['Radeon PRO W7900', 'w7900'],
   ['7900XTX', 'rx-7900-xtx'],
   ['AMD Radeon RX 7900 XTX', 'rx-7900-xtx'],
+  ['v100', 'v100-16'],
+  ['V100-32', 'v100-32'],
+  ['v100-16', 'v100-16'],
+  ['Tesla V100-SXM2-32GB', 'v100-32'],
+  ['Tesla V100-PCIE-16GB', 'v100-16-pcie'],
+  ['v100 pcie', 'v100-16-pcie'],
+  ['T4', 't4'],
+  ['Tesla T4', 't4'],
+  ['A6000', 'rtx-a6000'],
+  ['RTX 6000 Ada', 'rtx-6000-ada'],
+  ['NVIDIA RTX 6000 Ada Generation', 'rtx-6000-ada'],
+  ['A800', 'a800'],
+  ['H800', 'h800'],
+  ['MI100', 'mi100'],
+  ['RTX 3060', 'rtx-3060'],
+  ['2080 Ti', 'rtx-2080-ti'],
+  ['rtx3080', 'rtx-3080'],
+  ['4080', 'rtx-4080'],
+  ['P100', 'p100'],
+  ['Tesla P40', 'p40'],
 ];
 
 test('names resolve whatever their case and punctuation, and no name is two GPUs', () => {
@@ -180,7 +218,7 @@ test('names resolve whatever their case and punctuation, and no name is two GPUs
 test('an unknown name is refused with the closest names and the way to give any other GPU', () => {
   for (const [name, first] of [
     ['h100x', 'h100'],
-    ['rtx 4080', 'rtx-4090'],
+    ['rtx 4070', 'rtx-4080'],
     ['mi300a', 'mi300x'],
     ['B300', 'b200'],
   ] as const) {

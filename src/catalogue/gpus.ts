@@ -79,6 +79,9 @@ interface Row {
 const HTA = 'facebookresearch/HolisticTraceAnalysis@f4d0062c382f';
 const TRACELENS = 'AMD-AGI/TraceLens@171dd74721ca';
 const THAMADA = 'thamada/nvidia-smi@b09ef139265f';
+const PARAM = 'facebookresearch/param@1e115ffc62c6';
+const KINETO = 'pytorch/kineto@041e7ce99f15';
+const KERNELFORGE = 'marcalph/kernelforge@fc016e8f4cc6';
 const gib = (n: number): string => `${(n / GiB).toFixed(2)} GiB`;
 
 /**
@@ -105,6 +108,12 @@ const A100_CONTEXT: CudaContextFigure = {
   source: "derived: a primary context on an A800 (the A100's GA100, 108 SMs): ~414 MiB (kvcache-ai/Mooncake#3973, CUDA 12.9)",
   evidence: [{ where: MOONCAKE_3973, quote: 'several hundred MiB per process (~520 MiB on H200, ~414 MiB on A800)' }],
 };
+const A800_CONTEXT: CudaContextFigure = {
+  bytes: 414 * MiB,
+  figure: 'published',
+  source: 'a primary context on an A800: ~414 MiB (kvcache-ai/Mooncake#3973, CUDA 12.9)',
+  evidence: [{ where: MOONCAKE_3973, quote: 'several hundred MiB per process (~520 MiB on H200, ~414 MiB on A800)' }],
+};
 const derivedFrom = (f: CudaContextFigure, why: string): CudaContextFigure => ({ ...f, figure: 'derived', source: `derived (${why}): ${f.source}` });
 
 /**
@@ -112,7 +121,10 @@ const derivedFrom = (f: CudaContextFigure, why: string): CudaContextFigure => ({
  * 384-bit GDDR6 at 12.5 Gb/s); the A100 40GB's PCIe and SXM4 boards have the same memory, bandwidth and host link and
  * both pair over NVLink at 600 GB/s; `a100` is the SXM4 80GB, the A100 people rent and publish traces of most (DGX/HGX
  * A100 80GB); the B200's 8000 GB/s is NVIDIA's figure, while the bus its driver reports (7680 bits at 3996 MHz) gives
- * 7.67 TB/s (pytorch/ao#4002).
+ * 7.67 TB/s (pytorch/ao#4002). `v100` is the SXM2 16GB, the V100 the clouds rent most (AWS p3, Google Cloud, Colab);
+ * the V100 PCIe boards have no NVLink. Peer figures of PCIe cards with an NVLink bridge (RTX 2080 Ti, RTX A5000/A6000,
+ * A30, A40) are the bridge's. Cards whose runtime total moves with ECC (the 48 GB Ada and Ampere parts) say which
+ * setting their figure is for.
  */
 const ROWS: Record<string, Row> = {
   'rtx-3090': {
@@ -155,6 +167,286 @@ const ROWS: Record<string, Row> = {
     evidence: [
       ['https://github.com/NVIDIA/nccl/issues/1637', 'Total amount of global memory:                 32120 MBytes (33680457728 bytes)'],
       ['https://github.com/Wan-Video/Wan2.1/issues/465', 'GPU 0 has a total capacity of 31.37 GiB'],
+    ],
+  },
+  'rtx-2080-ti': {
+    name: 'NVIDIA GeForce RTX 2080 Ti',
+    deviceName: 'NVIDIA GeForce RTX 2080 Ti',
+    memoryBytes: 11_554_586_624,
+    figure: 'runtime',
+    memoryGBps: 616,
+    peerGBps: 50,
+    aliases: ['2080ti', 'rtx2080ti'],
+    source: 'totalGlobalMem in a PyTorch profiler trace of eight RTX 2080 Ti: 10.76 GiB (facebookresearch/param)',
+    evidence: [[`${PARAM} et_replay/tests/inputs/resnet_kineto.json.gz`, '"name": "NVIDIA GeForce RTX 2080 Ti", "totalGlobalMem": 11554586624']],
+  },
+  'rtx-3060': {
+    name: 'NVIDIA GeForce RTX 3060 12GB',
+    deviceName: 'NVIDIA GeForce RTX 3060',
+    memoryBytes: 12_629_508_096,
+    figure: 'runtime',
+    memoryGBps: 360,
+    peerGBps: undefined,
+    aliases: ['3060', 'rtx-3060-12gb'],
+    source:
+      'deviceQuery on an RTX 3060 12GB, driver 12.2: 11.76 GiB; torch prints 11.65-11.76 GiB (less with a display attached), and deviceQuery on Windows and WSL 12 GiB less 512 KiB',
+    evidence: [
+      [
+        'a deviceQuery print in a CUDA sample README in public code (repository not resolved by the code index)',
+        'Device 0: "NVIDIA GeForce RTX 3060" ... Total amount of global memory:                 12044 MBytes (12629508096 bytes)',
+      ],
+      [
+        'a PyTorch device check in public code (repository not resolved by the code index)',
+        "_CudaDeviceProperties(name='NVIDIA GeForce RTX 3060', major=8, minor=6, total_memory=11931MB, multi_processor_count=28)",
+      ],
+      [
+        'a deviceQuery print on a Linux desktop in public code (repository not resolved by the code index)',
+        'Device 0: "NVIDIA GeForce RTX 3060" ... Total amount of global memory:                 12004 MBytes (12587106304 bytes)',
+      ],
+    ],
+  },
+  'rtx-3080': {
+    name: 'NVIDIA GeForce RTX 3080 10GB',
+    deviceName: 'NVIDIA GeForce RTX 3080',
+    memoryBytes: 10_472_390_656,
+    figure: 'runtime',
+    memoryGBps: 760,
+    peerGBps: undefined,
+    aliases: ['3080', 'rtx-3080-10gb'],
+    source: 'deviceQuery on an RTX 3080 10GB, driver 12.0: 9.75 GiB; Windows deviceQuery prints 10 GiB less 512 KiB (the WDDM figure)',
+    evidence: [
+      [
+        'a deviceQuery print in a blog post in public code (repository not resolved by the code index)',
+        'Device 0: "NVIDIA GeForce RTX 3080" ... Total amount of global memory:                 9987 MBytes (10472390656 bytes)',
+      ],
+      [
+        'a Windows deviceQuery print in public code (repository not resolved by the code index)',
+        'Device 0: "NVIDIA GeForce RTX 3080" ... Total amount of global memory:                 10240 MBytes (10736893952 bytes)',
+      ],
+    ],
+  },
+  'rtx-4080': {
+    name: 'NVIDIA GeForce RTX 4080',
+    deviceName: 'NVIDIA GeForce RTX 4080',
+    memoryBytes: 16_049 * MiB,
+    figure: 'runtime',
+    memoryGBps: 716.8,
+    peerGBps: undefined,
+    aliases: ['4080'],
+    source: "torch's device properties on an RTX 4080: total_memory=16049MB, 15.67 GiB (to the MiB torch prints)",
+    evidence: [
+      [
+        'a PyTorch install check in public code (repository not resolved by the code index)',
+        "_CudaDeviceProperties(name='NVIDIA GeForce RTX 4080', major=8, minor=9, total_memory=16049MB, multi_processor_count=76)",
+      ],
+    ],
+  },
+  'rtx-a4000': {
+    name: 'NVIDIA RTX A4000',
+    deviceName: 'NVIDIA RTX A4000',
+    memoryBytes: Math.round(15.61 * GiB),
+    figure: 'runtime',
+    memoryGBps: 448,
+    peerGBps: undefined,
+    aliases: ['a4000'],
+    source:
+      "torch's out-of-memory message on an RTX A4000: 15.61 GiB total capacity (DengKaiCQ/VGGT-Long#6); Windows deviceQuery prints 15.99 GiB (the WDDM figure)",
+    evidence: [
+      ['https://github.com/DengKaiCQ/VGGT-Long/issues/6', 'GPU 0 has a total capacity of 15.61 GiB'],
+      [
+        'a Windows deviceQuery print in public code (repository not resolved by the code index)',
+        'Device 0: "NVIDIA RTX A4000" ... Total amount of global memory:                 16376 MBytes (17174683648 bytes)',
+      ],
+    ],
+  },
+  'rtx-a5000': {
+    name: 'NVIDIA RTX A5000',
+    deviceName: 'NVIDIA RTX A5000',
+    memoryBytes: 25_402_343_424,
+    figure: 'runtime',
+    memoryGBps: 768,
+    peerGBps: 56.25,
+    aliases: ['a5000'],
+    source: "totalGlobalMem as a CUDA course's device query prints it on an RTX A5000: 23.66 GiB; torch prints 23.55-23.57 GiB on other machines",
+    evidence: [
+      [
+        'a CUDA course page in public code (repository not resolved by the code index)',
+        'Device 0: "NVIDIA RTX A5000" with Compute 8.6 capability ... Total amount of global memory:      24226 MBytes (25402343424 bytes)',
+      ],
+      [
+        'a PyTorch device check in public code (repository not resolved by the code index)',
+        "_CudaDeviceProperties(name='NVIDIA RTX A5000', major=8, minor=6, total_memory=24138MB, multi_processor_count=64",
+      ],
+    ],
+  },
+  'rtx-a6000': {
+    name: 'NVIDIA RTX A6000',
+    deviceName: 'NVIDIA RTX A6000',
+    memoryBytes: 51_160_023_040,
+    figure: 'runtime',
+    memoryGBps: 768,
+    peerGBps: 56.25,
+    aliases: ['a6000'],
+    source: 'deviceQuery on an 8 x RTX A6000 server, driver 12.7: 47.65 GiB; torch prints total_memory=48676MB (47.54 GiB) on other machines',
+    evidence: [
+      [
+        'a cluster documentation page with deviceQuery output in public code (repository not resolved by the code index)',
+        'Device 0: "NVIDIA RTX A6000" ... Total amount of global memory:                 48790 MBytes (51160023040 bytes)',
+      ],
+      [
+        'a kernel benchmark README in public code (repository not resolved by the code index)',
+        "_CudaDeviceProperties(name='NVIDIA RTX A6000', major=8, minor=6, total_memory=48676MB, multi_processor_count=84)",
+      ],
+    ],
+  },
+  'rtx-6000-ada': {
+    name: 'NVIDIA RTX 6000 Ada Generation',
+    deviceName: 'NVIDIA RTX 6000 Ada Generation',
+    memoryBytes: 51_002_867_712,
+    figure: 'runtime',
+    memoryGBps: 960,
+    peerGBps: undefined,
+    aliases: ['6000-ada', 'rtx6000ada'],
+    source:
+      'deviceQuery on an 8 x RTX 6000 Ada server, driver 12.4, ECC off: 47.50 GiB (thamada/nvidia-smi); with ECC on torch prints 44.43 GiB (nvidia-smi 46068 MiB)',
+    evidence: [
+      [`${THAMADA} gls/RTX6000Ada_x8_deviceQuery.py`, 'Total amount of global memory:                 48640 MBytes (51002867712 bytes)'],
+      ['https://github.com/DINGYANB/MTVCrafter/issues/21 (ECC on)', 'GPU 0 has a total capacity of 44.43 GiB ... NVIDIA RTX 6000 Ada Gene...   46068MiB'],
+    ],
+  },
+  p40: {
+    name: 'NVIDIA Tesla P40',
+    deviceName: 'Tesla P40',
+    memoryBytes: 24_032_378_880,
+    figure: 'runtime',
+    memoryGBps: 346,
+    peerGBps: undefined,
+    aliases: [],
+    source: "deviceQuery on a Tesla P40, CUDA 9.2 and 10.0 drivers: 22.38 GiB; torch's out-of-memory message on four P40s prints the same",
+    evidence: [
+      [
+        'deviceQuery prints in public code (repository not resolved by the code index)',
+        'Device 0: "Tesla P40" ... Total amount of global memory:                 22919 MBytes (24032378880 bytes)',
+      ],
+      ['https://github.com/LinkSoul-AI/Chinese-Llama-2-7b/issues/56', '(GPU 0; 22.38 GiB total capacity; 22.18 GiB already allocated'],
+    ],
+  },
+  p100: {
+    name: 'NVIDIA Tesla P100 PCIe 16GB',
+    deviceName: 'Tesla P100-PCIE-16GB',
+    memoryBytes: 17_071_734_784,
+    figure: 'runtime',
+    memoryGBps: 732,
+    peerGBps: undefined,
+    aliases: ['p100-16', 'p100-pcie', 'p100-pcie-16gb'],
+    source:
+      "deviceQuery on a P100 PCIe 16GB, drivers 11.2 and 11.4: 15.90 GiB (an HPC centre's and a cloud's documentation); torch prints total_memory=16280MB",
+    evidence: [
+      [
+        "deviceQuery prints in an HPC centre's and a cloud's documentation in public code (repository not resolved by the code index)",
+        'Device 0: "Tesla P100-PCIE-16GB" ... Total amount of global memory:                 16281 MBytes (17071734784 bytes)',
+      ],
+      [
+        'PyTorch set-up logs in public notebooks (repository not resolved by the code index)',
+        "_CudaDeviceProperties(name='Tesla P100-PCIE-16GB', major=6, minor=0, total_memory=16280MB, multi_processor_count=56)",
+      ],
+    ],
+  },
+  'v100-16': {
+    name: 'NVIDIA Tesla V100 SXM2 16GB',
+    deviceName: 'Tesla V100-SXM2-16GB',
+    memoryBytes: 16_945_512_448,
+    figure: 'runtime',
+    memoryGBps: 900,
+    peerGBps: 150,
+    aliases: ['v100', 'v100-sxm2', 'v100-16gb', 'v100-sxm2-16gb', 'v100-16-sxm'],
+    source: "deviceQuery on a V100-SXM2-16GB, CUDA 9.0 and 10.2 drivers: 15.78 GiB; torch's out-of-memory message on a 16GB V100 prints the same",
+    evidence: [
+      [
+        'deviceQuery prints in public documentation (repository not resolved by the code index)',
+        'Device 0: "Tesla V100-SXM2-16GB" ... Total amount of global memory:                 16160 MBytes (16945512448 bytes)',
+      ],
+      ['https://github.com/kchengiva/Shift-GCN/issues/34', '(GPU 0; 15.78 GiB total capacity; 14.25 GiB already allocated'],
+      ['YOLOv5 logs on Colab in public notebooks (repository not resolved by the code index)', 'CUDA:0 (Tesla V100-SXM2-16GB, 16160MiB)'],
+    ],
+  },
+  'v100-16-pcie': {
+    name: 'NVIDIA Tesla V100 PCIe 16GB',
+    deviceName: 'Tesla V100-PCIE-16GB',
+    memoryBytes: 16_945_512_448,
+    figure: 'derived',
+    memoryGBps: 900,
+    peerGBps: undefined,
+    aliases: ['v100-pcie', 'v100-pcie-16gb'],
+    source:
+      "derived: the V100 SXM2 16GB's runtime total (15.78 GiB), the same 16 GB of HBM2; torch on a V100 PCIe 16GB prints total_memory=16160MB, the same to the MiB",
+    evidence: [
+      [
+        'deviceQuery prints in public documentation (the SXM2 board; repository not resolved by the code index)',
+        'Device 0: "Tesla V100-SXM2-16GB" ... Total amount of global memory:                 16160 MBytes (16945512448 bytes)',
+      ],
+      [
+        'a PyTorch check on a cluster in public code (repository not resolved by the code index)',
+        "_CudaDeviceProperties(name='Tesla V100-PCIE-16GB', major=7, minor=0, total_memory=16160MB, multi_processor_count=80)",
+      ],
+    ],
+  },
+  'v100-32': {
+    name: 'NVIDIA Tesla V100 SXM2 32GB',
+    deviceName: 'Tesla V100-SXM2-32GB',
+    memoryBytes: 34_079_637_504,
+    figure: 'runtime',
+    memoryGBps: 900,
+    peerGBps: 150,
+    aliases: ['v100-32gb', 'v100-sxm2-32gb', 'v100-32-sxm'],
+    source:
+      "totalGlobalMem in a PyTorch profiler trace of a V100-SXM2-32GB: 31.74 GiB (facebookresearch/HolisticTraceAnalysis); torch's out-of-memory message prints the same; a DGX Station's V100-DGXS-32GB 31.74 GiB",
+    evidence: [
+      [`${HTA} tests/data/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz`, '"name": "Tesla V100-SXM2-32GB", "totalGlobalMem": 34079637504'],
+      ['https://github.com/liucongg/ChatGLM-Finetuning/issues/73', '(GPU 0; 31.74 GiB total capacity; 30.41 GiB already allocated'],
+      [
+        `${KINETO} tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz`,
+        '"name": "Tesla V100-DGXS-32GB", "totalGlobalMem": 34084028416',
+      ],
+    ],
+  },
+  'v100-32-pcie': {
+    name: 'NVIDIA Tesla V100 PCIe 32GB',
+    deviceName: 'Tesla V100-PCIE-32GB',
+    memoryBytes: 34_058_272_768,
+    figure: 'runtime',
+    memoryGBps: 900,
+    peerGBps: undefined,
+    aliases: ['v100-pcie-32gb'],
+    source: 'deviceQuery on a V100-PCIE-32GB, driver 10.1: 31.72 GiB; torch prints total_memory=32510MB (31.75 GiB) on another machine',
+    evidence: [
+      [
+        'a deviceQuery print in public documentation (repository not resolved by the code index)',
+        'Device 0: "Tesla V100-PCIE-32GB" ... Total amount of global memory:\t32480 MBytes (34058272768 bytes)',
+      ],
+      [
+        'a PyTorch tutorial in public code (repository not resolved by the code index)',
+        "_CudaDeviceProperties(name='Tesla V100-PCIE-32GB', major=7, minor=0, total_memory=32510MB, multi_processor_count=80)",
+      ],
+      [
+        `${HTA} tests/data/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz (the SXM2 board)`,
+        '"name": "Tesla V100-SXM2-32GB", "totalGlobalMem": 34079637504',
+      ],
+    ],
+  },
+  t4: {
+    name: 'NVIDIA Tesla T4',
+    deviceName: 'Tesla T4',
+    memoryBytes: 15_637_086_208,
+    figure: 'runtime',
+    memoryGBps: 320,
+    peerGBps: undefined,
+    aliases: [],
+    source:
+      "totalGlobalMem in a PyTorch profiler trace of a T4, driver 13.0: 14.56 GiB (marcalph/kernelforge); torch's out-of-memory message on a GCP T4 prints the same",
+    evidence: [
+      [`${KERNELFORGE} log/bfeed93fe629_2566.1773933981558265129.pt.trace.json`, '"name": "Tesla T4", "totalGlobalMem": 15637086208'],
+      ['https://github.com/Zheng-Chong/CatVTON/issues/133', 'GPU 0 has a total capacity of 14.56 GiB'],
     ],
   },
   a10: {
@@ -208,6 +500,63 @@ const ROWS: Record<string, Row> = {
     evidence: [
       ['thamada/nvidia-smi@c768aedc1e0b nvsim/L40S_deviceQuery.py', 'Total amount of global memory:                 45589 MBytes (47803596800 bytes)'],
       ['https://github.com/stepfun-ai/Step-Video-T2V/issues/8', 'GPU  has a total capacity of 44.42 GiB'],
+    ],
+  },
+  a30: {
+    name: 'NVIDIA A30',
+    deviceName: 'NVIDIA A30',
+    memoryBytes: Math.round(23.53 * GiB),
+    figure: 'runtime',
+    memoryGBps: 933,
+    peerGBps: 100,
+    aliases: [],
+    source: "torch's out-of-memory message on an A30: 23.53 GiB total capacity (google/RB-Modulation#5)",
+    evidence: [['https://github.com/google/RB-Modulation/issues/5', 'GPU 0 has a total capacty of 23.53 GiB of which 64.00 KiB is free. ... only 24G in A30']],
+  },
+  a40: {
+    name: 'NVIDIA A40',
+    deviceName: 'NVIDIA A40',
+    memoryBytes: 47_608_692_736,
+    figure: 'runtime',
+    memoryGBps: 696,
+    peerGBps: 56.25,
+    aliases: [],
+    source: 'deviceQuery on a 10 x A40 server, driver 12.4, ECC on: 44.34 GiB (thamada/nvidia-smi)',
+    evidence: [
+      ['thamada/nvidia-smi@5f6b772848f8 nvsim/A40x10_deviceQuery.py', 'Total amount of global memory:                 45403 MBytes (47608692736 bytes)'],
+    ],
+  },
+  l20: {
+    name: 'NVIDIA L20',
+    deviceName: 'NVIDIA L20',
+    memoryBytes: Math.round(44.53 * GiB),
+    figure: 'runtime',
+    memoryGBps: 864,
+    peerGBps: undefined,
+    aliases: [],
+    source:
+      "torch's out-of-memory message on an 8 x L20 server: 44.53 GiB total capacity (Tencent-Hunyuan/HunyuanCustom#36), as the L40S of the same AD102 and 48 GB prints",
+    evidence: [
+      ['https://github.com/Tencent-Hunyuan/HunyuanCustom/issues/36', 'GPU 0 has a total capacity of 44.53 GiB of which 1.29 GiB is free.'],
+      ['https://github.com/Wan-Video/Wan2.1/issues/205 (an L40S)', 'GPU 0 has a total capacity of 44.53 GiB'],
+    ],
+  },
+  l40: {
+    name: 'NVIDIA L40',
+    deviceName: 'NVIDIA L40',
+    memoryBytes: Math.round(44.4 * GiB),
+    figure: 'runtime',
+    memoryGBps: 864,
+    peerGBps: undefined,
+    aliases: [],
+    source:
+      "torch's out-of-memory message on an L40: 44.40 GiB total capacity (QwenLM/Qwen3-VL#2097); the L40S of the same AD102 and 48 GB prints 44.31-44.52 GiB",
+    evidence: [
+      ['https://github.com/QwenLM/Qwen3-VL/issues/2097', 'GPU 0 has a total capacity of 44.40 GiB of which 33.26 GiB is free.'],
+      [
+        'thamada/nvidia-smi@c768aedc1e0b nvsim/L40S_deviceQuery.py (the L40S)',
+        'Total amount of global memory:                 45589 MBytes (47803596800 bytes)',
+      ],
     ],
   },
   'a100-40': {
@@ -264,6 +613,25 @@ const ROWS: Record<string, Row> = {
       ],
     ],
   },
+  a800: {
+    name: 'NVIDIA A800 SXM4 80GB',
+    deviceName: 'NVIDIA A800-SXM4-80GB',
+    memoryBytes: Math.round(79.33 * GiB),
+    figure: 'runtime',
+    memoryGBps: 2039,
+    peerGBps: 200,
+    aliases: ['a800-80', 'a800-80gb', 'a800-sxm4', 'a800-sxm4-80gb'],
+    source:
+      "torch's out-of-memory message on an A800 80GB: 79.33 GiB total capacity (hahnyuan/PB-LLM#3); a hardware record of an A800-SXM4-80GB says 79.25 GiB, the A100 SXM4 80GB 79.15-79.26 GiB",
+    context: A800_CONTEXT,
+    evidence: [
+      ['https://github.com/hahnyuan/PB-LLM/issues/3', 'GPU 0 has a total capacty of 79.33 GiB of which 49.81 MiB is free.'],
+      [
+        "a test fixture's hardware record in public code (repository not resolved by the code index)",
+        "dict(name='NVIDIA A800-SXM4-80GB',memory_bytes=85094825984,free_bytes=78*2**30)",
+      ],
+    ],
+  },
   h100: {
     name: 'NVIDIA H100 SXM 80GB',
     deviceName: 'NVIDIA H100 80GB HBM3',
@@ -311,6 +679,23 @@ const ROWS: Record<string, Row> = {
     source: 'deviceQuery on two H100 NVL, driver 12.4: 93.00 GiB (thamada/nvidia-smi; nvidia-smi shows 95830 MiB)',
     context: derivedFrom(H100_CONTEXT, "the SXM board's GH100 with its 132 SMs"),
     evidence: [[`${THAMADA} gls/H100NVLx2_deviceQuery.py`, 'Total amount of global memory:                 95235 MBytes (99861594112 bytes)']],
+  },
+  h800: {
+    name: 'NVIDIA H800 SXM 80GB',
+    deviceName: 'NVIDIA H800',
+    memoryBytes: Math.round(79.22 * GiB),
+    figure: 'derived',
+    memoryGBps: 3350,
+    peerGBps: 200,
+    aliases: ['h800-sxm', 'h800-80gb'],
+    source:
+      "derived: the H100 SXM's runtime total (79.22 GiB), the same 80 GB of HBM3: nvidia-smi shows 81559 MiB on both; no printed H800 runtime total found",
+    context: derivedFrom(H100_CONTEXT, "the H100 SXM's GH100 with its 132 SMs"),
+    evidence: [
+      ['https://github.com/vllm-project/vllm/pull/10511 (the H100 SXM)', 'total_gpu_memory     79.22GiB'],
+      ['an H800 cluster run log in public code (repository not resolved by the code index)', 'NVIDIA H800, 81559 MiB, 570.158.01'],
+      ['nvidia-smi output of an H100 SXM in public code (repository not resolved by the code index)', '0, NVIDIA H100 80GB HBM3, 81559 MiB'],
+    ],
   },
   h20: {
     name: 'NVIDIA H20 96GB',
@@ -411,6 +796,23 @@ const ROWS: Record<string, Row> = {
       [
         'marcalph/kernelforge@fc016e8f4cc6 lambda-logs/log/transformer/192-222-51-72_4336.1774353536539013415.pt.trace.json',
         '"name": "NVIDIA GH200 480GB", "totalGlobalMem": 101468602368',
+      ],
+    ],
+  },
+  mi100: {
+    name: 'AMD Instinct MI100',
+    deviceName: 'AMD Instinct MI100',
+    memoryBytes: 32 * GiB - 16 * MiB,
+    figure: 'runtime',
+    memoryGBps: 1228.8,
+    peerGBps: undefined,
+    aliases: [],
+    source:
+      "rocminfo's device pool on a gfx908 (the MI100's architecture, and no other part's): 31.98 GiB, 32 GiB less 16 MiB, as every Instinct part reports its HBM",
+    evidence: [
+      [
+        'rocminfo prints of gfx908 agents in public code (repository not resolved by the code index)',
+        'Size:                    33538048(0x1ffc000) KB ... Name:                    amdgcn-amd-amdhsa--gfx908:sramecc+:xnack-',
       ],
     ],
   },
@@ -613,7 +1015,11 @@ export function catalogueGpu(name: string): GpuSpec {
   throw new BadInputError(`unknown GPU "${name}". Closest: ${closestGpus(name).join(', ')}. For any other GPU, give its memory: --gpu-memory 24GiB`);
 }
 
-/** The link a GPU gets when only its memory is known: PCIe 4.0 x16, half the catalogue's and the slower of its PCIe links. */
+/**
+ * The link a GPU gets when only its memory is known: PCIe 4.0 x16, the link of most of the catalogue's cards. The PCIe
+ * 3.0 cards (V100, T4, P100, P40, RTX 20) have half of it, so for one of those given by its memory the offload and swap
+ * times are understated; the PCIe 5.0 cards have twice it.
+ */
 export const ASSUMED_LINK: HostLink = { kind: 'pcie', gen: 4, lanes: 16 };
 /** No GPU the planner is for has less; a bare number below it is most likely a size without its unit. */
 const MIN_GPU_BYTES = 512 * MiB;
@@ -668,7 +1074,7 @@ export function gpuFromMemory(text: string, option = '--gpu-memory'): GpuSpec {
     hostLinkGBps: linkGBps,
     aliases: [],
     assumed: [
-      `host link: ${describeLink(ASSUMED_LINK)}, ${linkGBps} GB/s each way (half the catalogue's link, and the slower of its PCIe links: offload and swap times are not understated)`,
+      `host link: ${describeLink(ASSUMED_LINK)}, ${linkGBps} GB/s each way (the link of most of the catalogue's cards: a PCIe 3.0 card has half of it, so its offload and swap times would be understated)`,
       'memory bandwidth: unknown',
     ],
   };
