@@ -273,3 +273,24 @@ test("--kv-cache awq-fused takes an AWQ checkpoint's weights as given; over othe
   assert.throws(() => checkpointInputs({ quantization: undefined }, fused as typeof DEFAULT_INPUTS), InvalidArgumentError);
   assert.throws(() => checkpointInputs({ quantization: { weights: 'nf4' } }, fused as typeof DEFAULT_INPUTS), InvalidArgumentError);
 });
+
+test('AWQ GEMM by AutoAWQ release: split-k partial outputs in 0.1.x, the whole weight dequantised to fp16 from 1024 rows in 0.2 (not under the fused MLP)', () => {
+  const m = catalogueModel('mistral-7b');
+  const matmul = (prompt: number, awqVersion: string | undefined, kvCache?: 'awq-fused'): number => {
+    const w = servedWeights(m, inferOptions({ weights: 'awq-int4', awqVersion, kvCache, batch: 1, prompt, newTokens: 16 }));
+    return w.layerMatmulBytes(prompt, true);
+  };
+  // the largest layer is the MLP's gate/up (4096 x 14336): 8 fp16 partial outputs of rows x 14336, or 4096 x 14336 x 2
+  const splitK = (rows: number): number => 8 * rows * 14336 * 2;
+  assert.equal(matmul(2048, '0.1.8'), splitK(2048));
+  assert.equal(matmul(2048, '0.2.6'), 4096 * 14336 * 2);
+  assert.equal(matmul(2048, undefined), 4096 * 14336 * 2, 'the newest release by default');
+  assert.equal(matmul(1023, '0.2.6'), splitK(1023), 'below 1024 rows the split-k kernel runs in 0.2 too');
+  assert.equal(matmul(2048, '0.2.6', 'awq-fused'), splitK(2048), 'the fused MLP calls gemm_forward_cuda itself');
+  const infer = { ...DEFAULT_INPUTS, mode: 'infer' as const, prompt: 100, newTokens: 100 };
+  assert.throws(() => planOptionsFrom({ ...infer, weights: 'nf4', awqVersion: '0.2.6', given: ['weights', 'awqVersion'] }), /--awq-version .*awq-int4/);
+  assert.throws(
+    () => planOptionsFrom({ ...infer, weights: 'awq-int4', awqVersion: '0.0.9', given: ['weights', 'awqVersion'] }),
+    /--awq-version 0\.0\.9: gpumem follows AutoAWQ 0\.1\.6 to 0\.2\.9/,
+  );
+});
