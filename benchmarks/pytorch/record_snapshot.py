@@ -1,9 +1,11 @@
-"""Records PyTorch caching-allocator snapshots with device traces while training, as fixtures for gpumem pool replay.
+"""Records PyTorch caching-allocator snapshots with device traces, as fixtures for gpumem pool replay.
 
-Run on a GPU machine:  python3 benchmarks/pytorch/record_snapshot.py OUTDIR
-Trains a GPT-2 (124M) and a small Llama-style model for a few AdamW steps with torch.cuda.memory._record_memory_history
-(no stack frames, to keep the files small) and writes OUTDIR/<name>.snapshot.json.gz: the dict that
-torch.cuda.memory._snapshot() returns (segments, device_traces), as JSON.
+Run on a GPU machine:  python3 benchmarks/pytorch/record_snapshot.py OUTDIR [RUN ...]
+Trains a GPT-2 (124M) and a small Llama-style model for a few AdamW steps, and runs Hugging Face generate on models
+built from fixtures/plan/configs (random weights, bf16, greedy, as record_stack_peaks.py's generate rows), with
+torch.cuda.memory._record_memory_history (no stack frames, to keep the files small) and writes
+OUTDIR/<name>.snapshot.json.gz: the dict that torch.cuda.memory._snapshot() returns (segments, device_traces), as JSON.
+Without RUN names every run is recorded.
 """
 import gzip
 import json
@@ -18,6 +20,42 @@ RUNS = {
     "llama-mini-train": (lambda: LlamaConfig(hidden_size=1024, num_hidden_layers=16, num_attention_heads=16, num_key_value_heads=4,
                                              intermediate_size=2816, vocab_size=32000, tie_word_embeddings=False), 4, 1024),
 }
+
+# name: (config folder under fixtures/plan/configs, batch, prompt and new tokens)
+GENERATE_RUNS = {
+    "gemma-2-2b-generate-16x1024": ("gemma-2-2b", 16, 1024),
+    "llama-3.2-1b-generate-32x512": ("llama-3.2-1b", 32, 512),
+}
+
+
+def save(name, outdir):
+    snap = torch.cuda.memory._snapshot()
+    torch.cuda.memory._record_memory_history(enabled=None)
+    path = os.path.join(outdir, f"{name}.snapshot.json.gz")
+    with gzip.open(path, "wt", compresslevel=9) as f:
+        json.dump(snap, f, default=str)
+    events = sum(len(t) for t in snap.get("device_traces", []))
+    print(f"{name}: {len(snap['segments'])} segments, {events} trace events, {os.path.getsize(path)} bytes; "
+          f"peak reserved {torch.cuda.max_memory_reserved()} allocated {torch.cuda.max_memory_allocated()}", file=sys.stderr)
+
+
+def generate(name, outdir):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from peak_tools import build, load_config
+    family, batch, seq = GENERATE_RUNS[name]
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=2000000)
+    cfg = load_config(family, False)
+    model = build(cfg, torch.bfloat16, "cuda").eval()
+    x = torch.randint(0, cfg.vocab_size, (batch, seq), device="cuda")
+    with torch.no_grad():
+        model.generate(input_ids=x, attention_mask=torch.ones_like(x), max_new_tokens=seq, min_new_tokens=seq, do_sample=False)
+    torch.cuda.synchronize()
+    save(name, outdir)
+    del model, x
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
 
 
 def run(name, outdir):
@@ -37,14 +75,7 @@ def run(name, outdir):
         opt.step()
         opt.zero_grad(set_to_none=True)
     torch.cuda.synchronize()
-    snap = torch.cuda.memory._snapshot()
-    torch.cuda.memory._record_memory_history(enabled=None)
-    path = os.path.join(outdir, f"{name}.snapshot.json.gz")
-    with gzip.open(path, "wt", compresslevel=9) as f:
-        json.dump(snap, f, default=str)
-    events = sum(len(t) for t in snap.get("device_traces", []))
-    print(f"{name}: {len(snap['segments'])} segments, {events} trace events, {os.path.getsize(path)} bytes; "
-          f"peak reserved {torch.cuda.max_memory_reserved()} allocated {torch.cuda.max_memory_allocated()}", file=sys.stderr)
+    save(name, outdir)
     del model, opt
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
@@ -53,5 +84,5 @@ def run(name, outdir):
 if __name__ == "__main__":
     out = sys.argv[1] if len(sys.argv) > 1 else "."
     os.makedirs(out, exist_ok=True)
-    for n in RUNS:
-        run(n, out)
+    for n in sys.argv[2:] or [*RUNS, *GENERATE_RUNS]:
+        (generate if n in GENERATE_RUNS else run)(n, out)
