@@ -25,6 +25,8 @@ RUNS = {
 GENERATE_RUNS = {
     "gemma-2-2b-generate-16x1024": ("gemma-2-2b", 16, 1024),
     "llama-3.2-1b-generate-32x512": ("llama-3.2-1b", 32, 512),
+    "qwen3-0.6b-generate-48x768": ("qwen3-0.6b", 48, 768),
+    "pythia-1.4b-generate-8x1024": ("pythia-1.4b", 8, 1024),
 }
 
 
