@@ -39,6 +39,12 @@ export interface GenerateRelease {
    * A fused AutoAWQ attention replaces the attention modules, tables and all.
    */
   ropeTables: readonly string[];
+  /**
+   * SDPA gets grouped key/value heads as they are when no mask is passed (transformers/integrations/sdpa_attention.py
+   * use_gqa_in_sdpa: enable_gqa with torch 2.5 on and attention_mask None; #39412, 4.54); before it sdpa_attention_forward
+   * repeats them to every head (repeat_kv) at every call.
+   */
+  gqaInSdpa: boolean;
   says: string;
 }
 
@@ -52,6 +58,7 @@ export const GENERATE_RELEASES: readonly GenerateRelease[] = [
     promptLogits: 'all',
     staticCache: false,
     ropeTables: [],
+    gqaInSdpa: false,
     says: "transformers < 4.42: the previous step's cache and outputs held through each forward, the prompt's logits upcast to fp32",
   },
   {
@@ -61,6 +68,7 @@ export const GENERATE_RELEASES: readonly GenerateRelease[] = [
     promptLogits: 'all',
     staticCache: false,
     ropeTables: ['llama'],
+    gqaInSdpa: false,
     says: "transformers < 4.42: the previous step's cache and outputs held through each forward, the prompt's logits upcast to fp32; 4.31-4.37: each attention layer's rotary cos/sin tables (#24653)",
   },
   {
@@ -70,6 +78,7 @@ export const GENERATE_RELEASES: readonly GenerateRelease[] = [
     promptLogits: 'all',
     staticCache: false,
     ropeTables: ['llama', 'gpt_neox', 'mistral', 'mixtral', 'phi', 'qwen2'],
+    gqaInSdpa: false,
     says: "transformers < 4.42: the previous step's cache and outputs held through each forward, the prompt's logits upcast to fp32; 4.31-4.37: each attention layer's rotary cos/sin tables (#24653, #25830)",
   },
   {
@@ -79,6 +88,7 @@ export const GENERATE_RELEASES: readonly GenerateRelease[] = [
     promptLogits: 'all',
     staticCache: true,
     ropeTables: [],
+    gqaInSdpa: false,
     says: "transformers < 4.42: the previous step's cache and outputs held through each forward, the prompt's logits upcast to fp32",
   },
   {
@@ -88,6 +98,7 @@ export const GENERATE_RELEASES: readonly GenerateRelease[] = [
     promptLogits: 'all',
     staticCache: true,
     ropeTables: [],
+    gqaInSdpa: false,
     says: "transformers 4.42-4.44: one DynamicCache throughout (#30536), the prompt's logits upcast to fp32",
   },
   {
@@ -97,7 +108,18 @@ export const GENERATE_RELEASES: readonly GenerateRelease[] = [
     promptLogits: 'last',
     staticCache: true,
     ropeTables: [],
-    says: "transformers 4.45 on: the last token's logits only (#31292)",
+    gqaInSdpa: false,
+    says: "transformers 4.45-4.53: the last token's logits only (#31292)",
+  },
+  {
+    from: '4.54',
+    heldCache: false,
+    heldOutputs: false,
+    promptLogits: 'last',
+    staticCache: true,
+    ropeTables: [],
+    gqaInSdpa: true,
+    says: "transformers 4.54 on: the last token's logits only (#31292), SDPA over the grouped heads without a mask (#39412)",
   },
 ];
 

@@ -164,13 +164,21 @@ const kept = (s: GenerateSetup, tokens: number, sliding: boolean): number => {
   return b ? Math.ceil(t / b) * b : t;
 };
 
-/** One layer's attention transients for `tokens` tokens of each sequence: repeated keys and values, or nothing. */
-function repeatKv(mem: Mem, s: GenerateSetup, tokens: number): void {
+/**
+ * One layer's attention transients for `tokens` tokens of each sequence: repeated keys and values, or nothing. From
+ * transformers 4.54 (#39412) SDPA takes the grouped heads as they are (enable_gqa) when no mask is passed
+ * (use_gqa_in_sdpa: torch 2.5 on and attention_mask None), which is generate's case over unpadded prompts with a
+ * growing cache: the causal mask is skipped for a full-attention layer, and for a sliding one while the keys fit its
+ * window (_ignore_causal_mask_sdpa); a StaticCache's padded slots always need one.
+ */
+function repeatKv(mem: Mem, s: GenerateSetup, tokens: number, sliding: boolean): void {
   const { m, o } = s;
   const e = o.weights === 'fp32' ? 4 : 2;
   // the fused attention repeats inside its own prefill (counted there) and decodes with FasterTransformer's
   // single_query_attention over the cache in place; a StaticCache hands the attention every slot it has
   if (o.kvCache === 'awq-fused') return;
+  const masked = o.kvCache === 'static' || (sliding && tokens >= s.window);
+  if (o.attention === 'sdpa' && s.release.gqaInSdpa && !masked) return;
   const t = o.kvCache === 'static' ? s.cacheLen : tokens;
   if (m.kvHeads < m.heads && !m.mla) mem.free(mem.alloc((2 * o.batch * t * m.heads * m.headDim * e) / o.parallel.tp, s.tags.repeat));
 }
@@ -229,7 +237,7 @@ function prefill(mem: Mem, s: GenerateSetup): { caches: H[][][]; held: H | undef
       // the layer's largest matmul transient while its buffers are held (the first forward pass)
       mem.free(mem.alloc(s.quant.layerMatmulBytes(tokens, true), s.tags.matmul));
       mem.free(act);
-      repeatKv(mem, s, o.prompt);
+      repeatKv(mem, s, o.prompt, r.sliding);
       return kv;
     }),
   );
@@ -281,20 +289,31 @@ function step(mem: Mem, s: GenerateSetup, caches: H[][][], tokens: number, befor
         // each replacing the old): one layer's values copied at a time
         if (o.kvCache === 'awq-fused' && tokens > L && !r.sliding) mem.free(mem.alloc((s.kvPerTokenLayer / 2) * o.batch * L, s.tags.growth));
       } else if (grows && !o.blockSize) {
-        // torch.cat: the longer copy made, then the old cache freed (DynamicCache.update)
+        // torch.cat: the longer copy made, then the old one let go; DynamicCache.update (DynamicLayer.update in
+        // transformers 5) assigns the keys' copy before it makes the values', so with nothing else holding them the
+        // old keys are freed before the new values are allocated (as a recorded allocator trace of transformers 5.17
+        // generate shows: alloc K', free K, alloc V', free V, layer by layer); a release that holds the previous
+        // step's cache frees both after the forward
         const half = (s.kvPerTokenLayer / 2) * o.batch * kept(s, tokens, r.sliding);
-        const next = [mem.alloc(half, s.tags.growth), mem.alloc(half, s.tags.growth)];
+        let next: H[];
         if (s.release.heldCache) {
+          next = [mem.alloc(half, s.tags.growth), mem.alloc(half, s.tags.growth)];
           for (const h of kv) mem.retag(h, s.tags.growth);
           old = [...kv];
-        } else mem.free(...kv);
+        } else {
+          const k = mem.alloc(half, s.tags.growth);
+          mem.free(kv[0] as H);
+          const v = mem.alloc(half, s.tags.growth);
+          mem.free(kv[1] as H);
+          next = [k, v];
+        }
         for (const h of next) mem.retag(h, s.tags.kv);
         kv.splice(0, 2, ...next);
       } else if (grows) {
         const extra = (s.kvPerTokenLayer / 2) * o.batch * (kept(s, tokens, r.sliding) - kept(s, tokens - 1, r.sliding));
         kv.push(mem.alloc(extra, s.tags.kv), mem.alloc(extra, s.tags.kv));
       }
-      repeatKv(mem, s, tokens);
+      repeatKv(mem, s, tokens, r.sliding);
       mem.free(mem.alloc(s.quant.layerMatmulBytes(o.batch, false), s.tags.matmul));
       return old;
     });
