@@ -325,3 +325,21 @@ test("Hugging Face generate by transformers release: each attention layer's rota
   const awq = ['--weights', 'awq-int4', '--kv-cache', 'awq-fused'];
   assert.equal(tables(await plan('mistral-7b', '4.36', ...awq)), 0);
 });
+
+test('Hugging Face generate by transformers release: SDPA repeats grouped key/value heads before 4.54, and after it only where a mask is passed', async () => {
+  const repeat = async (...flags: string[]): Promise<number> => {
+    const args = ['--batch', '8', '--prompt', '32', '--new-tokens', '992', ...flags, '--json'];
+    const r = await runCli(['plan', '--model', 'llama-3-8b', '--mode', 'infer', ...args]);
+    assert.equal(r.code, 0, r.err);
+    return (JSON.parse(r.out) as PlanResult).lines.find((l) => /repeated to every head/.test(l.name))?.bytes ?? 0;
+  };
+  const m = catalogueModel('llama-3-8b');
+  // at the last decode step (the peak) repeat_kv makes keys and values of every head: 8 sequences x 1024 tokens x 32
+  // heads x 128 x 2 bytes each
+  const repeated = 2 * 8 * 1024 * m.heads * m.headDim * 2;
+  assert.equal(await repeat('--engine-version', '4.53'), repeated);
+  assert.equal(await repeat('--engine-version', '4.54'), 0, 'use_gqa_in_sdpa: no mask over unpadded prompts and a growing cache');
+  assert.equal(await repeat(), 0, 'the newest release');
+  assert.equal(await repeat('--attention', 'eager'), repeated, 'eager attention repeats in every release');
+  assert.ok((await repeat('--kv-cache', 'static')) > 0, "a StaticCache's padded slots need a mask");
+});
