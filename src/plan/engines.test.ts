@@ -298,7 +298,7 @@ test("Hugging Face generate by transformers release: the previous step's cache h
   assert.equal(line(prefillMid, /growth/), 0, 'one new token runs no decode step');
 });
 
-test("Hugging Face generate by transformers release: each attention layer's rotary cos/sin tables at 4.33-4.37, gone from 4.38 and under AutoAWQ's fused attention", async () => {
+test("Hugging Face generate by transformers release: each attention layer's rotary cos/sin tables (Llama 4.31-4.37, Mistral and its copies to 4.41), none under AutoAWQ's fused attention", async () => {
   const plan = async (model: string, release: string, ...extra: string[]): Promise<PlanResult> => {
     const args = ['--batch', '1', '--prompt', '64', '--new-tokens', '64', '--engine-version', release, ...extra, '--json'];
     const r = await runCli(['plan', '--model', model, '--mode', 'infer', ...args]);
@@ -309,10 +309,12 @@ test("Hugging Face generate by transformers release: each attention layer's rota
   const m = catalogueModel('mistral-7b');
   // MistralRotaryEmbedding per attention layer: cos and sin of (max_position_embeddings, head dim) in the load dtype
   const expected = m.layers * 2 * (m.maxPositions ?? 0) * m.headDim * 2;
-  const [at436, at438] = [await plan('mistral-7b', '4.36'), await plan('mistral-7b', '4.38')];
+  const [at436, at441, at442] = [await plan('mistral-7b', '4.36'), await plan('mistral-7b', '4.41'), await plan('mistral-7b', '4.42')];
   assert.equal(tables(at436), expected, `${tables(at436)} against ${expected} (512 MiB for Mistral-7B's 32768 positions)`);
-  assert.equal(tables(at438), 0);
-  assert.equal((at436.perGpu.allocatedPeakBytes ?? 0) - (at438.perGpu.allocatedPeakBytes ?? 0), expected, 'the tables are all that differs');
+  assert.equal(tables(at441), expected, "Mistral keeps its tables through 4.41 (Qwen2-MoE's 4.40 code copies them)");
+  assert.equal(tables(at442), 0, '4.42-4.44 not read: planned without');
+  // Llama computes cos and sin in each forward from 4.38
+  assert.equal(tables(await plan('llama-2-7b', '4.38')), 0);
   // fp32 weights load in fp32 (the default dtype is the load dtype); before 4.31 Llama's tables were not read
   assert.equal(tables(await plan('mistral-7b', '4.36', '--weights', 'fp32')), 2 * expected);
   assert.equal(tables(await plan('llama-2-7b', '4.30')), 0);

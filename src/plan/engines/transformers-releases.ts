@@ -35,7 +35,10 @@ export interface GenerateRelease {
    * ..., dtype=torch.get_default_dtype())` came with RoPE scaling (#24653, 4.31; v4.37.2's modeling_llama.py
    * L134-136, as #29299 quotes it); GPT-NeoX took the same form in #25830 (4.33); Mistral (4.34), Mixtral (4.36),
    * Phi (4.36, the rotary part of the head) and Qwen2 (4.37) copy it. Llama computes cos and sin in each forward from
-   * 4.38 (#27931, static cache); the other families' 4.38-4.44 modelling was not read and is planned without tables.
+   * 4.38 (#27931, static cache); Mistral keeps its tables (now built from an int64 arange), and Mixtral, Qwen2 and
+   * Qwen2-MoE (4.40: "Copied from transformers.models.mistral.modeling_mistral.MistralRotaryEmbedding with
+   * Mistral->Qwen2Moe", its `_set_cos_sin_cache(seq_len=max_position_embeddings, ...)` at init) copy Mistral's through
+   * 4.41. GPT-NeoX's and Phi's 4.38-4.41 modelling and every family's 4.42-4.44 were not read: planned without tables.
    * A fused AutoAWQ attention replaces the attention modules, tables and all.
    */
   ropeTables: readonly string[];
@@ -87,9 +90,9 @@ export const GENERATE_RELEASES: readonly GenerateRelease[] = [
     heldOutputs: true,
     promptLogits: 'all',
     staticCache: true,
-    ropeTables: [],
+    ropeTables: ['mistral', 'mixtral', 'qwen2', 'qwen2_moe'],
     gqaInSdpa: false,
-    says: "transformers < 4.42: the previous step's cache and outputs held through each forward, the prompt's logits upcast to fp32",
+    says: "transformers < 4.42: the previous step's cache and outputs held through each forward, the prompt's logits upcast to fp32; 4.38-4.41: Mistral's rotary cos/sin tables in each attention layer, and its copies'",
   },
   {
     from: '4.42',
