@@ -8,6 +8,7 @@
  * caching allocator, where the growing copies leave reserved memory above allocated.
  */
 import { formatCount } from '../../units.js';
+import { linearModules } from '../adapters.js';
 import type { ModelConfig } from '../model-config.js';
 import { fusedAttention, type InferOptions } from '../options.js';
 import type { GenerateRelease } from '../engines/transformers-releases.js';
@@ -123,6 +124,16 @@ export function generateTags(s: Omit<GenerateSetup, 'tags'>): GenerateTags {
   };
 }
 
+/** A layer's weights as the tensors it loads: each linear module's share (by its in x out), then the rest. */
+function weightShares(s: GenerateSetup): number[] {
+  const ls = linearModules(s.m, !!s.m.moe);
+  const total = ls.reduce((a, l) => a + l.in * l.out, 0);
+  if (total <= 0 || s.m.moe) return [s.layerWeightBytes];
+  const linear = Math.min(s.layerWeightBytes, total * (s.o.weights === 'fp32' ? 4 : 2));
+  const shares = ls.map((l) => (linear * l.in * l.out) / total);
+  return s.layerWeightBytes - linear > 0 ? [...shares, s.layerWeightBytes - linear] : shares;
+}
+
 /** The rotary dimensions of a head (GPT-NeoX's rotary_ndims, Phi's partial rotary factor: int(head dim x fraction)). */
 const rotaryDim = (s: Omit<GenerateSetup, 'tags'>): number => Math.floor(s.m.headDim * s.m.arch.rotaryFraction);
 
@@ -233,10 +244,18 @@ function prefill(mem: Mem, s: GenerateSetup): { caches: H[][][]; held: H | undef
         mem.free(mlp, hidden);
         return kv;
       }
-      const act = mem.alloc((tokens * (4 * m.hidden + 3 * f) * e) / o.parallel.tp + scores, s.tags.activations);
+      // the layer's buffers as its ops make them: four hidden-sized (norm, attention output, residuals), the scores
+      // without a fused kernel, three of the MLP's width
+      const hiddenBuf = (tokens * m.hidden * e) / o.parallel.tp;
+      const mlpBuf = (tokens * f * e) / o.parallel.tp;
+      const act = [
+        ...Array.from({ length: 4 }, () => mem.alloc(hiddenBuf, s.tags.activations)),
+        ...(scores > 0 ? [mem.alloc(scores, s.tags.activations)] : []),
+        ...Array.from({ length: 3 }, () => mem.alloc(mlpBuf, s.tags.activations)),
+      ];
       // the layer's largest matmul transient while its buffers are held (the first forward pass)
       mem.free(mem.alloc(s.quant.layerMatmulBytes(tokens, true), s.tags.matmul));
-      mem.free(act);
+      mem.free(...act);
       repeatKv(mem, s, o.prompt, r.sliding);
       return kv;
     }),
@@ -333,7 +352,12 @@ function step(mem: Mem, s: GenerateSetup, caches: H[][][], tokens: number, befor
  */
 export function generateProgram(mem: Mem, s: GenerateSetup, allSteps: boolean): void {
   mem.phase('load');
-  mem.repeat(s.layers, () => mem.alloc(s.layerWeightBytes, s.tags.weights));
+  // each parameter its own tensor, as from_pretrained loads them: every linear layer's weight, the rest of the layer
+  // (norms, biases) in one
+  const shares = weightShares(s);
+  mem.repeat(s.layers, () => {
+    for (const b of shares) mem.alloc(b, s.tags.weights);
+  });
   mem.alloc(s.endWeightBytes, s.tags.weights);
   const tables = ropeTableBytes(s);
   if (tables > 0) mem.repeat(s.layers, () => mem.alloc(tables, s.tags.ropeTables));
