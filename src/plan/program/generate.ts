@@ -320,11 +320,14 @@ function step(mem: Mem, s: GenerateSetup, caches: H[][][], tokens: number, befor
           for (const h of kv) mem.retag(h, s.tags.growth);
           old = [...kv];
         } else {
-          const k = mem.alloc(half, s.tags.growth);
-          mem.free(kv[0] as H);
-          const v = mem.alloc(half, s.tags.growth);
-          mem.free(kv[1] as H);
-          next = [k, v];
+          // the new copy is the cache, the old one the growth while both exist
+          next = [0, 1].map((i) => {
+            const before = kv[i] as H;
+            mem.retag(before, s.tags.growth);
+            const copy = mem.alloc(half, s.tags.kv);
+            mem.free(before);
+            return copy;
+          });
         }
         for (const h of next) mem.retag(h, s.tags.kv);
         kv.splice(0, 2, ...next);
@@ -396,10 +399,14 @@ function growTo(mem: Mem, s: GenerateSetup, caches: H[][][], tokens: number): vo
     mem.repeat(r.count, (j) => {
       const kv = layers[j] ?? (layers[0] as H[]);
       const half = (s.kvPerTokenLayer / 2) * s.o.batch * kept(s, tokens, r.sliding);
-      // made as the copy it is (the growth line), the cache once the old one is freed, as a decode step does
-      const next = [mem.alloc(half, s.tags.growth), mem.alloc(half, s.tags.growth)];
-      mem.free(...kv);
-      for (const h of next) mem.retag(h, s.tags.kv);
+      // keys then values, each copy made before its old one is freed, as a decode step does
+      const next = (kv.length === 2 ? kv : [kv[0], kv[1]]).map((before) => {
+        if (before) mem.retag(before, s.tags.growth);
+        const copy = mem.alloc(half, s.tags.kv);
+        if (before) mem.free(before);
+        return copy;
+      });
+      if (kv.length > 2) mem.free(...kv.slice(2));
       kv.splice(0, kv.length, ...next);
     });
   });
