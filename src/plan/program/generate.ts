@@ -124,12 +124,15 @@ export function generateTags(s: Omit<GenerateSetup, 'tags'>): GenerateTags {
   };
 }
 
+/** Bytes of an element in the dtype the model loads and computes in: fp32, else 16 bits (a quantised format's too). */
+const elementBytes = (o: InferOptions): number => (o.weights === 'fp32' ? 4 : 2);
+
 /** A layer's weights as the tensors it loads: each linear module's share (by its in x out), then the rest. */
 function weightShares(s: GenerateSetup): number[] {
   const ls = linearModules(s.m, !!s.m.moe);
   const total = ls.reduce((a, l) => a + l.in * l.out, 0);
   if (total <= 0 || s.m.moe) return [s.layerWeightBytes];
-  const linear = Math.min(s.layerWeightBytes, total * (s.o.weights === 'fp32' ? 4 : 2));
+  const linear = Math.min(s.layerWeightBytes, total * elementBytes(s.o));
   const shares = ls.map((l) => (linear * l.in * l.out) / total);
   return s.layerWeightBytes - linear > 0 ? [...shares, s.layerWeightBytes - linear] : shares;
 }
@@ -144,7 +147,7 @@ const rotaryDim = (s: Omit<GenerateSetup, 'tags'>): number => Math.floor(s.m.hea
  */
 function ropeTableBytes(s: Omit<GenerateSetup, 'tags'>): number {
   if (!s.release.ropeTables.includes(s.m.modelType) || s.o.kvCache === 'awq-fused' || !s.m.maxPositions) return 0;
-  return 2 * s.m.maxPositions * rotaryDim(s) * (s.o.weights === 'fp32' ? 4 : 2);
+  return 2 * s.m.maxPositions * rotaryDim(s) * elementBytes(s.o);
 }
 
 /** The length a preallocated cache is made at (StaticCache, AutoAWQ's WindowedCache), or 0 for a cache that grows. */
@@ -184,7 +187,7 @@ const kept = (s: GenerateSetup, tokens: number, sliding: boolean): number => {
  */
 function repeatKv(mem: Mem, s: GenerateSetup, tokens: number, sliding: boolean): void {
   const { m, o } = s;
-  const e = o.weights === 'fp32' ? 4 : 2;
+  const e = elementBytes(o);
   // the fused attention repeats inside its own prefill (counted there) and decodes with FasterTransformer's
   // single_query_attention over the cache in place; a StaticCache hands the attention every slot it has
   if (o.kvCache === 'awq-fused') return;
@@ -218,7 +221,7 @@ const runs = (s: GenerateSetup): Array<{ count: number; sliding: boolean }> =>
 function prefill(mem: Mem, s: GenerateSetup): { caches: H[][][]; held: H | undefined } {
   const { m, o } = s;
   mem.phase('prefill');
-  const e = o.weights === 'fp32' ? 4 : 2;
+  const e = elementBytes(o);
   const f = m.moe ? (m.moe.expertsPerToken + m.moe.sharedExperts) * m.moe.expertIntermediate : m.intermediate;
   const tokens = o.batch * o.prompt;
   const scores =
@@ -274,7 +277,7 @@ function promptLogits(mem: Mem, s: GenerateSetup): H | undefined {
   const { m, o } = s;
   if (s.release.promptLogits === 'last') return held(mem, s, mem.alloc(o.batch * m.vocab * 4, s.tags.logits));
   const n = o.batch * o.prompt * m.vocab;
-  const e = o.weights === 'fp32' ? 4 : 2;
+  const e = elementBytes(o);
   const out = e === 4 ? undefined : mem.alloc(n * e, s.tags.logits);
   const f32 = mem.alloc(n * 4, s.tags.logits);
   if (out) mem.free(out);
@@ -318,18 +321,9 @@ function step(mem: Mem, s: GenerateSetup, caches: H[][][], tokens: number, befor
         if (s.release.heldCache) {
           next = [mem.alloc(half, s.tags.growth), mem.alloc(half, s.tags.growth)];
           for (const h of kv) mem.retag(h, s.tags.growth);
+          for (const h of next) mem.retag(h, s.tags.kv);
           old = [...kv];
-        } else {
-          // the new copy is the cache, the old one the growth while both exist
-          next = [0, 1].map((i) => {
-            const before = kv[i] as H;
-            mem.retag(before, s.tags.growth);
-            const copy = mem.alloc(half, s.tags.kv);
-            mem.free(before);
-            return copy;
-          });
-        }
-        for (const h of next) mem.retag(h, s.tags.kv);
+        } else next = copyCache(mem, s, kv.slice(0, 2), half);
         kv.splice(0, 2, ...next);
       } else if (grows) {
         const extra = (s.kvPerTokenLayer / 2) * o.batch * (kept(s, tokens, r.sliding) - kept(s, tokens - 1, r.sliding));
@@ -347,6 +341,19 @@ function step(mem: Mem, s: GenerateSetup, caches: H[][][], tokens: number, befor
   // each layer's previous cache freed by a repeat of its own count (what the same iteration of the one above kept)
   for (const runsOld of previous) mem.repeat(runsOld.count, (j) => mem.free(...runsOld.at(j)));
   return held(mem, s, logits);
+}
+
+/**
+ * A layer's keys, then its values, copied to `half` bytes each (torch.cat in DynamicLayer.update): each copy is made
+ * while its old one lives (the old one the growth line, the copy the cache), the old one freed before the next copy.
+ */
+function copyCache(mem: Mem, s: GenerateSetup, kv: readonly H[], half: number): H[] {
+  return kv.map((before) => {
+    mem.retag(before, s.tags.growth);
+    const copy = mem.alloc(half, s.tags.kv);
+    mem.free(before);
+    return copy;
+  });
 }
 
 /**
@@ -399,14 +406,9 @@ function growTo(mem: Mem, s: GenerateSetup, caches: H[][][], tokens: number): vo
     mem.repeat(r.count, (j) => {
       const kv = layers[j] ?? (layers[0] as H[]);
       const half = (s.kvPerTokenLayer / 2) * s.o.batch * kept(s, tokens, r.sliding);
-      // keys then values, each copy made before its old one is freed, as a decode step does
-      const next = (kv.length === 2 ? kv : [kv[0], kv[1]]).map((before) => {
-        if (before) mem.retag(before, s.tags.growth);
-        const copy = mem.alloc(half, s.tags.kv);
-        if (before) mem.free(before);
-        return copy;
-      });
-      if (kv.length > 2) mem.free(...kv.slice(2));
+      // as a decode step copies them
+      const next = copyCache(mem, s, kv.slice(0, 2), half);
+      mem.free(...kv.slice(2));
       kv.splice(0, kv.length, ...next);
     });
   });
