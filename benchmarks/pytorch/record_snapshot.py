@@ -5,7 +5,8 @@ Trains a GPT-2 (124M) and a small Llama-style model for a few AdamW steps, and r
 built from fixtures/plan/configs (random weights, bf16, greedy, as record_stack_peaks.py's generate rows), with
 torch.cuda.memory._record_memory_history (no stack frames, to keep the files small) and writes
 OUTDIR/<name>.snapshot.json.gz: the dict that torch.cuda.memory._snapshot() returns (segments, device_traces), as JSON.
-Without RUN names every run is recorded.
+Without RUN names every run is recorded. `--frames N` (generate runs): Python frames on every allocation and only N new
+tokens, to name the op behind each request of a prefill and the first decode steps.
 """
 import gzip
 import json
@@ -27,6 +28,7 @@ GENERATE_RUNS = {
     "llama-3.2-1b-generate-32x512": ("llama-3.2-1b", 32, 512),
     "qwen3-0.6b-generate-48x768": ("qwen3-0.6b", 48, 768),
     "pythia-1.4b-generate-8x1024": ("pythia-1.4b", 8, 1024),
+    "tinyllama-1.1b-generate-64x256": ("tinyllama-1.1b", 64, 256),
 }
 
 
@@ -41,20 +43,23 @@ def save(name, outdir):
           f"peak reserved {torch.cuda.max_memory_reserved()} allocated {torch.cuda.max_memory_allocated()}", file=sys.stderr)
 
 
-def generate(name, outdir):
+def generate(name, outdir, frames=None):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from peak_tools import build, load_config
     family, batch, seq = GENERATE_RUNS[name]
+    new_tokens = frames or seq
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
-    torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=2000000)
+    torch.cuda.memory._record_memory_history(enabled="all", context="alloc" if frames else None, stacks="python",
+                                             max_entries=4000000)
     cfg = load_config(family, False)
     model = build(cfg, torch.bfloat16, "cuda").eval()
     x = torch.randint(0, cfg.vocab_size, (batch, seq), device="cuda")
     with torch.no_grad():
-        model.generate(input_ids=x, attention_mask=torch.ones_like(x), max_new_tokens=seq, min_new_tokens=seq, do_sample=False)
+        model.generate(input_ids=x, attention_mask=torch.ones_like(x), max_new_tokens=new_tokens, min_new_tokens=new_tokens,
+                       do_sample=False)
     torch.cuda.synchronize()
-    save(name, outdir)
+    save(f"{name}-frames{frames}" if frames else name, outdir)
     del model, x
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
@@ -84,7 +89,16 @@ def run(name, outdir):
 
 
 if __name__ == "__main__":
-    out = sys.argv[1] if len(sys.argv) > 1 else "."
+    args = sys.argv[1:]
+    frames = None
+    if "--frames" in args:
+        i = args.index("--frames")
+        frames = int(args[i + 1])
+        del args[i:i + 2]
+    out = args[0] if args else "."
     os.makedirs(out, exist_ok=True)
-    for n in sys.argv[2:] or [*RUNS, *GENERATE_RUNS]:
-        (generate if n in GENERATE_RUNS else run)(n, out)
+    for n in args[1:] or [*RUNS, *GENERATE_RUNS]:
+        if n in GENERATE_RUNS:
+            generate(n, out, frames)
+        else:
+            run(n, out)

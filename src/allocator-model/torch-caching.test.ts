@@ -135,3 +135,21 @@ test('a cache grown by concatenation tiles into the blocks a prefill freed; with
   const alone = decode([]);
   assert.ok(alone.peakReserved > 5 * cache, `copies alone: ${alone.peakReserved} bytes reserved for a cache of ${cache}`);
 });
+
+test('of two equal free blocks the one in the newer segment is taken: cudaMalloc places later segments lower', () => {
+  const al = new TorchAllocatorModel();
+  al.free(al.alloc(60 * MiB)); // segment 1: 60 MiB
+  const p1 = al.alloc(30 * MiB);
+  const p2 = al.alloc(30 * MiB); // segment 1 is full
+  const q = al.alloc(30 * MiB); // segment 2: 30 MiB
+  al.free(p1);
+  al.free(q);
+  // two free 30 MiB blocks: segment 1's front and all of segment 2; the lower address (segment 2) is taken
+  al.alloc(30 * MiB);
+  al.free(p2);
+  // segment 1 is free as one 60 MiB run, which holds 50 MiB: no third segment (taking segment 1's block instead
+  // would have left it split by a live block, and the 50 MiB request would need a new segment)
+  al.alloc(50 * MiB);
+  assert.equal(al.stats().peakReservedBytes, 90 * MiB);
+  assert.equal(al.stats().segmentAllocs, 2);
+});

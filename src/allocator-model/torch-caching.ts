@@ -6,7 +6,12 @@
  * - every request is rounded up to 512 bytes; requests of at most 1 MiB come from the small pool, whose segments are
  *   2 MiB; larger ones from the large pool, whose segments are 20 MiB for requests under 10 MiB and the request
  *   rounded up to 2 MiB otherwise (kSmallSize, kSmallBuffer, kMinLargeAlloc, kLargeBuffer, kRoundLarge);
- * - a request takes the smallest cached free block of its pool that holds it (best fit, then the lowest address);
+ * - a request takes the smallest cached free block of its pool that holds it (best fit, then the lowest address:
+ *   BlockComparatorSize orders by stream, size, then pointer), so which of two equal blocks is taken depends on where
+ *   cudaMalloc put their segments. Each new segment is placed below every earlier one: the driver hands out lower
+ *   virtual addresses as a process allocates (seen on one H200 with CUDA 13, 2026-12-04: replaying a recorded trace of
+ *   Hugging Face generate, Pythia-1.4B 8 x 1024 tokens, reproduces its 456 cudaMalloc calls and 21.69 GiB reserved
+ *   with descending addresses and 419 calls, 20.06 GiB with ascending ones; docs/plan-accuracy.md);
  *   the rest of the block is split off when it is at least 512 bytes (small pool) or more than 1 MiB (large pool),
  *   else the whole block is handed out and counted as allocated;
  * - a freed block merges with its free neighbours in the same segment only: blocks never merge across segments, so
@@ -163,7 +168,8 @@ export class TorchAllocatorModel {
   private readonly conf: AllocConf;
   private readonly limit: number;
   /** Reserved bytes garbage collection brings memory down to (threshold x allowed), when it is on. */ private nextHandle = 1;
-  private nextAddress = 0;
+  /** Where the next segment ends: segments are placed downwards from here (see the class comment). */
+  private nextAddress = 2 ** 52;
   private nextSegment = 0;
   private allocated = 0;
   private reserved = 0;
@@ -240,9 +246,9 @@ export class TorchAllocatorModel {
     const bytes = segmentSize(size);
     this.makeRoom(bytes, stream, small);
     const segment: Segment = { id: this.nextSegment++, stream, small, reserved: bytes };
+    // below every earlier segment, a gap apart: the model never treats two segments as one run
+    this.nextAddress -= bytes + ROUND_LARGE;
     const head: Block = { address: this.nextAddress, size: bytes, segment, stream, small, free: true, prev: undefined, next: undefined, freedAt: 0 };
-    // segments lie apart: a gap keeps the model from ever treating two of them as one run
-    this.nextAddress += bytes + ROUND_LARGE;
     this.segmentsHeld.add(segment);
     this.segmentAllocs++;
     this.reserve(bytes);
@@ -384,9 +390,9 @@ export class TorchAllocatorModel {
         stream,
         small,
         reserved: 0,
-        grow: { base: this.nextAddress, end: this.nextAddress, last: undefined, page, mapped: new Uint8Array(64), live: new Int32Array(64) },
+        grow: { base: this.nextAddress - EXPANDABLE_SPAN, end: this.nextAddress - EXPANDABLE_SPAN, last: undefined, page, mapped: new Uint8Array(64), live: new Int32Array(64) },
       };
-      this.nextAddress += EXPANDABLE_SPAN;
+      this.nextAddress -= EXPANDABLE_SPAN + ROUND_LARGE;
       this.expandable.set(key, seg);
     }
     return seg;
