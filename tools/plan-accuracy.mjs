@@ -152,7 +152,20 @@ export function legacyRows(doc, file, configDir) {
     const flags =
       r.mode === 'train'
         ? ['--mode', 'train', '--precision', r.precision, '--batch', String(r.batch), '--seq', String(r.seq)]
-        : ['--mode', 'infer', '--batch', String(r.batch), '--prompt', String(r.prompt), '--new-tokens', String(r.newTokens), '--weights', 'bf16'];
+        : [
+            '--mode',
+            'infer',
+            '--batch',
+            String(r.batch),
+            '--prompt',
+            String(r.prompt),
+            '--new-tokens',
+            String(r.newTokens),
+            '--min-new-tokens',
+            String(r.newTokens),
+            '--weights',
+            'bf16',
+          ];
     if (r.recompute && r.recompute !== 'none') flags.push('--recompute', r.recompute);
     if (r.fusedOptimizer) flags.push('--fused-optimizer');
     if (r.attention && r.attention !== 'sdpa') flags.push('--attention', r.attention);

@@ -248,7 +248,8 @@ def generate_run(family, kind, batch, seq, versions):
     reserved = torch.cuda.max_memory_reserved()
     del model, x
     reset(True)
-    flags = ["--mode", "infer", "--weights", "bf16", "--batch", str(batch), "--prompt", str(seq), "--new-tokens", str(seq)]
+    flags = ["--mode", "infer", "--weights", "bf16", "--batch", str(batch), "--prompt", str(seq), "--new-tokens", str(seq),
+             "--min-new-tokens", str(seq)]
     if a.alloc_conf:
         flags += ["--alloc-conf", a.alloc_conf]
     return row(family, kind, batch, seq, flags, allocated, reserved, versions, {"before": held})

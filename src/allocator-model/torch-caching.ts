@@ -390,7 +390,14 @@ export class TorchAllocatorModel {
         stream,
         small,
         reserved: 0,
-        grow: { base: this.nextAddress - EXPANDABLE_SPAN, end: this.nextAddress - EXPANDABLE_SPAN, last: undefined, page, mapped: new Uint8Array(64), live: new Int32Array(64) },
+        grow: {
+          base: this.nextAddress - EXPANDABLE_SPAN,
+          end: this.nextAddress - EXPANDABLE_SPAN,
+          last: undefined,
+          page,
+          mapped: new Uint8Array(64),
+          live: new Int32Array(64),
+        },
       };
       this.nextAddress -= EXPANDABLE_SPAN + ROUND_LARGE;
       this.expandable.set(key, seg);

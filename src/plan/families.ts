@@ -217,6 +217,7 @@ function gemma3Text(f: Fields): Shape {
     traits: {
       normsPerLayer: 4,
       qkNorm: 'head',
+      normScaleFp32: true,
       attnSoftcap: f.real('attn_logit_softcapping', undefined),
       finalSoftcap: f.real('final_logit_softcapping', undefined),
     },
@@ -342,14 +343,25 @@ export const FAMILIES: Record<string, Family> = {
       sliding: qwenWindow(f),
       moe: qwenMoe(f, false),
     }),
-  gemma: (f) => decoder(f, { tiedDefault: true, headDimDefault: 256, activation: { field: ['hidden_activation'], dflt: 'gelu_pytorch_tanh' } }),
+  gemma: (f) =>
+    decoder(f, {
+      tiedDefault: true,
+      headDimDefault: 256,
+      activation: { field: ['hidden_activation'], dflt: 'gelu_pytorch_tanh' },
+      traits: { normScaleFp32: true },
+    }),
   gemma2: (f) => {
     const layers = f.need('num_hidden_layers');
     return decoder(f, {
       tiedDefault: true,
       headDimDefault: 256,
       activation: { field: ['hidden_activation'], dflt: 'gelu_pytorch_tanh' },
-      traits: { normsPerLayer: 4, attnSoftcap: f.real('attn_logit_softcapping', 50), finalSoftcap: f.real('final_logit_softcapping', 30) },
+      traits: {
+        normsPerLayer: 4,
+        normScaleFp32: true,
+        attnSoftcap: f.real('attn_logit_softcapping', 50),
+        finalSoftcap: f.real('final_logit_softcapping', 30),
+      },
       // transformers: every even-numbered layer (0, 2, ...) attends within the window
       sliding: { window: f.int('sliding_window') ?? 4096, layers: slidingFromTypes(f) ?? Math.ceil(layers / 2) },
     });

@@ -29,8 +29,11 @@ export function generateSetup(m: ModelConfig, o: InferOptions): GenerateSetup {
     o,
     layerWeightBytes: Math.max(0, w.totalBytes - w.endBytes) / layers,
     endWeightBytes: Math.min(w.totalBytes, w.endBytes),
+    // the embeddings in 16 bits (32 under fp32) on one stage; under pipeline parallelism the ends stay one tensor
+    embeddingBytes: p.pp === 1 ? Math.min(w.totalBytes, w.endBytes, (countParams(m).embedding / p.tp) * (o.weights === 'fp32' ? 4 : 2)) : 0,
     quant: w,
     layers,
+    denseLayers: Math.min(countParams(m).denseLayers, layers),
     slidingLayers: sliding,
     window: m.slidingWindow ?? 0,
     // AutoAWQ's WindowedCache is fp16 whatever --kv-dtype says (cache.py: .half())

@@ -100,6 +100,7 @@ function inferOptions(i: PlanInputs, parallel: Parallelism): InferOptions {
     blockSize: i.blockSize,
     kvCache: i.kvCache,
     cacheLen: i.cacheLen,
+    minNewTokens: i.minNewTokens,
     weights: i.weights,
     groupSize: i.groupSize,
     computeDtype: i.computeDtype,

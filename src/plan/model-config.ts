@@ -68,6 +68,11 @@ export interface ArchTraits {
   /** Parameters outside the language model (Gemma 3's vision tower and projector): weights only, no activations. */
   extraParams: number;
   /**
+   * RMSNorm scales by (1 + weight) in fp32 and casts after (Gemma's GemmaRMSNorm.forward: `output * (1.0 +
+   * self.weight.float())`, then `type_as(x)`), where Llama's casts first and scales in the input's dtype.
+   */
+  normScaleFp32?: boolean | undefined;
+  /**
    * A fused gate/up projection run as two linear layers (LitGPT's LLaMAMLP fc_1 and fc_2 for Phi-3): each adapted
    * separately, with its own dropout. Undefined: as the family names it.
    */

@@ -188,6 +188,8 @@ export interface InferOptions {
   kvCache?: KvCache | undefined;
   /** The length a static or awq-fused cache is made at (max_cache_len, fuse_max_seq_len); undefined: prompt + new tokens. */
   cacheLen?: number | undefined;
+  /** Hugging Face generate's min_new_tokens (its two length processors run each step until it is reached). */
+  minNewTokens?: number | undefined;
   weights: WeightFormat;
   /** The quantisation group (GPTQ / AWQ group_size, bitsandbytes' blocksize); undefined: the scheme's default. */
   groupSize?: number | undefined;

@@ -31,6 +31,10 @@ export interface ServedWeights {
   layerMatmulBytes(rows: number, first: boolean): number;
   /** The same for the output layer (0 unless it is quantised). */
   outputMatmulBytes(rows: number, first: boolean): number;
+  /** What the matmul of one block's linear layer (in x out, before tensor parallelism) allocates for `rows` rows. */
+  linearMatmulBytes(l: LinearShape, rows: number, first: boolean): number;
+  /** The most one routed or shared expert's matmul allocates for `rows` rows of the layer. */
+  expertMatmulBytes(rows: number, first: boolean): number;
 }
 
 /** One routed or shared expert's linear layers: gate and up (hidden to f), down (f to hidden). */
@@ -65,6 +69,8 @@ export function servedWeights(m: ModelConfig, o: InferOptions): ServedWeights {
       loadBytes: 0,
       layerMatmulBytes: () => 0,
       outputMatmulBytes: () => 0,
+      linearMatmulBytes: () => 0,
+      expertMatmulBytes: () => 0,
     };
   }
   const g = o.groupSize ?? scheme.groupSize;
@@ -113,5 +119,7 @@ export function servedWeights(m: ModelConfig, o: InferOptions): ServedWeights {
         moeShare > 0 ? Math.max(most([...moeAttention, ...shared], rows, isFirst), most(expert, routed(rows), isFirst)) : 0,
       ),
     outputMatmulBytes: (rows, isFirst) => (outputQuantised ? most([head], rows, isFirst) : 0),
+    linearMatmulBytes: (l, rows, isFirst) => most([shard(l)], rows, isFirst),
+    expertMatmulBytes: (rows, isFirst) => (moeShare > 0 ? Math.max(most(shared, rows, isFirst), most(expert, routed(rows), isFirst)) : 0),
   };
 }

@@ -219,6 +219,14 @@ export const SCHEMA = {
     applies: INFER,
     page: { label: 'KV cache kind' },
   },
+  minNewTokens: {
+    kind: 'int',
+    limit: LIMITS.tokens,
+    arg: '<n>',
+    help: "Hugging Face generate's min_new_tokens: until that many tokens are made, MinLengthLogitsProcessor and MinNewTokensLengthLogitsProcessor each clone the fp32 scores and mask the end-of-sequence token (default: none, as a stock generation config)",
+    applies: INFER,
+    page: { label: 'min new tokens' },
+  },
   cacheLen: {
     kind: 'int',
     limit: LIMITS.tokens,

@@ -30,9 +30,10 @@ export interface BlockLora {
 /**
  * How a block's forward pass records: `eager` autograd saves what each op saves; `nograd` a checkpoint's first pass
  * (nothing saved; each tensor lives to the end of its half of the block); `compiled` inductor's partitioner saves its
- * own set (compiled.ts) and the eager ops' saves are dropped.
+ * own set (compiled.ts) and the eager ops' saves are dropped; `inference` generate's prefill under torch.no_grad():
+ * nothing saved, each tensor freed where the modules let go of it (block.ts, blockInference).
  */
-export type RecordMode = 'eager' | 'nograd' | 'compiled';
+export type RecordMode = 'eager' | 'nograd' | 'compiled' | 'inference';
 
 /** The lines a block's tensors count in. */
 export interface BlockTags {
@@ -45,6 +46,8 @@ export interface BlockTags {
   autocast: Tag;
   expertWeights: Tag;
   expertInputs: Tag;
+  /** A quantised layer's matmul transients (MatmulExtras.matmulBytes), where they have a line of their own. */
+  matmul?: Tag;
 }
 
 export interface BlockContext {

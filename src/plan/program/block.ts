@@ -21,11 +21,22 @@ export interface BlockPass {
   /** The block frees or keeps its input; false where a checkpoint holds it. */
   owns: boolean;
   extras: MatmulExtras;
+  /**
+   * Hugging Face generate's cache (generate.ts): DynamicLayer.update copies the layer's keys and values into it
+   * (torch.cat), which outlive the block; answers the copy's handle (0 where a preallocated cache is written in
+   * place). The rotated keys and the projection's values are freed once copied, and SDPA reads the cache.
+   */
+  kvCache?: (part: 'keys' | 'values') => H;
 }
 
 /** One block's forward pass from `input` (R bytes per value); answers its output and what it saved. */
 export function blockForward(mem: Mem, x: BlockContext, input: H, pass: BlockPass): { out: H; run: BlockRun } {
   const k = new Keeper(mem, x, pass.mode, pass.owns ? -1 : input);
+  if (pass.mode === 'inference') {
+    const out = x.m.family === 'gpt' ? gptInference(k, input, pass) : llamaInference(k, input, pass);
+    k.flush();
+    return { out, run: k.run };
+  }
   const out = x.m.family === 'gpt' ? gptForward(k, input, pass) : llamaForward(k, input, pass);
   if (pass.mode === 'compiled') for (const t of compiledKept(x)) k.keepCompiled(t.bytes, 'attn-norm');
   return { out, run: k.run };
@@ -52,13 +63,17 @@ function rmsNorm(k: Keeper, input: H, stage: Stage, width = k.x.m.hidden): H {
   return out;
 }
 
-/** RoPE on a query or key projection (frees it): q*cos, the rotated half (a negated half, a concatenation), *sin, the sum. */
-function rope(k: Keeper, q: H, dim: number): H {
+/**
+ * RoPE on a query or key projection (frees it unless `keepInput`): q*cos, the rotated half (a negated half, a
+ * concatenation), *sin, the sum.
+ */
+function rope(k: Keeper, q: H, dim: number, keepInput = false): H {
   const C = k.x.C;
   const a = k.a(C * dim);
   const neg = k.a((C * dim) / 2);
   const cat = k.a(C * dim);
-  k.f(neg, q);
+  k.f(neg);
+  if (!keepInput) k.f(q);
   const b = k.a(C * dim);
   k.f(cat);
   const out = k.a(C * dim);
@@ -95,17 +110,20 @@ function llamaForward(k: Keeper, input: H, pass: BlockPass): H {
   const qe = rope(k, outs[0] as H, d.qDim);
   let ke = rope(k, outs[1] as H, d.kDim);
   let vv = outs[2] as H;
-  if (x.kvCacheCopies) {
-    const kc = k.a(C * d.kDim);
-    const vc = k.a(C * d.vDim);
+  const cache = pass.kvCache;
+  if (cache || x.kvCacheCopies) {
+    const kc = cache ? cache('keys') : k.a(C * d.kDim);
+    const vc = cache ? cache('values') : k.a(C * d.vDim);
     k.f(ke, vv);
     ke = kc;
     vv = vc;
   }
   const attn = k.a(C * d.oDim);
   k.keep(qe, C * d.qDim, 'attn');
-  k.keep(ke, C * d.kDim, 'attn');
-  k.keep(vv, C * d.vDim, 'attn');
+  if (!cache) {
+    k.keep(ke, C * d.kDim, 'attn');
+    k.keep(vv, C * d.vDim, 'attn');
+  }
   k.keep(attn, C * d.oDim, 'attn');
   k.keep(k.a(4 * d.heads), 4 * d.heads, 'attn');
   scores(k);
@@ -172,7 +190,7 @@ function gptForward(k: Keeper, input: H, pass: BlockPass): H {
   const n1 = k.a(ln * h);
   // with one norm (Phi, Falcon-7B) the MLP reads this norm's output too: it outlives the attention's linear layers
   const outs = linears(k, n1, ln, site(x, pass.moe, 'attn-norm'), 'attn-in', pass.extras, false, !oneNorm);
-  gptAttention(k, outs, d);
+  gptAttention(k, outs, d, pass.kvCache);
   const attn = k.a(C * d.qDim);
   k.keep(attn, C * d.qDim, 'attn');
   k.keep(k.a(4 * d.heads), 4 * d.heads, 'attn');
@@ -205,16 +223,23 @@ function gptForward(k: Keeper, input: H, pass: BlockPass): H {
   return r2;
 }
 
-/** GPT's attention inputs: the q/k/v projections' outputs kept, the cache's key and value copies, rotated q and k. */
-function gptAttention(k: Keeper, outs: H[], d: ReturnType<typeof blockDims>): void {
+/**
+ * GPT's attention inputs: the q/k/v projections' outputs kept, the cache's key and value copies, rotated q and k.
+ * Under generate the rotated q and k come first and the layer's keys and values are copied into `cache`.
+ */
+function gptAttention(k: Keeper, outs: H[], d: ReturnType<typeof blockDims>, cache: BlockPass['kvCache']): void {
   const { C, m } = k.x;
   // q, k and v (one fused output, or three) stay alive through attention: SDPA reads views of them
   const widths = outs.length === 1 ? [d.qDim + 2 * d.kDim] : [d.qDim, d.kDim, d.kDim];
   outs.forEach((h, i) => {
     k.keep(h, C * (widths[i] as number), 'attn');
   });
-  k.keep(k.a(2 * C * d.kDim), 2 * C * d.kDim, 'attn');
+  if (!cache) k.keep(k.a(2 * C * d.kDim), 2 * C * d.kDim, 'attn');
   if (m.arch.rotaryFraction > 0) k.keep(k.a(C * (d.qDim + d.kDim)), C * (d.qDim + d.kDim), 'attn');
+  if (cache) {
+    cache('keys');
+    cache('values');
+  }
 }
 
 /** Linear layers reading an input another op keeps, keeping nothing of their own (a one-norm parallel block's MLP). */
@@ -352,3 +377,197 @@ export function eagerKeptPerToken(mem: Mem, x: BlockContext, moe: boolean, input
 }
 
 export type { BlockRun };
+
+/**
+ * An RMSNorm without autograd as transformers' modules run it, each tensor freed where its variable lets go:
+ * `hidden_states.to(torch.float32)`, `pow(2)`, `mean(-1, keepdim=True)` (+ eps, rsqrt: one fp32 value per row), the
+ * scaled fp32 states (the fp32 copy freed as the variable is rebound), then Llama's `weight * states.to(dtype)` or
+ * Gemma's `(states * (1 + weight.float())).type_as(x)`. `rows` values per token are normalised (the heads of a
+ * per-head q/k norm). Answers the output; the input is the caller's.
+ */
+function normInference(k: Keeper, input: H, width: number, rows = 1): H {
+  const { R, m } = k.x;
+  const f32 = R === 4 ? input : k.a(4 * width);
+  const sq = k.a(4 * width);
+  const variance = k.a(4 * rows);
+  k.f(sq);
+  const eps = k.a(4 * rows);
+  const rs = k.a(4 * rows);
+  k.f(eps);
+  const scaled = k.a(4 * width);
+  k.f(rs);
+  if (f32 !== input) k.f(f32);
+  let out: H;
+  if (m.arch.normScaleFp32) {
+    const weighted = k.a(4 * width);
+    k.f(scaled);
+    out = R === 4 ? weighted : k.a(R * width);
+    if (out !== weighted) k.f(weighted);
+  } else {
+    const cast = R === 4 ? scaled : k.a(R * width);
+    out = k.a(R * width);
+    if (cast !== scaled) k.f(cast);
+    k.f(scaled);
+  }
+  k.f(variance);
+  return out;
+}
+
+/** One linear layer's output from `input` (left to the caller), with its matmul's transients. */
+const linearOut = (k: Keeper, input: H, xb: number, l: Lin, extras: MatmulExtras): H => linears(k, input, xb, [l], 'attn-in', extras, true)[0] as H;
+
+/** The layer's keys and values copied into generate's cache (DynamicLayer.update's torch.cat). */
+function cacheCopies(pass: BlockPass): void {
+  pass.kvCache?.('keys');
+  pass.kvCache?.('values');
+}
+
+/** SDPA's output, with the math kernel's fp32 scores around it where no fused kernel applies. */
+function attentionInference(k: Keeper, d: ReturnType<typeof blockDims>): H {
+  const x = k.x;
+  const scores = x.fusedAttention ? 0 : k.mem.alloc(x.scoreBytes * x.batch * (x.m.heads / x.tp) * x.seq * x.seq, x.tags.scores);
+  const attn = k.a(x.C * d.oDim);
+  k.f(scores);
+  return attn;
+}
+
+/**
+ * Llama's block under torch.no_grad() as transformers 5 runs it (the allocator traces of Qwen3-0.6B and Gemma-2-2B
+ * prefills on one H200, 2026-12-04, name each tensor's op): the input norm; q_proj and its q norm (the projection
+ * freed), k_proj and its norm, v_proj; RoPE on q and k (the projections freed after both); the keys and values
+ * copied into the cache (the rotated keys and v_proj's output freed); attention; o_proj (SDPA's output, the rotated
+ * queries and the norm's output freed as the attention returns); a post-norm where the family has one; the residual
+ * sum (the input freed); the MLP's norm, gate, activation (gate freed), up, their product (both freed), down (the
+ * product freed, then the norm's output); a post-norm; the second residual sum.
+ */
+function llamaInference(k: Keeper, input: H, pass: BlockPass): H {
+  const { x } = k;
+  const { R, C, m } = x;
+  const h = m.hidden;
+  const d = blockDims(x, pass.moe);
+  const extraNorms = Math.max(0, m.arch.normsPerLayer - 2);
+  const n1 = normInference(k, input, h);
+  const ins = site(x, pass.moe, 'attn-norm');
+  let q: H;
+  let kk: H;
+  let v: H;
+  if (m.mla || ins.length === 1) {
+    // latent attention or one fused q,k,v projection: the queries, keys and values SDPA reads are their own tensors
+    k.f(...ins.map((l) => linearOut(k, n1, R, l, pass.extras)));
+    [q, kk, v] = [k.a(C * d.qDim), k.a(C * d.kDim), k.a(C * d.vDim)];
+  } else {
+    const headNorm = (proj: H, width: number): H => {
+      if (m.arch.qkNorm === 'none') return proj;
+      const normed = normInference(k, proj, width, m.arch.qkNorm === 'head' ? width / m.headDim : 1);
+      k.f(proj);
+      return normed;
+    };
+    q = headNorm(linearOut(k, n1, R, ins[0] as Lin, pass.extras), d.qDim);
+    kk = headNorm(linearOut(k, n1, R, ins[1] as Lin, pass.extras), d.kDim);
+    v = ins[2] ? linearOut(k, n1, R, ins[2], pass.extras) : k.a(C * d.vDim);
+  }
+  const qe = rope(k, q, d.qDim, true);
+  const ke = rope(k, kk, d.kDim, true);
+  k.f(q, kk);
+  cacheCopies(pass);
+  k.f(ke, v);
+  const attn = attentionInference(k, d);
+  let o = linearOut(k, attn, C, site(x, pass.moe, 'attn-out')[0] as Lin, pass.extras);
+  k.f(attn, qe, n1);
+  if (extraNorms > 0) {
+    const normed = normInference(k, o, h);
+    k.f(o);
+    o = normed;
+  }
+  const r1 = k.a(R * h);
+  k.f(o, input);
+  const n2 = normInference(k, r1, h);
+  let down: H;
+  if (pass.moe && m.moe) {
+    down = moeForward(k, n2, site(x, pass.moe, 'mlp-norm'), pass.extras);
+    k.flush();
+  } else {
+    const ups = site(x, false, 'mlp-norm');
+    const gate = linearOut(k, n2, R, ups[0] as Lin, pass.extras);
+    const act = k.a(C * d.f);
+    k.f(gate);
+    const up = ups[1] ? linearOut(k, n2, R, ups[1], pass.extras) : 0;
+    const mid = k.a(C * d.f);
+    k.f(act, up);
+    down = linearOut(k, mid, C, site(x, false, 'mlp-act')[0] as Lin, pass.extras);
+    k.f(mid, n2);
+  }
+  if (extraNorms > 1) {
+    const normed = normInference(k, down, h);
+    k.f(down);
+    down = normed;
+  }
+  const r2 = k.a(R * h);
+  k.f(down, r1);
+  return r2;
+}
+
+/**
+ * GPT's block under torch.no_grad() (the allocator trace of a Pythia-1.4B prefill, GPT-NeoX, on one H200,
+ * 2026-12-04): LayerNorm (one kernel: its output only); the q/k/v projection; RoPE on the rotated share of q and k,
+ * each concatenated with the rest; the keys and values copied into the cache (the rotated keys freed); attention; the
+ * output projection (SDPA's output, q/k/v, the rotated queries and the norm's output freed); then a parallel block's
+ * MLP reads the block's input through its own norm (or the one norm's output), a sequential one the residual sum;
+ * fc, the activation (fc freed), the down projection; the sums into the residual.
+ */
+function gptInference(k: Keeper, input: H, pass: BlockPass): H {
+  const { x } = k;
+  const { R, C, m } = x;
+  const h = m.hidden;
+  const d = blockDims(x, false);
+  const parallel = m.arch.parallelResidual;
+  const oneNorm = parallel && m.arch.normsPerLayer === 1;
+  const n1 = k.a(R * h);
+  const projections = site(x, pass.moe, 'attn-norm').map((l) => linearOut(k, n1, R, l, pass.extras));
+  let qFull = 0;
+  let kFull = 0;
+  if (m.arch.rotaryFraction > 0) {
+    const rq = Math.floor(d.qDim * m.arch.rotaryFraction);
+    const rk = Math.floor(d.kDim * m.arch.rotaryFraction);
+    // the rotated shares of views of the projections, then each concatenated with its unrotated rest
+    const qr = rope(k, 0, rq);
+    const kr = rope(k, 0, rk);
+    qFull = k.a(C * d.qDim);
+    k.f(qr);
+    kFull = k.a(C * d.kDim);
+    k.f(kr);
+  }
+  cacheCopies(pass);
+  k.f(kFull);
+  const attn = attentionInference(k, d);
+  const o = linearOut(k, attn, C, site(x, pass.moe, 'attn-out')[0] as Lin, pass.extras);
+  k.f(attn, ...projections, qFull);
+  let mlpIn = input;
+  if (!parallel) {
+    k.f(n1);
+    mlpIn = k.a(R * h);
+    k.f(o, input);
+  }
+  if (parallel && !oneNorm) k.f(n1);
+  const n2 = oneNorm ? n1 : k.a(R * h);
+  const fc = linearOut(k, n2, R, site(x, pass.moe, 'mlp-norm')[0] as Lin, pass.extras);
+  const f = site(x, false, 'mlp-norm')[0]?.out ?? 0;
+  if (!m.arch.fusedActivation) {
+    // gelu_new's formula: its intermediate tensors before the activation
+    k.f(k.a(C * f), k.a(C * f), k.a(C * f));
+  }
+  const act = k.a(C * f);
+  k.f(fc);
+  const down = linearOut(k, act, C, site(x, false, 'mlp-act')[0] as Lin, pass.extras);
+  k.f(act, n2);
+  if (!parallel) {
+    const r2 = k.a(R * h);
+    k.f(down, mlpIn);
+    return r2;
+  }
+  // mlp_output + attn_output + residual: two sums, the first freed
+  const sum = k.a(R * h);
+  const r2 = k.a(R * h);
+  k.f(sum, o, down, input);
+  return r2;
+}

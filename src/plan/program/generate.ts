@@ -1,9 +1,11 @@
 /**
- * Hugging Face generate as a program: the weights (and, for a format quantised as it loads, the largest weight's
- * quantisation transient: the load moment), then the prefill (each layer's keys and values for the prompt, one
- * layer's hidden and MLP buffers and its repeated key/value heads at a time, the last token's fp32 logits), then the
- * decode steps (each layer's cache grown by concatenation: a copy one token longer, the old one freed; a paged cache
- * grows in place; a static or AutoAWQ fused cache is made at its full length and written in place). The walk reads
+ * Hugging Face generate as a program: the weights in the order the model makes them (and, for a format quantised as
+ * it loads, the largest weight's quantisation transient: the load moment), then the prefill (the training program's
+ * block ops under torch.no_grad(), block.ts `inference`: each layer's tensors over the prompt freed where the modules
+ * let go of them, its keys and values copied into the cache, its repeated key/value heads), the sampling of each
+ * token (the last token's fp32 logits, min_new_tokens' processors), then the decode steps (each layer's cache grown
+ * by concatenation: a copy one token longer, the old one freed; a paged cache grows in place; a static or AutoAWQ
+ * fused cache is made at its full length and written in place). The walk reads
  * the load, the last decode step (the cache at its longest) and the prefill; the replay runs every step through the
  * caching allocator, where the growing copies leave reserved memory above allocated.
  */
@@ -13,7 +15,10 @@ import type { ModelConfig } from '../model-config.js';
 import { fusedAttention, type InferOptions } from '../options.js';
 import type { GenerateRelease } from '../engines/transformers-releases.js';
 import type { ServedWeights } from '../quantised-weights.js';
-import type { H, Mem, Tag } from './mem.js';
+import type { BlockContext } from './block-context.js';
+import { blockForward } from './block.js';
+import type { MatmulExtras } from './linear.js';
+import type { H, Mem, Runs, Tag } from './mem.js';
 import { Tags } from './mem.js';
 
 /** Decode steps the allocator replay runs one by one; a longer generation is replayed in strides. */
@@ -26,7 +31,11 @@ export interface GenerateSetup {
   /** Weights on this GPU: each layer's, and the ends' (embeddings and output layer). */
   layerWeightBytes: number;
   endWeightBytes: number;
+  /** Of the ends, the input embeddings (made first, as the model's __init__ registers them; 0 where untold). */
+  embeddingBytes: number;
   layers: number;
+  /** Of the layers, those with a dense MLP (every layer but a mixture's expert layers). */
+  denseLayers: number;
   /** Layers that keep only their last window (a sliding-window layer in Hugging Face's hybrid cache), and the window. */
   slidingLayers: number;
   window: number;
@@ -37,7 +46,9 @@ export interface GenerateSetup {
   /** The transformers release's generate: what a step holds of the one before, which logits the prefill makes. */
   release: GenerateRelease;
   /** The weight format's buffers and matmul transients. */
-  quant: Pick<ServedWeights, 'scratchBytes' | 'loadBytes' | 'layerMatmulBytes' | 'outputMatmulBytes'> & { scheme: { says: string } | undefined };
+  quant: Pick<ServedWeights, 'scratchBytes' | 'loadBytes' | 'layerMatmulBytes' | 'outputMatmulBytes' | 'linearMatmulBytes' | 'expertMatmulBytes'> & {
+    scheme: { says: string } | undefined;
+  };
   tags: GenerateTags;
 }
 
@@ -82,7 +93,7 @@ export function generateTags(s: Omit<GenerateSetup, 'tags'>): GenerateTags {
     activations: set.get(
       'prefill activations',
       'activationsBytes',
-      'hidden and MLP buffers for the prompt tokens of one layer (and the attention matrix without a fused kernel)',
+      "one layer's tensors over the prompt tokens as its ops make them without autograd (norms, projections, RoPE, attention, MLP; the attention matrix without a fused kernel)",
     ),
     repeat: set.get(
       'keys and values repeated to every head (one layer)',
@@ -210,62 +221,131 @@ function fusedPrefillAttention(s: GenerateSetup): number {
   return o.batch * heads * o.prompt * o.prompt * (2 + 4 + 4) + 2 * o.batch * o.prompt * heads * m.headDim * 2;
 }
 
-/** The runs of layers: those keeping every token, then the sliding-window ones. */
-const runs = (s: GenerateSetup): Array<{ count: number; sliding: boolean }> =>
-  [
-    { count: s.layers - s.slidingLayers, sliding: false },
-    { count: s.slidingLayers, sliding: true },
+/**
+ * The runs of layers: those keeping every token (a mixture's dense layers first, then its expert layers), then the
+ * sliding-window ones.
+ */
+const runs = (s: GenerateSetup): Array<{ count: number; sliding: boolean; moe: boolean }> => {
+  const full = s.layers - s.slidingLayers;
+  const dense = s.m.moe ? Math.min(full, s.denseLayers) : full;
+  return [
+    { count: dense, sliding: false, moe: false },
+    { count: full - dense, sliding: false, moe: true },
+    { count: s.slidingLayers, sliding: true, moe: !!s.m.moe },
   ].filter((r) => r.count > 0);
+};
 
-/** The prefill: each layer's cache for the prompt, one layer's buffers at a time, the last token's logits. */
+/** The prefill: each layer's ops over the prompt with its cache, the prompt's logits where the release makes them all. */
 function prefill(mem: Mem, s: GenerateSetup): { caches: H[][][]; held: H | undefined } {
-  const { m, o } = s;
+  const { o } = s;
   mem.phase('prefill');
-  const e = elementBytes(o);
-  const f = m.moe ? (m.moe.expertsPerToken + m.moe.sharedExperts) * m.moe.expertIntermediate : m.intermediate;
   const tokens = o.batch * o.prompt;
-  const scores =
-    o.kvCache === 'awq-fused'
-      ? fusedPrefillAttention(s)
-      : fusedAttention(m, o.attention, o.weights)
-        ? 0
-        : o.batch * (m.heads / o.parallel.tp) * o.prompt * o.prompt * 4;
   if (o.kvCache === 'static') fixedCache(mem, s);
-  const fixed = fixedLen(s) > 0;
+  const caches = o.kvCache === 'awq-fused' ? awqFusedPrefill(mem, s) : blockPrefill(mem, s, fixedLen(s) > 0);
+  // a quantised output layer runs over every prompt token (LitGPT's GPT.forward returns logits for all of them)
+  mem.free(mem.alloc(s.quant.outputMatmulBytes(tokens, true), s.tags.matmul));
+  return { caches: caches.map((c) => Array.from({ length: c.count }, (_, i) => c.at(i))), held: promptLogits(mem, s) };
+}
+
+/**
+ * The prefill's layers as the training program's blocks run them under torch.no_grad() (block.ts, `inference`): each op's
+ * tensors over batch x prompt tokens in the dtype the model loads, the layer's keys and values copied into the cache
+ * where DynamicLayer.update copies them (after RoPE, before attention), a quantised layer's matmul transient where its
+ * matmul runs; then the repeated key/value heads where the release repeats them. The embeddings' output is the first
+ * layer's input; each layer's output the next one's.
+ */
+function blockPrefill(mem: Mem, s: GenerateSetup, fixed: boolean): Runs<H[]>[] {
+  const { m, o } = s;
+  const x = prefillContext(s);
+  const rows = o.batch * o.prompt;
+  const extras: MatmulExtras = {
+    dequantisedBytes: 0,
+    fp8: false,
+    matmulBytes: (l) => s.quant.linearMatmulBytes(l, rows, true),
+    expertMatmulBytes: s.quant.expertMatmulBytes(rows, true),
+  };
+  // the model's forward holds the embeddings' output (inputs_embeds) and the rotary module's cos and sin for every
+  // position through every layer (the allocator trace of a Qwen3-0.6B prefill, 2026-12-04, holds both at its peak,
+  // the last layer's MLP: cos and sin as fp32 (batch, tokens, rotary dims)); the first layer reads a copy of its own
+  const held = [
+    mem.alloc(x.R * m.hidden * x.tokens, s.tags.activations),
+    ...(m.arch.rotaryFraction > 0 ? [0, 1].map(() => mem.alloc(4 * rotaryDim(s) * x.tokens, s.tags.activations)) : []),
+  ];
+  let hidden = mem.alloc(x.R * m.hidden * x.tokens, s.tags.activations);
   const caches = runs(s).map((r) =>
     mem.repeat(r.count, () => {
       const half = (s.kvPerTokenLayer / 2) * o.batch * kept(s, o.prompt, r.sliding);
+      const kv: H[] = [];
       // a preallocated cache is written in place
-      const kv = fixed ? [] : [mem.alloc(half, s.tags.kv), mem.alloc(half, s.tags.kv)];
-      if (o.kvCache === 'awq-fused') {
-        // the fused block (LlamaLikeBlock.forward): the attention's scores are freed before the MLP runs, so the
-        // layer's hidden buffers are held with the one, then with the other and its largest matmul transient
-        const hidden = mem.alloc((tokens * 4 * m.hidden * e) / o.parallel.tp, s.tags.activations);
-        mem.free(mem.alloc(scores, s.tags.activations));
-        const mlp = mem.alloc((tokens * 3 * f * e) / o.parallel.tp, s.tags.activations);
-        mem.free(mem.alloc(s.quant.layerMatmulBytes(tokens, true), s.tags.matmul));
-        mem.free(mlp, hidden);
-        return kv;
-      }
-      // the layer's buffers as its ops make them: four hidden-sized (norm, attention output, residuals), the scores
-      // without a fused kernel, three of the MLP's width
-      const hiddenBuf = (tokens * m.hidden * e) / o.parallel.tp;
-      const mlpBuf = (tokens * f * e) / o.parallel.tp;
-      const act = [
-        ...Array.from({ length: 4 }, () => mem.alloc(hiddenBuf, s.tags.activations)),
-        ...(scores > 0 ? [mem.alloc(scores, s.tags.activations)] : []),
-        ...Array.from({ length: 3 }, () => mem.alloc(mlpBuf, s.tags.activations)),
-      ];
-      // the layer's largest matmul transient while its buffers are held (the first forward pass)
-      mem.free(mem.alloc(s.quant.layerMatmulBytes(tokens, true), s.tags.matmul));
-      mem.free(...act);
+      const kvCache = (): H => {
+        const h = fixed ? 0 : mem.alloc(half, s.tags.kv);
+        if (h) kv.push(h);
+        return h;
+      };
+      hidden = blockForward(mem, x, hidden, { mode: 'inference', moe: r.moe, owns: true, extras, kvCache }).out;
       repeatKv(mem, s, o.prompt, r.sliding);
       return kv;
     }),
   );
-  // a quantised output layer runs over every prompt token (LitGPT's GPT.forward returns logits for all of them)
-  mem.free(mem.alloc(s.quant.outputMatmulBytes(tokens, true), s.tags.matmul));
-  return { caches: caches.map((c) => Array.from({ length: c.count }, (_, i) => c.at(i))), held: promptLogits(mem, s) };
+  mem.free(hidden, ...held);
+  return caches;
+}
+
+/** The block ops' context for the prefill: the model's widths over the prompt's tokens, no autograd, no autocast. */
+function prefillContext(s: GenerateSetup): BlockContext {
+  const { m, o } = s;
+  const e = elementBytes(o);
+  const t = s.tags.activations;
+  return {
+    m,
+    tokens: (o.batch * o.prompt) / o.parallel.tp,
+    batch: o.batch,
+    seq: o.prompt,
+    tp: o.parallel.tp,
+    R: e,
+    C: e,
+    autocast: false,
+    precision: e === 4 ? 'fp32' : 'bf16-pure',
+    full: false,
+    weightBytes: e,
+    gradBytes: 0,
+    restParams: { dense: 0, moe: 0 },
+    expertParams: 0,
+    lora: undefined,
+    fusedAttention: fusedAttention(m, o.attention, o.weights),
+    // the math kernel's scores in fp32 while the softmax runs
+    scoreBytes: 4,
+    scoresRecomputed: false,
+    kvCacheCopies: false,
+    gradsLeave: false,
+    gradSink: undefined,
+    autocastCache: [],
+    tags: { kept: t, scores: t, transient: t, grads: t, paramGrads: t, autocast: t, expertWeights: t, expertInputs: t, matmul: s.tags.matmul },
+    lins: {},
+    sites: new Map(),
+  };
+}
+
+/** AutoAWQ's fused blocks over the prompt (LlamaLikeBlock.forward): each layer's cache, its buffers, its largest matmul transient. */
+function awqFusedPrefill(mem: Mem, s: GenerateSetup): Runs<H[]>[] {
+  const { m, o } = s;
+  const e = elementBytes(o);
+  const f = m.moe ? (m.moe.expertsPerToken + m.moe.sharedExperts) * m.moe.expertIntermediate : m.intermediate;
+  const tokens = o.batch * o.prompt;
+  const scores = fusedPrefillAttention(s);
+  // the fused block (LlamaLikeBlock.forward): the attention's scores are freed before the MLP runs, so the layer's
+  // hidden buffers are held with the one, then with the other and its largest matmul transient; the WindowedCache,
+  // made at load, is written in place
+  return runs(s).map((r) =>
+    mem.repeat(r.count, (): H[] => {
+      const hidden = mem.alloc((tokens * 4 * m.hidden * e) / o.parallel.tp, s.tags.activations);
+      mem.free(mem.alloc(scores, s.tags.activations));
+      const mlp = mem.alloc((tokens * 3 * f * e) / o.parallel.tp, s.tags.activations);
+      mem.free(mem.alloc(s.quant.layerMatmulBytes(tokens, true), s.tags.matmul));
+      mem.free(mlp, hidden);
+      return [];
+    }),
+  );
 }
 
 /**
@@ -275,7 +355,7 @@ function prefill(mem: Mem, s: GenerateSetup): { caches: H[][][]; held: H | undef
  */
 function promptLogits(mem: Mem, s: GenerateSetup): H | undefined {
   const { m, o } = s;
-  if (s.release.promptLogits === 'last') return held(mem, s, mem.alloc(o.batch * m.vocab * 4, s.tags.logits));
+  if (s.release.promptLogits === 'last') return undefined;
   const n = o.batch * o.prompt * m.vocab;
   const e = elementBytes(o);
   const out = e === 4 ? undefined : mem.alloc(n * e, s.tags.logits);
@@ -296,7 +376,14 @@ function held(mem: Mem, s: GenerateSetup, logits: H): H | undefined {
  * the previous step's outputs a release holds through this forward, is freed when it returns. Returns this step's
  * logits when the release holds them into the next.
  */
-function step(mem: Mem, s: GenerateSetup, caches: H[][][], tokens: number, before: H | undefined): H | undefined {
+function step(
+  mem: Mem,
+  s: GenerateSetup,
+  caches: H[][][],
+  tokens: number,
+  before: H | undefined,
+  sampled: Sampled | undefined,
+): { held: H | undefined; sampled: Sampled | undefined } {
   const o = s.o;
   // each run's layers' previous caches, where the release keeps them until the forward returns
   const previous = runs(s).map((r, i) => {
@@ -335,13 +422,56 @@ function step(mem: Mem, s: GenerateSetup, caches: H[][][], tokens: number, befor
     });
   });
   mem.free(mem.alloc(s.quant.outputMatmulBytes(o.batch, false), s.tags.matmul));
-  const logits = mem.alloc(o.batch * s.m.vocab * 4, s.tags.logits);
+  // the current generate samples from the last token's logits; an older one's logits are held or freed whole
+  const current = s.release.promptLogits === 'last';
+  const logits = current ? 0 : mem.alloc(o.batch * s.m.vocab * 4, s.tags.logits);
+  const next = current ? sample(mem, s, tokens, sampled) : undefined;
   // the forward has returned: generate lets go of the previous step's outputs and cache
   if (before) mem.free(before);
   // each layer's previous cache freed by a repeat of its own count (what the same iteration of the one above kept)
   for (const runsOld of previous) mem.repeat(runsOld.count, (j) => mem.free(...runsOld.at(j)));
-  return held(mem, s, logits);
+  return { held: current ? undefined : held(mem, s, logits), sampled: next };
 }
+
+/** The step's sampling tensors generate still binds when the next step samples: next_token_logits and next_token_scores. */
+interface Sampled {
+  copy: H;
+  scores: H;
+}
+
+/**
+ * A step's sampling as generate's _sample runs it (transformers 4.45 on, where the logits are the last token's): the
+ * logits copied to fp32 (`outputs.logits[:, -1, :].to(copy=True, dtype=torch.float32)`; the previous step's copy
+ * freed as the name is rebound), then, while fewer than min_new_tokens are made (`tokens`, the context after the
+ * step, short of prompt + min_new_tokens), MinLengthLogitsProcessor and MinNewTokensLengthLogitsProcessor each
+ * `scores.clone()` and `torch.where(eos_token_mask, -inf, scores)` (the clone freed; the first processor's output
+ * once the second has made its own), and the previous step's scores freed as next_token_scores is rebound. Answers
+ * what the step leaves bound.
+ */
+function sample(mem: Mem, s: GenerateSetup, tokens: number, before: Sampled | undefined): Sampled {
+  const o = s.o;
+  const bytes = o.batch * s.m.vocab * 4;
+  const copy = mem.alloc(bytes, s.tags.logits);
+  const distinct = before && before.scores !== before.copy;
+  if (before) mem.free(before.copy);
+  let scores = copy;
+  if (o.minNewTokens && tokens - 1 < o.prompt + o.minNewTokens) {
+    for (let i = 0; i < 2; i++) {
+      const clone = mem.alloc(bytes, s.tags.logits);
+      const masked = mem.alloc(bytes, s.tags.logits);
+      mem.free(clone);
+      if (scores !== copy) mem.free(scores);
+      scores = masked;
+    }
+  }
+  if (distinct) mem.free(before.scores);
+  return { copy, scores };
+}
+
+/** Frees what the last step's sampling left bound (generate returns). */
+const unbind = (mem: Mem, sampled: Sampled | undefined): void => {
+  if (sampled) mem.free(sampled.copy, sampled.scores === sampled.copy ? 0 : sampled.scores);
+};
 
 /**
  * A layer's keys, then its values, copied to `half` bytes each (torch.cat in DynamicLayer.update): each copy is made
@@ -365,38 +495,48 @@ export function generateProgram(mem: Mem, s: GenerateSetup, allSteps: boolean): 
   // each parameter its own tensor, as from_pretrained loads them: every linear layer's weight, the rest of the layer
   // (norms, biases) in one
   const shares = weightShares(s);
+  // in the order the model's __init__ makes them: the input embeddings, the layers, the final norm and output layer
+  mem.alloc(s.embeddingBytes, s.tags.weights);
   mem.repeat(s.layers, () => {
     for (const b of shares) mem.alloc(b, s.tags.weights);
   });
-  mem.alloc(s.endWeightBytes, s.tags.weights);
+  mem.alloc(s.endWeightBytes - s.embeddingBytes, s.tags.weights);
   const tables = ropeTableBytes(s);
   if (tables > 0) mem.repeat(s.layers, () => mem.alloc(tables, s.tags.ropeTables));
   if (s.quant.loadBytes > 0) mem.free(mem.alloc(s.quant.loadBytes, s.tags.load));
   if (s.quant.scratchBytes > 0) mem.alloc(s.quant.scratchBytes, s.tags.scratch);
   if (s.o.kvCache === 'awq-fused') fixedCache(mem, s);
   const { caches, held: fromPrefill } = prefill(mem, s);
+  // the current generate samples the first token from the prefill's last logits
+  const sampled = s.release.promptLogits === 'last' ? sample(mem, s, s.o.prompt + 1, undefined) : undefined;
   // one new token comes from the prefill alone: generate runs no decode step
-  if (s.o.newTokens > 1) decode(mem, s, caches, fromPrefill, allSteps);
-  else if (fromPrefill) mem.free(fromPrefill);
+  if (s.o.newTokens > 1) decode(mem, s, caches, fromPrefill, sampled, allSteps);
+  else {
+    if (fromPrefill) mem.free(fromPrefill);
+    unbind(mem, sampled);
+  }
 }
 
-function decode(mem: Mem, s: GenerateSetup, caches: H[][][], fromPrefill: H | undefined, allSteps: boolean): void {
+function decode(mem: Mem, s: GenerateSetup, caches: H[][][], fromPrefill: H | undefined, sampled: Sampled | undefined, allSteps: boolean): void {
   mem.phase('decode');
   const ctx = s.o.prompt + s.o.newTokens;
-  let before = fromPrefill;
+  let carry = { held: fromPrefill, sampled };
   if (allSteps) {
     // at most REPLAYED_STEPS steps are replayed: past that each grows the cache by several tokens (the copies'
     // sizes and order are what the allocator sees; their number only repeats the pattern)
     const stride = Math.ceil(s.o.newTokens / REPLAYED_STEPS);
-    for (let t = s.o.prompt + stride; t < ctx; t += stride) before = step(mem, s, caches, t, before);
+    for (let t = s.o.prompt + stride; t < ctx; t += stride) carry = step(mem, s, caches, t, carry.held, carry.sampled);
   } else {
     // the first step, where it still holds the prefill's logits, then the cache as the steps up to the last leave it
-    const first = before !== undefined && s.o.prompt + 1 < ctx;
-    if (first) before = step(mem, s, caches, s.o.prompt + 1, before);
+    const first = carry.held !== undefined && s.o.prompt + 1 < ctx;
+    if (first) carry = step(mem, s, caches, s.o.prompt + 1, carry.held, carry.sampled);
     if (!fixedLen(s) && ctx - 1 > s.o.prompt + (first ? 1 : 0)) growTo(mem, s, caches, ctx - 1);
+    // what the step before the last leaves bound of its sampling
+    if (carry.sampled && ctx - 1 > s.o.prompt + 1) carry = { ...carry, sampled: sample(mem, s, ctx - 1, carry.sampled) };
   }
-  const last = step(mem, s, caches, ctx, before);
-  if (last) mem.free(last);
+  const last = step(mem, s, caches, ctx, carry.held, carry.sampled);
+  if (last.held) mem.free(last.held);
+  unbind(mem, last.sampled);
 }
 
 /** The cache as the steps before the last leave it: `tokens` long (the walk's shortcut to the last step). */

@@ -13,6 +13,10 @@ export interface MatmulExtras {
   dequantisedBytes: number;
   /** torchao float8: the weight and the input cast to fp8 while the matmul runs. */
   fp8: boolean;
+  /** A quantised checkpoint's kernel (GPTQ, AWQ, bitsandbytes under generate): what the layer's matmul makes while it runs. */
+  matmulBytes?: (l: Lin) => number;
+  /** The same for the experts of a mixture's layer (their matmuls over the rows routed to each). */
+  expertMatmulBytes?: number;
 }
 
 /** The transients of one matmul of `l` reading `tokens` rows: made and freed around it. */
@@ -20,7 +24,8 @@ function matmulTransients(mem: Mem, x: BlockContext, l: Lin, extras: MatmulExtra
   const d = extras.dequantisedBytes ? mem.alloc(extras.dequantisedBytes * l.weight, x.tags.transient) : 0;
   const w8 = extras.fp8 ? mem.alloc(l.weight, x.tags.transient) : 0;
   const i8 = extras.fp8 ? mem.alloc(l.in * x.tokens, x.tags.transient) : 0;
-  mem.free(d, w8, i8);
+  const q = extras.matmulBytes ? mem.alloc(extras.matmulBytes(l), x.tags.matmul ?? x.tags.transient) : 0;
+  mem.free(d, w8, i8, q);
 }
 
 /**

@@ -33,6 +33,7 @@ export function moeForward(k: Keeper, n2: H, readers: Lin[], extras: MatmulExtra
   const f = blockDims(x, true).f;
   const { C } = x;
   for (let i = 0; i < 3; i++) k.keep(k.a(C * f), C * f, 'mlp-mid');
+  if (extras.expertMatmulBytes) k.f(k.mem.alloc(extras.expertMatmulBytes, x.tags.matmul ?? x.tags.transient));
   if (moe.sharedExpertGate) k.keep(k.a(h * e + 4), h * e + 4, 'mlp-mid');
   expertAdapters(k);
   if (!k.owned(n2)) k.f(n2);
