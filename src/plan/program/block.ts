@@ -413,6 +413,13 @@ function normInference(k: Keeper, input: H, width: number, rows = 1): H {
   return out;
 }
 
+/** A tensor's norm where the tensor is let go of once normed (a q/k norm, Gemma's post-norms). */
+function normedInPlaceOf(k: Keeper, t: H, width: number, rows = 1): H {
+  const normed = normInference(k, t, width, rows);
+  k.f(t);
+  return normed;
+}
+
 /** One linear layer's output from `input` (left to the caller), with its matmul's transients. */
 const linearOut = (k: Keeper, input: H, xb: number, l: Lin, extras: MatmulExtras): H => linears(k, input, xb, [l], 'attn-in', extras, true)[0] as H;
 
@@ -456,12 +463,8 @@ function llamaInference(k: Keeper, input: H, pass: BlockPass): H {
     k.f(...ins.map((l) => linearOut(k, n1, R, l, pass.extras)));
     [q, kk, v] = [k.a(C * d.qDim), k.a(C * d.kDim), k.a(C * d.vDim)];
   } else {
-    const headNorm = (proj: H, width: number): H => {
-      if (m.arch.qkNorm === 'none') return proj;
-      const normed = normInference(k, proj, width, m.arch.qkNorm === 'head' ? width / m.headDim : 1);
-      k.f(proj);
-      return normed;
-    };
+    const headNorm = (proj: H, width: number): H =>
+      m.arch.qkNorm === 'none' ? proj : normedInPlaceOf(k, proj, width, m.arch.qkNorm === 'head' ? width / m.headDim : 1);
     q = headNorm(linearOut(k, n1, R, ins[0] as Lin, pass.extras), d.qDim);
     kk = headNorm(linearOut(k, n1, R, ins[1] as Lin, pass.extras), d.kDim);
     v = ins[2] ? linearOut(k, n1, R, ins[2], pass.extras) : k.a(C * d.vDim);
@@ -474,11 +477,7 @@ function llamaInference(k: Keeper, input: H, pass: BlockPass): H {
   const attn = attentionInference(k, d);
   let o = linearOut(k, attn, C, site(x, pass.moe, 'attn-out')[0] as Lin, pass.extras);
   k.f(attn, qe, n1);
-  if (extraNorms > 0) {
-    const normed = normInference(k, o, h);
-    k.f(o);
-    o = normed;
-  }
+  if (extraNorms > 0) o = normedInPlaceOf(k, o, h);
   const r1 = k.a(R * h);
   k.f(o, input);
   const n2 = normInference(k, r1, h);
@@ -497,11 +496,7 @@ function llamaInference(k: Keeper, input: H, pass: BlockPass): H {
     down = linearOut(k, mid, C, site(x, false, 'mlp-act')[0] as Lin, pass.extras);
     k.f(mid, n2);
   }
-  if (extraNorms > 1) {
-    const normed = normInference(k, down, h);
-    k.f(down);
-    down = normed;
-  }
+  if (extraNorms > 1) down = normedInPlaceOf(k, down, h);
   const r2 = k.a(R * h);
   k.f(down, r1);
   return r2;
