@@ -10,7 +10,7 @@ import { checkParallel, type Estimate, fieldsOf, fieldsOver, type InferOptions, 
 import { allocatorCapacity, contextLines } from './overheads.js';
 import { TorchAllocatorModel } from '../allocator-model/torch-caching.js';
 import { countParams, kvBytesPerTokenPerLayer } from './params.js';
-import { type GenerateSetup, generateProgram, generateTags } from './program/generate.js';
+import { elementBytes, type GenerateSetup, generateProgram, generateTags } from './program/generate.js';
 import type { PhasePeak } from './program/walk.js';
 import { Replay } from './program/replay.js';
 import { Walk } from './program/walk.js';
@@ -24,16 +24,17 @@ export function generateSetup(m: ModelConfig, o: InferOptions): GenerateSetup {
   const w = servedWeights(m, o);
   const kvSplit = m.mla ? 1 : Math.min(p.tp, m.kvHeads);
   const sliding = m.slidingWindow && m.slidingLayers ? Math.round((m.slidingLayers * layers) / m.layers) : 0;
+  const c = countParams(m);
   const base = {
     m,
     o,
     layerWeightBytes: Math.max(0, w.totalBytes - w.endBytes) / layers,
     endWeightBytes: Math.min(w.totalBytes, w.endBytes),
     // the embeddings in 16 bits (32 under fp32) on one stage; under pipeline parallelism the ends stay one tensor
-    embeddingBytes: p.pp === 1 ? Math.min(w.totalBytes, w.endBytes, (countParams(m).embedding / p.tp) * (o.weights === 'fp32' ? 4 : 2)) : 0,
+    embeddingBytes: p.pp === 1 ? Math.min(w.totalBytes, w.endBytes, (c.embedding / p.tp) * elementBytes(o)) : 0,
     quant: w,
     layers,
-    denseLayers: Math.min(countParams(m).denseLayers, layers),
+    denseLayers: Math.min(c.denseLayers, layers),
     slidingLayers: sliding,
     window: m.slidingWindow ?? 0,
     // AutoAWQ's WindowedCache is fp16 whatever --kv-dtype says (cache.py: .half())

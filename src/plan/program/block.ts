@@ -22,9 +22,9 @@ export interface BlockPass {
   owns: boolean;
   extras: MatmulExtras;
   /**
-   * Hugging Face generate's cache (generate.ts): DynamicLayer.update copies the layer's keys and values into it
-   * (torch.cat), which outlive the block; answers the copy's handle (0 where a preallocated cache is written in
-   * place). The rotated keys and the projection's values are freed once copied, and SDPA reads the cache.
+   * Hugging Face generate's cache (generate.ts; `inference` mode): DynamicLayer.update copies the layer's keys and
+   * values into it (torch.cat), which outlive the block; answers the copy's handle (0 where a preallocated cache is
+   * written in place). The rotated keys and the projection's values are freed once copied, and SDPA reads the cache.
    */
   kvCache?: (part: 'keys' | 'values') => H;
 }
@@ -110,20 +110,17 @@ function llamaForward(k: Keeper, input: H, pass: BlockPass): H {
   const qe = rope(k, outs[0] as H, d.qDim);
   let ke = rope(k, outs[1] as H, d.kDim);
   let vv = outs[2] as H;
-  const cache = pass.kvCache;
-  if (cache || x.kvCacheCopies) {
-    const kc = cache ? cache('keys') : k.a(C * d.kDim);
-    const vc = cache ? cache('values') : k.a(C * d.vDim);
+  if (x.kvCacheCopies) {
+    const kc = k.a(C * d.kDim);
+    const vc = k.a(C * d.vDim);
     k.f(ke, vv);
     ke = kc;
     vv = vc;
   }
   const attn = k.a(C * d.oDim);
   k.keep(qe, C * d.qDim, 'attn');
-  if (!cache) {
-    k.keep(ke, C * d.kDim, 'attn');
-    k.keep(vv, C * d.vDim, 'attn');
-  }
+  k.keep(ke, C * d.kDim, 'attn');
+  k.keep(vv, C * d.vDim, 'attn');
   k.keep(attn, C * d.oDim, 'attn');
   k.keep(k.a(4 * d.heads), 4 * d.heads, 'attn');
   scores(k);
@@ -190,7 +187,7 @@ function gptForward(k: Keeper, input: H, pass: BlockPass): H {
   const n1 = k.a(ln * h);
   // with one norm (Phi, Falcon-7B) the MLP reads this norm's output too: it outlives the attention's linear layers
   const outs = linears(k, n1, ln, site(x, pass.moe, 'attn-norm'), 'attn-in', pass.extras, false, !oneNorm);
-  gptAttention(k, outs, d, pass.kvCache);
+  gptAttention(k, outs, d);
   const attn = k.a(C * d.qDim);
   k.keep(attn, C * d.qDim, 'attn');
   k.keep(k.a(4 * d.heads), 4 * d.heads, 'attn');
@@ -223,23 +220,16 @@ function gptForward(k: Keeper, input: H, pass: BlockPass): H {
   return r2;
 }
 
-/**
- * GPT's attention inputs: the q/k/v projections' outputs kept, the cache's key and value copies, rotated q and k.
- * Under generate the rotated q and k come first and the layer's keys and values are copied into `cache`.
- */
-function gptAttention(k: Keeper, outs: H[], d: ReturnType<typeof blockDims>, cache: BlockPass['kvCache']): void {
+/** GPT's attention inputs: the q/k/v projections' outputs kept, the cache's key and value copies, rotated q and k. */
+function gptAttention(k: Keeper, outs: H[], d: ReturnType<typeof blockDims>): void {
   const { C, m } = k.x;
   // q, k and v (one fused output, or three) stay alive through attention: SDPA reads views of them
   const widths = outs.length === 1 ? [d.qDim + 2 * d.kDim] : [d.qDim, d.kDim, d.kDim];
   outs.forEach((h, i) => {
     k.keep(h, C * (widths[i] as number), 'attn');
   });
-  if (!cache) k.keep(k.a(2 * C * d.kDim), 2 * C * d.kDim, 'attn');
+  k.keep(k.a(2 * C * d.kDim), 2 * C * d.kDim, 'attn');
   if (m.arch.rotaryFraction > 0) k.keep(k.a(C * (d.qDim + d.kDim)), C * (d.qDim + d.kDim), 'attn');
-  if (cache) {
-    cache('keys');
-    cache('values');
-  }
 }
 
 /** Linear layers reading an input another op keeps, keeping nothing of their own (a one-norm parallel block's MLP). */

@@ -136,7 +136,7 @@ export function generateTags(s: Omit<GenerateSetup, 'tags'>): GenerateTags {
 }
 
 /** Bytes of an element in the dtype the model loads and computes in: fp32, else 16 bits (a quantised format's too). */
-const elementBytes = (o: InferOptions): number => (o.weights === 'fp32' ? 4 : 2);
+export const elementBytes = (o: InferOptions): number => (o.weights === 'fp32' ? 4 : 2);
 
 /** A layer's weights as the tensors it loads: each linear module's share (by its in x out), then the rest. */
 function weightShares(s: GenerateSetup): number[] {
